@@ -46,6 +46,8 @@ export interface StarPOConfig {
   rolloutFilterRatio?: number;
   /** Sampling temperature of the rollout, so the log-probs are those of the distribution sampled from. */
   temperature?: number;
+  /** Seed of the order trajectories are dealt into mini-batches (reshuffled every epoch and update). */
+  shuffleSeed?: number;
 }
 
 export const STARPO_DEFAULTS = {
@@ -71,6 +73,7 @@ export const STARPO_DEFAULTS = {
   uncertaintyFilter: false,
   rolloutFilterRatio: 0.25,
   temperature: 1,
+  shuffleSeed: 0,
 } as const satisfies Required<Omit<StarPOConfig, "advantageEstimator">>;
 
 export type ResolvedStarPOConfig = Required<StarPOConfig>;
@@ -308,9 +311,15 @@ export class StarPO {
     };
     let skippedSteps = 0;
     for (let epoch = 0; epoch < c.ppoEpochs; epoch++) {
-      for (const mini of chunks(rows, c.ppoMiniBatchSize)) {
+      // Rollouts arrive grouped by env tag; a shuffle gives every mini-batch a mix of them. Seeding by
+      // the optimiser's step count makes a resumed run deal the same mini-batches as an unbroken one.
+      const order = shuffled(rows, c.shuffleSeed * 1_000_003 + optimizer.steps * 101 + epoch);
+      for (const mini of chunks(order, c.ppoMiniBatchSize)) {
         optimizer.zeroGrad();
-        for (const micro of chunks(mini, c.microBatchSize)) {
+        // Micro-batches only split the work of one gradient: grouping rows of similar length there
+        // changes nothing but the padding, which it cuts.
+        const byLength = [...mini].sort((a, b) => a.trajectory.tokens.length - b.trajectory.tokens.length);
+        for (const micro of chunks(byLength, c.microBatchSize)) {
           const packed = this.batchTensors(micro.map((r) => r.trajectory));
           const extra = packExtras(micro, packed);
           const read = await asyncScope(async () => {
@@ -471,6 +480,24 @@ function variance(xs: readonly number[]): number {
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** A seeded Fisher-Yates shuffle (mulberry32 stream). */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
   return out;
 }
 

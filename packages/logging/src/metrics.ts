@@ -3,7 +3,7 @@
  * the HTML report, its parser, and the console one-line summary. File I/O lives in `./node`.
  */
 
-/** One logged training step: RAGEN metric names ("actor/pg_loss", "train-env/Bandit/success", ...) to values. */
+/** One logged training step: RAGEN metric names ("actor/pg_loss", "train/Bandit/success", ...) to values. */
 export type Metrics = Record<string, number>;
 
 /** A metrics row as stored: the step, the wall-clock time (Unix seconds) and the metrics themselves. */
@@ -81,7 +81,7 @@ export function validateStep(step: number, metrics: Metrics, lastStep: number | 
  */
 export const DEFAULT_SUMMARY_KEYS: readonly string[] = [
   "critic/score/mean",
-  "train-env/*/success",
+  "train/*/success",
   "val-env/*/success",
   "actor/pg_loss",
   "critic/vf_loss",
@@ -120,10 +120,10 @@ export function formatMetricValue(value: number): string {
   return text.padStart(9);
 }
 
-/** Drops the "critic/" / "actor/" style prefix noise to keep the line short: "train-env/Bandit/success" -> "Bandit/success". */
+/** Drops the "critic/" / "actor/" style prefix noise to keep the line short: "train/Bandit/success" -> "Bandit/success". */
 function shortLabel(key: string): string {
   const parts = key.split("/");
-  if (parts[0] === "train-env" || parts[0] === "val-env") {
+  if ((parts[0] === "train" && parts.length === 3) || parts[0] === "val-env") {
     return `${parts[0] === "val-env" ? "val:" : ""}${parts.slice(1).join("/")}`;
   }
   // "timing_s/step" -> "step_s": a bare "step" would read as the step counter.

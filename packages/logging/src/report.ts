@@ -47,7 +47,7 @@ export const CHARTS: readonly ChartSpec[] = [
   {
     id: "success",
     title: "Success per env tag",
-    keys: (all) => all.filter((k) => /^(train|val)-env\/[^/]+\/success$/.test(k)).sort(),
+    keys: (all) => all.filter((k) => /^(train|val-env)\/[^/]+\/success$/.test(k)).sort(),
   },
   { id: "entropy", title: "Entropy", keys: exact("actor/entropy") },
   {

@@ -56,8 +56,8 @@ describe("HTML report structure", () => {
     expect(seriesNames(section(html, "chart-reward"))).toEqual(["critic/score/mean", "critic/score/max"]);
     // FrozenLake and Bandit share one success chart.
     expect(seriesNames(section(html, "chart-success"))).toEqual([
-      "train-env/Bandit/success",
-      "train-env/FrozenLake/success",
+      "train/Bandit/success",
+      "train/FrozenLake/success",
     ]);
     // The NaN grad norm at step 7 splits the line into two polylines instead of plotting a fake value.
     expect(section(html, "chart-grad-norm").match(/<polyline/g)).toHaveLength(2);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { formatStepSummary, parseMetricsJsonl } from "../src/index.js";
-import { RUN_FILES, RunLogger } from "../src/node/index.js";
+import { RUN_FILES, RunLogger, TrajectoryLog } from "../src/node/index.js";
 
 const dirs: string[] = [];
 function runDir(): string {
@@ -32,10 +32,10 @@ describe("RunLogger JSONL", () => {
   it("writes one JSON object per step with step and wall time, flushed before log returns", () => {
     const dir = runDir();
     const logger = quietLogger(dir);
-    logger.log(0, { "actor/pg_loss": -0.5, "train-env/FrozenLake/success": 0.25 });
+    logger.log(0, { "actor/pg_loss": -0.5, "train/FrozenLake/success": 0.25 });
     // Read while the logger is still open: nothing may be buffered.
     expect(readLines(join(dir, RUN_FILES.metrics)).map((l) => JSON.parse(l))).toEqual([
-      { step: 0, wall_time: 1_700_000_001.5, "actor/pg_loss": -0.5, "train-env/FrozenLake/success": 0.25 },
+      { step: 0, wall_time: 1_700_000_001.5, "actor/pg_loss": -0.5, "train/FrozenLake/success": 0.25 },
     ]);
     logger.log(1, { "critic/vf_loss": Number.NaN });
     const rows = parseMetricsJsonl(readFileSync(join(dir, RUN_FILES.metrics), "utf8"));
@@ -72,6 +72,41 @@ describe("RunLogger JSONL", () => {
   });
 });
 
+describe("resuming from a checkpoint", () => {
+  it("drops metric rows and trajectory records logged after the checkpoint's step", async () => {
+    const dir = runDir();
+    const first = quietLogger(dir);
+    const trajectories = new TrajectoryLog(dir);
+    for (let step = 0; step < 5; step++) {
+      first.log(step, { "actor/pg_loss": step });
+      trajectories.append({
+        step,
+        split: "train",
+        envTag: "Bandit",
+        seed: step,
+        group: 0,
+        turns: [],
+        totalReward: 0,
+        success: false,
+      });
+    }
+    await first.close();
+    trajectories.close();
+
+    // The run was checkpointed at step 2 and killed after logging steps 3 and 4.
+    const resumed = new RunLogger(dir, { console: null, wandb: null, resumeAfterStep: 2 });
+    expect(resumed.lastStep).toBe(2);
+    resumed.log(3, { "actor/pg_loss": 30 });
+    await resumed.close();
+    new TrajectoryLog(dir, { resumeAfterStep: 2 }).close();
+    expect(readLines(join(dir, RUN_FILES.metrics)).map((l) => JSON.parse(l)["actor/pg_loss"])).toEqual([
+      0, 1, 2, 30,
+    ]);
+    expect(readLines(join(dir, RUN_FILES.csv))).toHaveLength(5);
+    expect(readLines(join(dir, RUN_FILES.trajectories)).map((l) => JSON.parse(l).step)).toEqual([0, 1, 2]);
+  });
+});
+
 describe("RunLogger CSV", () => {
   it("has the union of keys as columns and rewrites the file atomically when a new key appears", () => {
     const dir = runDir();
@@ -103,14 +138,14 @@ describe("console summary", () => {
     const logger = quietLogger(runDir(), lines);
     logger.log(1, {
       "actor/pg_loss": -0.01234,
-      "train-env/FrozenLake/success": 0.25,
-      "train-env/Bandit/success": 1,
+      "train/FrozenLake/success": 0.25,
+      "train/Bandit/success": 1,
       "critic/vf_clipfrac": 0.3,
     });
     logger.log(12, {
       "actor/pg_loss": 12.5,
-      "train-env/FrozenLake/success": 0.5,
-      "train-env/Bandit/success": 0.75,
+      "train/FrozenLake/success": 0.5,
+      "train/Bandit/success": 0.75,
     });
     expect(lines[0]).toBe(
       "step     1 | Bandit/success    1.0000 | FrozenLake/success    0.2500 | pg_loss   -0.0123\n",

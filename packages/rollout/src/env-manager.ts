@@ -113,6 +113,18 @@ export class EnvManager {
     }
   }
 
+  /** Training resets so far: where a checkpoint resumes the training seed sequence. */
+  get trainResets(): number {
+    return this.trainCounter / this.config.envGroups;
+  }
+
+  /** Continue the training seeds as if `resets` training resets had happened (resuming a run). */
+  restoreTrainResets(resets: number): void {
+    if (!Number.isInteger(resets) || resets < 0)
+      throw new EnvManagerConfigError(`restoreTrainResets(): expected a non-negative integer, got ${resets}`);
+    this.trainCounter = resets * this.config.envGroups;
+  }
+
   /** The seed base the next reset in `mode` will use. */
   nextSeedBase(mode: RolloutMode): number {
     return mode === "val" ? VALIDATION_SEED : TRAIN_SEED_BASE + this.trainCounter;

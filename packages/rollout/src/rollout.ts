@@ -30,6 +30,8 @@ export interface RolloutOptions {
   rewardPlacement?: "trajectory" | "turn";
   /** An env whose next prompt plus maxNewTokens would exceed this stops (finish reason "context"). */
   maxSequenceLength?: number;
+  /** Called after each turn with the number of envs still playing (for progress bars). */
+  onTurn?: (turn: number, active: number) => void;
 }
 
 /** One turn, for reports and case studies. */
@@ -159,6 +161,7 @@ export async function runRollout(
     });
     checkOutputs(outputs, ready.length);
     for (const [i, run] of ready.entries()) playTurn(run, outputs[i]!);
+    options.onTurn?.(turn, runs.filter((run) => run.finishReason === undefined).length);
   }
   for (const run of runs) run.finishReason ??= "max-turns";
 

@@ -18,7 +18,7 @@ export {
 } from "./gpu/device.js";
 export { blockFor, waitForGpu } from "./gpu/wait.js";
 export * from "./ops/index.js";
-export { AdamW, type AdamWOptions, type StepResult } from "./optim.js";
+export { AdamW, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
 export {
   type CreateOptions,
   emptyTensor,

@@ -1,5 +1,5 @@
 import { noGrad } from "./autograd.js";
-import { emptyTensor, zerosLike } from "./runtime.js";
+import { emptyTensor, tensor, zerosLike } from "./runtime.js";
 import type { Tensor } from "./tensor.js";
 
 export interface AdamWOptions {
@@ -19,6 +19,13 @@ export interface StepResult {
   /** The factor the gradients were scaled by: 1 unclipped, < 1 clipped, 0 when the norm was not finite
    * and the step was skipped (nothing changed). */
   clipScale: Tensor;
+}
+
+/** The optimizer's state on the host, for checkpoints: moments per parameter (by index in `params`). */
+export interface AdamWState {
+  steps: number;
+  /** First and second moments; absent for parameters that never had a gradient. */
+  moments: ({ m: Float32Array; v: Float32Array } | undefined)[];
 }
 
 /**
@@ -94,6 +101,40 @@ export class AdamW {
       sumSquares.dispose();
       return { gradNorm, clipScale: scale };
     });
+  }
+
+  /** A host copy of the moments and step count (for checkpoints). */
+  async stateDict(): Promise<AdamWState> {
+    const moments = await Promise.all(
+      this.params.map(async (p) => {
+        const s = this.state.get(p);
+        return s ? { m: await s.m.floats(), v: await s.v.floats() } : undefined;
+      }),
+    );
+    return { steps: this.stepCount, moments };
+  }
+
+  /** Restore a `stateDict()`; the parameters must be the same list (count and sizes). */
+  loadStateDict(state: AdamWState): void {
+    if (state.moments.length !== this.params.length)
+      throw new Error(
+        `AdamW.loadStateDict(): the state has ${state.moments.length} parameters, the optimizer ${this.params.length}`,
+      );
+    state.moments.forEach((moment, i) => {
+      const p = this.params[i]!;
+      if (moment && (moment.m.length !== p.size || moment.v.length !== p.size))
+        throw new Error(
+          `AdamW.loadStateDict(): parameter ${i} has ${p.size} elements, the state ${moment.m.length}`,
+        );
+    });
+    this.dispose();
+    state.moments.forEach((moment, i) => {
+      if (!moment) return;
+      const p = this.params[i]!;
+      const make = (data: Float32Array) => tensor(data, p.shape, { backend: p.backend }).keep();
+      this.state.set(p, { m: make(moment.m), v: make(moment.v) });
+    });
+    this.stepCount = state.steps;
   }
 
   /** Drop every parameter's gradient. */

@@ -106,3 +106,36 @@ describe("training on the GPU", () => {
     for (const t of [embed, wq, wk, wv, head, positionTable]) t.dispose();
   });
 });
+
+describe("AdamW checkpoints", () => {
+  it("a restored state continues exactly where the saved one left off", async () => {
+    const target = tensor(randomArray(24, 3), [4, 6], { backend: gpu }).keep();
+    const lossOf = (w: Tensor) => ops.mean(ops.mul(ops.sub(w, target), ops.sub(w, target)));
+    const stepOnce = async (optimizer: AdamW, w: Tensor) =>
+      asyncScope(async () => {
+        backward(lossOf(w));
+        const { gradNorm, clipScale } = optimizer.step();
+        optimizer.zeroGrad();
+        gradNorm.dispose();
+        clipScale.dispose();
+      });
+    const original = param([4, 6], 1, 1);
+    const first = new AdamW([original], { lr: 0.05 });
+    for (let i = 0; i < 3; i++) await stepOnce(first, original);
+    const saved = await first.stateDict();
+    expect(saved.steps).toBe(3);
+
+    const copy = tensor(await original.floats(), [4, 6], { backend: gpu, requiresGrad: true }).keep();
+    const resumed = new AdamW([copy], { lr: 0.05 });
+    resumed.loadStateDict(saved);
+    // Bias correction depends on the step count and the moments on the history: both must carry over.
+    for (let i = 0; i < 2; i++) {
+      await stepOnce(first, original);
+      await stepOnce(resumed, copy);
+    }
+    expect(Array.from(await copy.floats())).toEqual(Array.from(await original.floats()));
+    const fresh = new AdamW([copy], { lr: 0.05 });
+    expect(() => fresh.loadStateDict({ steps: 1, moments: [] })).toThrow(/1 parameters|0 parameters/);
+    for (const o of [first, resumed, fresh]) o.dispose();
+  });
+});

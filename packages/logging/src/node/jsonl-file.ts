@@ -1,4 +1,5 @@
 import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
+import { writeFileAtomic } from "./atomic-write.js";
 
 /**
  * An append-only JSONL file that survives kills: every line is written whole and fsynced before `append`
@@ -15,9 +16,27 @@ export class JsonlFile {
     this.fd = fd;
   }
 
-  /** Opens (creating if needed) `path`, drops a torn last line, and returns the file with its complete lines. */
-  static open(path: string): { file: JsonlFile; lines: string[] } {
-    const text = existsSync(path) ? readFileSync(path, "utf8") : "";
+  /**
+   * Opens (creating if needed) `path`, drops a torn last line, and returns the file with its complete lines.
+   * With `keep`, lines it rejects are removed from the file first (atomically: a resumed run rewinding to
+   * its checkpoint never loses the lines it keeps).
+   */
+  static open(
+    path: string,
+    options: { keep?: (line: string) => boolean } = {},
+  ): { file: JsonlFile; lines: string[] } {
+    let text = existsSync(path) ? readFileSync(path, "utf8") : "";
+    if (options.keep) {
+      const complete = text
+        .slice(0, text.lastIndexOf("\n") + 1)
+        .split("\n")
+        .filter((l) => l.trim() !== "");
+      const kept = complete.filter(options.keep);
+      if (kept.length < complete.length) {
+        text = kept.map((line) => `${line}\n`).join("");
+        writeFileAtomic(path, text);
+      }
+    }
     const end = text.lastIndexOf("\n") + 1;
     const fd = openSync(path, "a+");
     if (end < Buffer.byteLength(text)) {

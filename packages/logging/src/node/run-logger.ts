@@ -31,6 +31,11 @@ export interface RunLoggerOptions {
    * WANDB_API_KEY is set; null turns it off; or pass your own sink.
    */
   wandb?: WandbSink | null;
+  /**
+   * Resume from a checkpoint taken at this step: rows of later steps (logged after the checkpoint, before
+   * the run was killed) are removed, so the replayed steps log cleanly.
+   */
+  resumeAfterStep?: number;
   /** Clock in milliseconds since the Unix epoch, for tests (default Date.now). */
   now?: () => number;
 }
@@ -55,7 +60,10 @@ export class RunLogger {
     private readonly options: RunLoggerOptions = {},
   ) {
     mkdirSync(dir, { recursive: true });
-    const { file, lines } = JsonlFile.open(join(dir, RUN_FILES.metrics));
+    const after = options.resumeAfterStep;
+    const { file, lines } = JsonlFile.open(join(dir, RUN_FILES.metrics), {
+      ...(after === undefined ? {} : { keep: (line) => (parseMetricsLine(line)?.step ?? -1) <= after }),
+    });
     this.jsonl = file;
     this.rows = lines.map(parseMetricsLine).filter((row): row is MetricsRow => row !== undefined);
     this.csv = new CsvFile(join(dir, RUN_FILES.csv));

@@ -4,13 +4,23 @@ import type { TrajectoryRecord } from "../trajectory.js";
 import { JsonlFile } from "./jsonl-file.js";
 import { RUN_FILES } from "./run-logger.js";
 
-/** Appends trajectory records to `<dir>/trajectories.jsonl`, one per line, flushed per call. */
+/**
+ * Appends trajectory records to `<dir>/trajectories.jsonl`, one per line, flushed per call. A resumed run
+ * passes `resumeAfterStep`: records of later steps (written after its checkpoint) are dropped, so the
+ * steps it replays are not shown twice.
+ */
 export class TrajectoryLog {
   private readonly file: JsonlFile;
 
-  constructor(readonly dir: string) {
+  constructor(
+    readonly dir: string,
+    options: { resumeAfterStep?: number } = {},
+  ) {
     mkdirSync(dir, { recursive: true });
-    this.file = JsonlFile.open(join(dir, RUN_FILES.trajectories)).file;
+    const after = options.resumeAfterStep;
+    this.file = JsonlFile.open(join(dir, RUN_FILES.trajectories), {
+      ...(after === undefined ? {} : { keep: (line) => lineStep(line) <= after }),
+    }).file;
   }
 
   append(...records: TrajectoryRecord[]): void {
@@ -19,5 +29,15 @@ export class TrajectoryLog {
 
   close(): void {
     this.file.close();
+  }
+}
+
+/** The step of a record line; unreadable lines count as step -1 (kept, and skipped by the report's parser). */
+function lineStep(line: string): number {
+  try {
+    const step = (JSON.parse(line) as { step?: unknown }).step;
+    return typeof step === "number" ? step : -1;
+  } catch {
+    return -1;
   }
 }
