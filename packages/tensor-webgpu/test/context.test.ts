@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sizeClass } from "../src/gpu/buffer-pool.js";
-import { GpuValidationError, grid } from "../src/gpu/context.js";
+import { GpuContext, GpuValidationError, grid } from "../src/gpu/context.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
 const AXPY = /* wgsl */ `
@@ -43,6 +43,48 @@ describe("GpuContext", () => {
     );
     ctx.pool.release(xb);
     ctx.pool.release(yb);
+  });
+
+  it("a buffer released beyond the pool's budget outlives the recorded commands that use it", async () => {
+    // Budget 0: every release is over budget. Destroying at release would fail the pending submit.
+    const ctx = await GpuContext.create({ maxPooledBytes: 0 });
+    try {
+      const n = 256;
+      const x = randomArray(n, 3);
+      const xb = ctx.upload(x);
+      const yb = ctx.upload(new Float32Array(n));
+      ctx.dispatch(ctx.pipeline("axpy", AXPY), [xb, yb], params(n, 2), [Math.ceil(n / 64)]);
+      ctx.pool.release(xb);
+      expect(ctx.pool.stats.pooledBytes).toBe(0);
+      const out = new Float32Array(await ctx.read(yb, n * 4));
+      expectClose(
+        out,
+        x.map((v) => 2 * v),
+      );
+      ctx.pool.release(yb);
+    } finally {
+      ctx.destroy();
+    }
+  });
+
+  it("evicts the longest-unused pooled buffers when a release goes over the budget", async () => {
+    const ctx = await GpuContext.create({ maxPooledBytes: 3 * 1024 });
+    try {
+      const buffers = [1024, 1024, 1024].map((bytes) => ctx.pool.acquire(bytes));
+      for (const b of buffers) ctx.pool.release(b);
+      expect(ctx.pool.stats.pooledBytes).toBe(3 * 1024);
+      const bigger = ctx.pool.acquire(2048);
+      ctx.pool.release(bigger);
+      // Two of the 1 KiB buffers went to make room; the newest release stays.
+      expect(ctx.pool.stats.pooledBytes).toBe(3 * 1024);
+      expect(ctx.pool.acquire(2048)).toBe(bigger);
+      const created = ctx.pool.stats.created;
+      ctx.pool.acquire(1024);
+      ctx.pool.acquire(1024);
+      expect(ctx.pool.stats.created).toBe(created + 1);
+    } finally {
+      ctx.destroy();
+    }
   });
 
   it("keeps every dispatch's params when more dispatches are recorded than the uniform ring holds", async () => {

@@ -30,6 +30,8 @@ export interface PoolStats {
 
 export class BufferPool {
   private readonly free = new Map<number, GPUBuffer[]>();
+  /** Pooled buffers, oldest release first: what goes when the pool is over its budget. */
+  private readonly releaseOrder = new Set<GPUBuffer>();
   private readonly stats_: PoolStats = {
     inUseBytes: 0,
     pooledBytes: 0,
@@ -38,7 +40,9 @@ export class BufferPool {
     reused: 0,
   };
 
-  /** @param maxPooledBytes released buffers beyond this are destroyed instead of kept */
+  private readonly retired: GPUBuffer[] = [];
+
+  /** @param maxPooledBytes released buffers beyond this are destroyed (after the next submit) instead of kept */
   constructor(
     private readonly device: GPUDevice,
     private readonly maxPooledBytes = 2 ** 31,
@@ -49,6 +53,7 @@ export class BufferPool {
     const list = this.free.get(size);
     let buffer = list?.pop();
     if (buffer) {
+      this.releaseOrder.delete(buffer);
       this.stats_.reused++;
       this.stats_.pooledBytes -= size;
     } else {
@@ -63,9 +68,19 @@ export class BufferPool {
   release(buffer: GPUBuffer): void {
     const size = buffer.size;
     this.stats_.inUseBytes -= size;
-    if (this.stats_.pooledBytes + size > this.maxPooledBytes) {
-      buffer.destroy();
+    if (size > this.maxPooledBytes) {
+      this.retire(buffer);
       return;
+    }
+    // Over budget, the longest-unused buffers go: shapes change (growing prompts, new batch sizes) and the
+    // recent sizes are the ones the next steps ask for again.
+    for (const old of this.releaseOrder) {
+      if (this.stats_.pooledBytes + size <= this.maxPooledBytes) break;
+      const list = this.free.get(old.size)!;
+      list.splice(list.indexOf(old), 1);
+      this.releaseOrder.delete(old);
+      this.stats_.pooledBytes -= old.size;
+      this.retire(old);
     }
     let list = this.free.get(size);
     if (!list) {
@@ -73,13 +88,26 @@ export class BufferPool {
       this.free.set(size, list);
     }
     list.push(buffer);
+    this.releaseOrder.add(buffer);
     this.stats_.pooledBytes += size;
+  }
+
+  /** Recorded but unsubmitted commands may still use a released buffer: destroying it now would fail their submit. */
+  private retire(buffer: GPUBuffer): void {
+    this.retired.push(buffer);
+  }
+
+  /** Destroy the buffers released beyond the pool's budget; call once their commands are submitted. */
+  destroyRetired(): void {
+    for (const b of this.retired.splice(0)) b.destroy();
   }
 
   /** Destroy every pooled buffer (buffers in use are untouched). */
   trim(): void {
+    this.destroyRetired();
     for (const list of this.free.values()) for (const b of list) b.destroy();
     this.free.clear();
+    this.releaseOrder.clear();
     this.stats_.pooledBytes = 0;
   }
 

@@ -52,10 +52,10 @@ export class GpuContext {
     pipelines: 0,
   };
 
-  private constructor(info: AcquiredDevice) {
+  private constructor(info: AcquiredDevice, maxPooledBytes?: number) {
     this.info = info;
     this.device = info.device;
-    this.pool = new BufferPool(this.device);
+    this.pool = new BufferPool(this.device, maxPooledBytes);
     this.uniformRing = this.device.createBuffer({
       size: this.uniformData.byteLength,
       usage: UNIFORM | COPY_DST,
@@ -69,8 +69,9 @@ export class GpuContext {
     });
   }
 
-  static async create(options: DeviceOptions = {}): Promise<GpuContext> {
-    return new GpuContext(await acquireDevice(options));
+  /** `maxPooledBytes`: released buffers kept for reuse at most (default 2 GiB); the rest are destroyed. */
+  static async create(options: DeviceOptions & { maxPooledBytes?: number } = {}): Promise<GpuContext> {
+    return new GpuContext(await acquireDevice(options), options.maxPooledBytes);
   }
 
   get stats(): Readonly<ContextStats> {
@@ -176,7 +177,10 @@ export class GpuContext {
 
   /** Submit everything recorded so far. */
   flush(): void {
-    if (!this.encoder) return;
+    if (!this.encoder) {
+      this.pool.destroyRetired();
+      return;
+    }
     if (this.pass) {
       this.pass.end();
       this.pass = undefined;
@@ -194,6 +198,8 @@ export class GpuContext {
     this.device.queue.submit([this.encoder.finish()]);
     this.encoder = undefined;
     this.stats_.submits++;
+    // Submitted work keeps what it uses alive, so over-budget releases can go now.
+    this.pool.destroyRetired();
   }
 
   /** Write `data` into `buffer` at `byteOffset`, after all work recorded so far. */
