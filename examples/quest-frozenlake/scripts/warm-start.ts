@@ -4,36 +4,57 @@
  * warm-started on the chats, then validation on fixed seeds; the result is saved as a Hugging Face
  * folder (config.json, model.safetensors, tokenizer files).
  *
- *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 300] [--chats 400]
+ *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 600]
+ *     [--chats FrozenLake=800,Bandit=200] [--oracle FrozenLake=0.3,Bandit=0.2]
  */
 import { parseArgs } from "node:util";
 import { ProgressBar } from "@ragen/logging";
 import { parseQwen2Config, Qwen2Model, type Qwen2Shape } from "@ragen/models";
 import { saveQwen2 } from "@ragen/models/node";
-import { EnvManager, LocalModelPolicy, runRollout } from "@ragen/rollout";
+import { LocalModelPolicy } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
+import { resolveQuestConfig } from "../src/config.js";
 import { generateSftConversations, sftCorpus } from "../src/sft-data.js";
+import { validate, validationManager } from "../src/validate.js";
 import { tokenizeConversations, warmStart } from "../src/warm-start.js";
 
 const { values } = parseArgs({
   options: {
     out: { type: "string", default: "model" },
-    steps: { type: "string", default: "300" },
-    chats: { type: "string", default: "400" },
+    steps: { type: "string", default: "600" },
+    // Chats per env: FrozenLake needs most (reading the grid); Bandit is learned from a few.
+    chats: { type: "string", default: "FrozenLake=800,Bandit=200" },
     vocab: { type: "string", default: "1024" },
     seed: { type: "string", default: "0" },
     "val-groups": { type: "string", default: "16" },
+    // Per env, the probability that a warm-start action is the oracle's; low enough that RL has room.
+    oracle: { type: "string", default: "FrozenLake=0.3,Bandit=0.2" },
   },
 });
 const steps = Number(values.steps);
-const chatsPerEnv = Number(values.chats);
 const seed = Number(values.seed);
 
-// Training chats use seeds far from the validation seeds (RAGEN validates at 123 + group).
-const trainSeeds = Array.from({ length: chatsPerEnv }, (_, i) => 100_000 + i);
-const chats = ["FrozenLake", "Bandit"].flatMap((envTag) =>
-  generateSftConversations({ envTag, seeds: trainSeeds, oracleProbability: 0.6 }),
+/** "Tag=value,Tag=value" into a map, each value checked by `valid`. */
+function perEnv(option: string, text: string, valid: (x: number) => boolean): Map<string, number> {
+  return new Map(
+    text.split(",").map((pair) => {
+      const [tag, raw] = pair.split("=");
+      const value = Number(raw);
+      if (!tag || !valid(value)) throw new Error(`--${option}: expected Tag=value pairs, got "${pair}"`);
+      return [tag.trim(), value] as const;
+    }),
+  );
+}
+const oracleMix = perEnv("oracle", values.oracle!, (p) => p >= 0 && p <= 1);
+const chatCounts = perEnv("chats", values.chats!, (n) => Number.isInteger(n) && n > 0);
+const chats = [...chatCounts].flatMap(([envTag, count]) =>
+  generateSftConversations({
+    envTag,
+    // Training chats use seeds far from the validation seeds (RAGEN validates at 123 + group).
+    seeds: Array.from({ length: count }, (_, i) => 100_000 + i),
+    oracleProbability: oracleMix.get(envTag) ?? 0,
+  }),
 );
 console.log(`${chats.length} warm-start chats`);
 const trained = trainBpeTokenizer(sftCorpus(chats), {
@@ -68,20 +89,19 @@ const losses = await warmStart(model, sequences, tokenizer.padTokenId ?? 0, {
 bar.finish();
 console.log(`loss: first ${losses[0]!.toFixed(3)}, last ${losses.at(-1)!.toFixed(3)}`);
 
-// Validation: greedy-ish rollouts at RAGEN's validation temperature on the fixed validation seeds.
-const groups = Number(values["val-groups"]);
-for (const tag of ["FrozenLake", "Bandit"]) {
-  const manager = new EnvManager({ envGroups: groups, groupSize: 1, tags: [{ tag, nGroups: groups }] });
-  const batch = await runRollout(manager, new LocalModelPolicy(model, tokenizer), tokenizer, {
-    mode: "val",
-    maxNewTokens: 48,
-    temperature: 0.5,
-    seed,
-    maxActionsPerTurn: 1,
-  });
-  const success = batch.trajectories.filter((t) => t.success).length / batch.trajectories.length;
+// Validation exactly as the Quest job validates, on the same fixed seeds, so its "start" matches this.
+const questConfig = resolveQuestConfig([`validation.groupsPerEnv=${values["val-groups"]}`, `seed=${seed}`]);
+const validation = await validate(
+  validationManager(questConfig),
+  new LocalModelPolicy(model, tokenizer),
+  tokenizer,
+  questConfig,
+  0,
+);
+for (const tag of questConfig.envs) {
+  const success = validation.metrics[`val-env/${tag}/success`] ?? Number.NaN;
   console.log(
-    `validation ${tag}: success ${(100 * success).toFixed(1)}% over ${batch.trajectories.length} seeds`,
+    `validation ${tag}: success ${(100 * success).toFixed(1)}% over ${questConfig.validation.groupsPerEnv} seeds`,
   );
 }
 

@@ -8,17 +8,16 @@ export interface EnvBaselines {
   random: PolicyEvaluation;
 }
 
-/** Oracle and random policies on one env tag over seeds 0..episodes-1. */
-export function measureBaselines(env: string, episodes: number): EnvBaselines {
-  const seeds = Array.from({ length: episodes }, (_, i) => i);
+/** Oracle and random policies on one env tag over `seeds`, each episode limited to `maxActions`. */
+export function measureBaselines(env: string, seeds: readonly number[], maxActions: number): EnvBaselines {
   const bar = new ProgressBar({
     label: `${env.padEnd(12)} baselines`,
-    total: 2 * episodes,
+    total: 2 * seeds.length,
     stream: process.stderr,
   });
   const onEpisode = () => bar.tick();
-  const oracle = evaluatePolicy(env, "oracle", { seeds, onEpisode });
-  const random = evaluatePolicy(env, "random", { seeds, onEpisode });
+  const oracle = evaluatePolicy(env, "oracle", { seeds: [...seeds], maxActions, onEpisode });
+  const random = evaluatePolicy(env, "random", { seeds: [...seeds], maxActions, onEpisode });
   bar.finish();
   return { env, maxActions: oracle.maxActions, oracle, random };
 }

@@ -1,21 +1,101 @@
 import { parseOverrides, validateConfig } from "@ragen/envs";
 
-/** The Quest job's settings. Until the RL loop lands, it measures the baselines a trained agent must beat. */
+/** The model the job trains when none is named: the tiny checkpoint shipped with this example. */
+export const EMBEDDED_MODEL = "embedded";
+
+/** The Quest job's settings; every field can be overridden on the command line as `a.b=value`. */
 export interface QuestConfig {
-  /** Env tags to run (RAGEN's Quest homework: FrozenLake and Bandit). */
+  /** "embedded", a local Hugging Face folder, or a Hub repo id (e.g. Qwen/Qwen2.5-0.5B-Instruct). */
+  model: string;
+  /** Env tags trained and validated on; the train groups are split evenly between them. */
   envs: string[];
-  /** Validation seeds per env: 0..episodes-1. */
-  episodes: number;
-  /** Where the summary is written. */
+  /** Training steps (one rollout batch and one StarPO update each). */
+  steps: number;
+  seed: number;
   outDir: string;
-  /** Print one oracle episode per env, turn by turn. */
-  showEpisode: boolean;
+  /** Continue a run found in outDir (its checkpoint and logs) instead of refusing to overwrite it. */
+  resume: boolean;
+  /** Save a checkpoint every this many steps (and at the end); 0: only at the end. */
+  checkpointEvery: number;
+  train: { envGroups: number; groupSize: number };
+  validation: {
+    /** Validation envs per tag (seeds 123, 124, ...; the same at every evaluation). */
+    groupsPerEnv: number;
+    /** Validate every this many steps (and before the first and after the last). */
+    every: number;
+    temperature: number;
+  };
+  rollout: {
+    maxTurns: number;
+    maxActionsPerTurn: number;
+    /** Token budget of each response. */
+    maxNewTokens: number;
+    temperature: number;
+    enableThinking: boolean;
+    formatPenalty: number;
+  };
+  starpo: {
+    advantageEstimator: "gae" | "grpo";
+    actorLr: number | null;
+    criticLr: number | null;
+    ppoMiniBatchSize: number;
+    microBatchSize: number;
+    ppoEpochs: number;
+    entropyCoeff: number;
+    klCoeff: number;
+    clipRatioLow: number;
+    clipRatioHigh: number;
+    maxGradNorm: number;
+    gamma: number;
+    lambda: number;
+    uncertaintyFilter: boolean;
+    rolloutFilterRatio: number;
+  };
 }
+
+/**
+ * Learning rates when not set: RAGEN's for pretrained models (actor 1e-6, critic 1e-5), and larger ones
+ * for the tiny embedded model, whose few parameters need bigger steps to move within a short run.
+ */
+export function learningRates(config: QuestConfig): { actorLr: number; criticLr: number } {
+  const embedded = config.model === EMBEDDED_MODEL;
+  return {
+    actorLr: config.starpo.actorLr ?? (embedded ? 2e-4 : 1e-6),
+    criticLr: config.starpo.criticLr ?? (embedded ? 1e-3 : 1e-5),
+  };
+}
+
+const positiveInt = (def: number, description: string, max = 1_000_000) => ({
+  type: "integer",
+  minimum: 1,
+  maximum: max,
+  default: def,
+  description,
+});
+const number = (def: number, description: string, minimum?: number, maximum?: number) => ({
+  type: "number",
+  default: def,
+  description,
+  ...(minimum === undefined ? {} : { minimum }),
+  ...(maximum === undefined ? {} : { maximum }),
+});
+const section = (properties: Record<string, object>) => ({
+  type: "object",
+  additionalProperties: false,
+  default: {},
+  properties,
+});
 
 export const questConfigSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
+    model: {
+      type: "string",
+      minLength: 1,
+      default: EMBEDDED_MODEL,
+      description: '"embedded", a local Hugging Face folder or a Hub repo id',
+    },
     envs: {
       type: "array",
       items: { type: "string", minLength: 1 },
@@ -23,16 +103,76 @@ export const questConfigSchema = {
       default: ["FrozenLake", "Bandit"],
       description: "Env tags (presets) or env names",
     },
-    episodes: { type: "integer", minimum: 1, maximum: 100000, default: 1000, description: "Seeds per env" },
-    outDir: { type: "string", minLength: 1, default: "runs/quest", description: "Output folder" },
-    showEpisode: { type: "boolean", default: true, description: "Print one oracle episode per env" },
+    steps: { type: "integer", minimum: 0, maximum: 100000, default: 20, description: "Training steps" },
+    seed: { type: "integer", minimum: 0, default: 0, description: "Seed of sampling and initialisation" },
+    outDir: { type: "string", minLength: 1, default: "runs/quest", description: "Run folder" },
+    resume: { type: "boolean", default: true, description: "Continue the run found in outDir" },
+    checkpointEvery: {
+      type: "integer",
+      minimum: 0,
+      default: 5,
+      description: "Checkpoint every N steps (0: only at the end)",
+    },
+    train: section({
+      envGroups: positiveInt(8, "Env groups per step (split evenly over envs)"),
+      groupSize: positiveInt(4, "Envs per group (same start state)"),
+    }),
+    validation: section({
+      groupsPerEnv: positiveInt(64, "Validation envs per tag"),
+      every: positiveInt(10, "Validate every N steps"),
+      temperature: number(0.5, "Sampling temperature of validation", 0),
+    }),
+    rollout: section({
+      maxTurns: positiveInt(5, "Turns per episode (RAGEN's max_turn)"),
+      maxActionsPerTurn: positiveInt(1, "Actions per turn"),
+      maxNewTokens: positiveInt(48, "Token budget of each response"),
+      temperature: number(1, "Sampling temperature of training rollouts", 0),
+      enableThinking: { type: "boolean", default: true, description: "Responses start with <think>" },
+      formatPenalty: number(-0.1, "Reward added for a malformed turn", undefined, 0),
+    }),
+    starpo: section({
+      advantageEstimator: {
+        enum: ["gae", "grpo"],
+        default: "gae",
+        description: "gae (PPO with a critic) or grpo",
+      },
+      actorLr: {
+        type: ["number", "null"],
+        exclusiveMinimum: 0,
+        default: null,
+        description: "Actor learning rate (null: 2e-4 embedded, 1e-6 otherwise)",
+      },
+      criticLr: {
+        type: ["number", "null"],
+        exclusiveMinimum: 0,
+        default: null,
+        description: "Critic learning rate (null: 1e-3 embedded, 1e-5 otherwise)",
+      },
+      ppoMiniBatchSize: positiveInt(8, "Trajectories per optimiser step"),
+      microBatchSize: positiveInt(8, "Trajectories per forward/backward"),
+      ppoEpochs: positiveInt(1, "PPO epochs per batch", 100),
+      entropyCoeff: number(0.001, "Entropy bonus", 0),
+      klCoeff: number(0, "KL-to-reference loss coefficient (StarPO-S: 0)", 0),
+      clipRatioLow: number(0.2, "PPO clip below 1", 0),
+      clipRatioHigh: number(0.28, "PPO clip above 1 (clip-higher)", 0),
+      maxGradNorm: number(1, "Gradient-norm clip", 0),
+      gamma: number(1, "Discount", 0, 1),
+      lambda: number(1, "GAE lambda", 0, 1),
+      uncertaintyFilter: { type: "boolean", default: true, description: "StarPO-S uncertainty filtering" },
+      rolloutFilterRatio: number(0.5, "Share of groups kept by the filter", 0, 1),
+    }),
   },
 };
 
-/** Resolve `key=value` command-line overrides against the defaults; throws naming every bad field. */
+/** Resolve `key=value` / `a.b=value` command-line overrides against the defaults; throws naming every bad field. */
 export function resolveQuestConfig(args: readonly string[]): QuestConfig {
   const overrides = parseOverrides(args);
   if (typeof overrides.envs === "string")
     overrides.envs = overrides.envs.split(",").map((name: string) => name.trim());
-  return validateConfig<QuestConfig>("quest", questConfigSchema, overrides);
+  const config = validateConfig<QuestConfig>("quest", questConfigSchema, overrides);
+  if (config.train.envGroups % config.envs.length !== 0)
+    throw new Error(
+      `quest config: train.envGroups (${config.train.envGroups}) must be a multiple of the number of envs (${config.envs.length})`,
+    );
+  return config;
 }

@@ -1,60 +1,35 @@
 /**
- * `npm run quest`: the Quest homework job (FrozenLake + Bandit).
+ * `npm run quest`: the Quest homework job — an LLM agent trained with StarPO (PPO + GAE) on FrozenLake
+ * and Bandit, validated on fixed seeds against the oracle (the ceiling) and a random policy (the floor).
  *
- * Today it measures the two baselines a trained agent is judged against — the oracle (the ceiling)
- * and a uniformly random policy (the floor) — over fixed validation seeds, prints a summary and writes
- * it to `<outDir>/baselines.json` with the resolved config beside it.
- *
- *   npm run quest -- episodes=200 envs=FrozenLake,BanditTest
+ *   npm run quest                                         # the embedded tiny model, CPU/lavapipe friendly
+ *   npm run quest -- model=Qwen/Qwen2.5-0.5B-Instruct     # a Hub model (or a local Hugging Face folder)
+ *   npm run quest -- steps=50 starpo.actorLr=1e-4 outDir=runs/mine
  */
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { formatSummary, measureBaselines, narrateOracleEpisode } from "./baselines.js";
 import { type QuestConfig, resolveQuestConfig } from "./config.js";
+import { formatQuestSummary, runQuest } from "./train.js";
 
-function writeJsonAtomic(path: string, value: unknown): void {
-  const temporary = `${path}.tmp-${process.pid}`;
-  writeFileSync(temporary, `${JSON.stringify(value, null, 2)}\n`);
-  renameSync(temporary, path);
-}
-
-/** Run the job; returns the rows it wrote. */
-export function runQuest(config: QuestConfig): ReturnType<typeof measureBaselines>[] {
-  console.log("RAGEN.ts Quest — FrozenLake + Bandit baselines\n");
-  const rows = config.envs.map((env) => measureBaselines(env, config.episodes));
-  if (config.showEpisode) {
-    for (const row of rows) console.log(`\n${narrateOracleEpisode(row.env, 0, row.maxActions)}`);
-  }
-  console.log(`\nSuccess over validation seeds 0..${config.episodes - 1} (± one standard error):\n`);
-  console.log(formatSummary(rows));
-
-  mkdirSync(config.outDir, { recursive: true });
-  writeJsonAtomic(join(config.outDir, "config.json"), config);
-  writeJsonAtomic(
-    join(config.outDir, "baselines.json"),
-    rows.map(({ env, maxActions, oracle, random }) => ({
-      env,
-      maxActions,
-      oracle: {
-        successRate: oracle.successRate,
-        meanReward: oracle.meanReward,
-        meanActions: oracle.meanActions,
-      },
-      random: { successRate: random.successRate, meanReward: random.meanReward, validRate: random.validRate },
-    })),
-  );
-  console.log(`\nwrote ${join(config.outDir, "baselines.json")}`);
-  return rows;
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+async function main(args: readonly string[]): Promise<void> {
   let config: QuestConfig;
   try {
-    config = resolveQuestConfig(process.argv.slice(2));
+    config = resolveQuestConfig(args);
   } catch (error) {
     console.error((error as Error).message);
     process.exit(2);
   }
-  runQuest(config);
+  console.log(`RAGEN.ts Quest — ${config.envs.join(" + ")} with StarPO on ${config.model}\n`);
+  const summary = await runQuest(config);
+  console.log(`\nValidation success on ${config.validation.groupsPerEnv} fixed seeds per env:\n`);
+  console.log(formatQuestSummary(summary));
+  console.log(
+    `\n${summary.steps} steps in ${(summary.wallSeconds / 60).toFixed(1)} min; report: ${summary.report}`,
+  );
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main(process.argv.slice(2)).catch((error: Error) => {
+    console.error(`quest: ${error.message}`);
+    process.exit(1);
+  });
 }

@@ -1,27 +1,43 @@
 import { EnvConfigError } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
-import { resolveQuestConfig } from "../src/config.js";
+import { EMBEDDED_MODEL, learningRates, resolveQuestConfig } from "../src/config.js";
 
 describe("quest config", () => {
-  it("defaults to RAGEN's Quest envs", () => {
-    expect(resolveQuestConfig([])).toEqual({
+  it("defaults to RAGEN's Quest: FrozenLake and Bandit, PPO with GAE, validation at temperature 0.5", () => {
+    const config = resolveQuestConfig([]);
+    expect(config).toMatchObject({
+      model: EMBEDDED_MODEL,
       envs: ["FrozenLake", "Bandit"],
-      episodes: 1000,
-      outDir: "runs/quest",
-      showEpisode: true,
+      resume: true,
+      validation: { temperature: 0.5 },
+      rollout: { maxTurns: 5, temperature: 1, enableThinking: true, formatPenalty: -0.1 },
+      starpo: { advantageEstimator: "gae", klCoeff: 0, clipRatioLow: 0.2, clipRatioHigh: 0.28 },
     });
   });
 
-  it("takes key=value overrides, with comma lists for envs", () => {
-    expect(resolveQuestConfig(["episodes=20", "envs=FrozenLake,BanditTest"])).toMatchObject({
-      episodes: 20,
-      envs: ["FrozenLake", "BanditTest"],
+  it("takes dotted overrides and comma lists", () => {
+    const config = resolveQuestConfig(["rollout.maxNewTokens=32", "envs=FrozenLake,BanditTest", "steps=3"]);
+    expect(config.rollout.maxNewTokens).toBe(32);
+    expect(config.rollout.maxTurns).toBe(5);
+    expect(config.envs).toEqual(["FrozenLake", "BanditTest"]);
+    expect(config.steps).toBe(3);
+  });
+
+  it("uses RAGEN's learning rates for pretrained models and larger ones for the embedded model", () => {
+    expect(learningRates(resolveQuestConfig(["model=Qwen/Qwen2.5-0.5B-Instruct"]))).toEqual({
+      actorLr: 1e-6,
+      criticLr: 1e-5,
     });
+    const embedded = learningRates(resolveQuestConfig([]));
+    expect(embedded.actorLr).toBeGreaterThan(1e-6);
+    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"])).actorLr).toBe(3e-5);
   });
 
   it("names every bad field", () => {
-    expect(() => resolveQuestConfig(["episodes=0", "epochs=3"])).toThrow(EnvConfigError);
-    expect(() => resolveQuestConfig(["episodes=0", "epochs=3"])).toThrow(/episodes: must be >= 1/);
-    expect(() => resolveQuestConfig(["episodes=0", "epochs=3"])).toThrow(/epochs: unknown field/);
+    const bad = ["steps=-1", "epochs=3", "rollout.temperature=hot"];
+    expect(() => resolveQuestConfig(bad)).toThrow(EnvConfigError);
+    expect(() => resolveQuestConfig(bad)).toThrow(/steps: must be >= 0/);
+    expect(() => resolveQuestConfig(bad)).toThrow(/epochs: unknown field/);
+    expect(() => resolveQuestConfig(bad)).toThrow(/temperature: must be number/);
   });
 });
