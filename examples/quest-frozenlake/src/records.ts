@@ -16,11 +16,14 @@ export function toTrajectoryRecord(
 ): TrajectoryRecord {
   const env = createEnv(trajectory.tag);
   env.reset(trajectory.seed);
+  let inStep = true;
   const turns = trajectory.turns.map((turn) => {
-    const stateSvg = env.renderSvg();
+    // A picture of another state would mislead: once the replay disagrees with what the agent saw, stop.
+    inStep &&= env.render() === turn.observation;
+    const stateSvg = inStep ? env.renderSvg() : undefined;
     for (const action of turn.executed) if (!env.done) env.step(action);
     return {
-      stateSvg,
+      ...(stateSvg === undefined ? {} : { stateSvg }),
       stateText: turn.observation,
       think: turn.think,
       answer: ANSWER.exec(turn.response)?.[1]?.trim() ?? "",
