@@ -4,8 +4,11 @@
  * warm-started on the chats, then validation on fixed seeds; the result is saved as a Hugging Face
  * folder (config.json, model.safetensors, tokenizer files).
  *
- *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 600]
- *     [--chats FrozenLake=800,Bandit=200] [--oracle FrozenLake=0.3,Bandit=0.2]
+ *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 150] [--batch 8]
+ *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
+ *     [--oracle FrozenLake=0.3,Bandit=0.2]
+ *
+ * The defaults are the recipe of the shipped model.
  */
 import { parseArgs } from "node:util";
 import { ProgressBar } from "@ragen/logging";
@@ -22,12 +25,17 @@ import { tokenizeConversations, warmStart } from "../src/warm-start.js";
 const { values } = parseArgs({
   options: {
     out: { type: "string", default: "model" },
-    steps: { type: "string", default: "600" },
-    // Chats per env: FrozenLake needs most (reading the grid); Bandit is learned from a few.
-    chats: { type: "string", default: "FrozenLake=800,Bandit=200" },
+    steps: { type: "string", default: "150" },
+    chats: { type: "string", default: "FrozenLake=400,Bandit=400" },
     vocab: { type: "string", default: "1024" },
     seed: { type: "string", default: "0" },
     "val-groups": { type: "string", default: "16" },
+    batch: { type: "string", default: "8" },
+    lr: { type: "string", default: "2e-3" },
+    // "none" (constant) or "linear" (down to a tenth by the last step).
+    decay: { type: "string", default: "none" },
+    // Turns per chat: fewer turns make cheaper samples; the model still sees every kind of state.
+    "max-turns": { type: "string", default: "5" },
     // Per env, the probability that a warm-start action is the oracle's; low enough that RL has room.
     oracle: { type: "string", default: "FrozenLake=0.3,Bandit=0.2" },
   },
@@ -46,6 +54,8 @@ function perEnv(option: string, text: string, valid: (x: number) => boolean): Ma
     }),
   );
 }
+if (values.decay !== "none" && values.decay !== "linear")
+  throw new Error(`--decay: expected none or linear, got "${values.decay}"`);
 const oracleMix = perEnv("oracle", values.oracle!, (p) => p >= 0 && p <= 1);
 const chatCounts = perEnv("chats", values.chats!, (n) => Number.isInteger(n) && n > 0);
 const chats = [...chatCounts].flatMap(([envTag, count]) =>
@@ -54,6 +64,7 @@ const chats = [...chatCounts].flatMap(([envTag, count]) =>
     // Training chats use seeds far from the validation seeds (RAGEN validates at 123 + group).
     seeds: Array.from({ length: count }, (_, i) => 100_000 + i),
     oracleProbability: oracleMix.get(envTag) ?? 0,
+    maxTurns: Number(values["max-turns"]),
   }),
 );
 console.log(`${chats.length} warm-start chats`);
@@ -81,8 +92,9 @@ const sequences = tokenizeConversations(tokenizer, chats);
 const bar = new ProgressBar({ label: "warm start", total: steps, stream: process.stderr });
 const losses = await warmStart(model, sequences, tokenizer.padTokenId ?? 0, {
   steps,
-  batchSize: 8,
-  lr: 2e-3,
+  batchSize: Number(values.batch),
+  lr: Number(values.lr),
+  decay: values.decay === "linear" ? "linear" : "none",
   seed,
   onStep: (_, loss) => bar.tick(1, `loss ${loss.toFixed(3)}`),
 });

@@ -61,6 +61,8 @@ export interface WarmStartOptions {
   steps: number;
   batchSize: number;
   lr: number;
+  /** "linear": the learning rate falls to a tenth by the last step; "none" (default): constant. */
+  decay?: "none" | "linear";
   seed: number;
   /** Called after each step with the mean loss per assistant token. */
   onStep?: (step: number, loss: number) => void;
@@ -78,8 +80,8 @@ export async function warmStart(
   const losses: number[] = [];
   let order = 0;
   for (let step = 0; step < options.steps; step++) {
-    // Linear decay to a tenth: big steps to find the structure, small ones to settle it.
-    optimizer.lr = options.lr * (1 - (0.9 * step) / Math.max(1, options.steps));
+    if (options.decay === "linear")
+      optimizer.lr = options.lr * (1 - (0.9 * step) / Math.max(1, options.steps));
     // Batches walk the data in a fixed seeded rotation: the same seed gives the same run.
     const chosen = Array.from(
       { length: options.batchSize },
