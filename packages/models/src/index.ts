@@ -54,6 +54,7 @@ export {
 export { type GenerateOptions, type Generation, generate } from "./model/generate.js";
 export { NormalSampler } from "./model/init.js";
 export { LoraAdapters, type LoraOptions, QWEN2_LINEAR_MODULES } from "./model/lora.js";
+export { PrefixCache, type PrefixMatch } from "./model/prefix-cache.js";
 export {
   KvCache,
   Qwen2Model,

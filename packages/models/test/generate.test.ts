@@ -1,6 +1,7 @@
 import { type Backend, noGrad, webGpuBackend } from "@ragen/tensor-webgpu";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generate } from "../src/model/generate.js";
+import { PrefixCache } from "../src/model/prefix-cache.js";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
 import { sampleToken } from "../src/model/sampling.js";
 
@@ -109,5 +110,49 @@ describe("sampleToken", () => {
     // p(4) ≈ 0.61, p(0) ≈ 0.22: top-p 0.7 keeps exactly those two.
     for (let i = 0; i < 1000; i++) nucleus.add(sampleToken(logits, { topP: 0.7 }, i / 1000).token);
     expect([...nucleus].sort()).toEqual([0, 4]);
+  });
+});
+
+describe("generate with a prefix cache", () => {
+  // Multi-turn prompts: each turn's prompt is the last one, the sampled tokens and some new text.
+  const first = [
+    Int32Array.from([3, 7, 11, 2, 5]),
+    Int32Array.from([9, 1]),
+    Int32Array.from([1, 2, 3, 4, 5, 6, 7]),
+  ];
+  const extra = [[8, 8, 3], [4], [6, 5, 4, 3, 2, 1, 30, 31]];
+  const options = { maxNewTokens: 5, temperature: 1, seed: 9, stopTokenIds: [0] };
+
+  it("gives the same tokens and log-probs as recomputing the whole prompts, computing far fewer tokens", async () => {
+    const cache = new PrefixCache();
+    const turn1 = await generate(model, first, { ...options, prefixCache: cache });
+    const second = first.map((p, b) => Int32Array.from([...p, ...turn1[b]!.tokens, ...extra[b]!]));
+    const computedBefore = cache.stats.computedTokens;
+    const cached = await generate(model, second, { ...options, seed: 10, prefixCache: cache });
+    const fresh = await generate(model, second, { ...options, seed: 10 });
+    expect(cached.map((g) => Array.from(g.tokens))).toEqual(fresh.map((g) => Array.from(g.tokens)));
+    cached.forEach((g, b) => {
+      g.logProbs.forEach((lp, t) => {
+        expect(Math.abs(lp - fresh[b]!.logProbs[t]!)).toBeLessThan(1e-4);
+      });
+    });
+    // Only the new text (plus each row's last sampled token) ran: the longest is 9 tokens, for 3 rows.
+    expect(cache.stats.computedTokens - computedBefore).toBe(3 * 9);
+    expect(cache.stats.reusedTokens).toBeGreaterThan(0);
+    cache.clear();
+  });
+
+  it("finds each prompt's prefix when rows are dropped, reordered or new", async () => {
+    const cache = new PrefixCache();
+    const turn1 = await generate(model, first, { ...options, prefixCache: cache });
+    const continued = (b: number) => Int32Array.from([...first[b]!, ...turn1[b]!.tokens, ...extra[b]!]);
+    // Env 1 finished; env 2 now comes first; a new env shares only two tokens with env 2.
+    const second = [continued(2), continued(0), Int32Array.from([1, 2, 17, 18])];
+    const cached = await generate(model, second, { ...options, seed: 3, prefixCache: cache });
+    const fresh = await generate(model, second, { ...options, seed: 3 });
+    expect(cached.map((g) => Array.from(g.tokens))).toEqual(fresh.map((g) => Array.from(g.tokens)));
+    expect(cache.match([continued(0)])[0]).toEqual({ row: 1, length: continued(0).length - 1 });
+    cache.clear();
+    expect(cache.match([continued(0)])[0]!.length).toBe(0);
   });
 });

@@ -1,15 +1,22 @@
-import { generate, type Qwen2Model } from "@ragen/models";
+import { generate, PrefixCache, type Qwen2Model } from "@ragen/models";
 import type { Tokenizer } from "@ragen/tokenizer";
 import type { Policy, PolicyOutput, PolicyPrompt, PolicySampling } from "./policy.js";
 
-/** A Qwen2 model on this machine, sampled with batched KV-cache generation; stops at <|im_end|> or eos. */
+/**
+ * A Qwen2 model on this machine, sampled with batched KV-cache generation; stops at <|im_end|> or eos.
+ * Within a rollout it caches prompt prefixes (each turn's prompt extends the last one), so a turn runs the
+ * model on the new tokens only; the cache is dropped at every rollout boundary, when weights may change.
+ */
 export class LocalModelPolicy implements Policy {
   readonly stopTokenIds: readonly number[];
+  readonly prefixCache: PrefixCache | undefined;
 
   constructor(
     readonly model: Qwen2Model,
     tokenizer: Pick<Tokenizer, "imEndId" | "eosTokenId">,
+    options: { prefixCaching?: boolean } = {},
   ) {
+    this.prefixCache = options.prefixCaching === false ? undefined : new PrefixCache();
     this.stopTokenIds = [...new Set([tokenizer.imEndId, tokenizer.eosTokenId])].filter(
       (id): id is number => id !== undefined,
     );
@@ -26,8 +33,13 @@ export class LocalModelPolicy implements Policy {
         ...(sampling.topK === undefined ? {} : { topK: sampling.topK }),
         ...(sampling.seed === undefined ? {} : { seed: sampling.seed }),
         stopTokenIds: this.stopTokenIds,
+        ...(this.prefixCache ? { prefixCache: this.prefixCache } : {}),
       },
     );
     return generations.map(({ tokens, logProbs }) => ({ tokens, logProbs }));
+  }
+
+  rolloutBoundary(): void {
+    this.prefixCache?.clear();
   }
 }

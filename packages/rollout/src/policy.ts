@@ -29,4 +29,9 @@ export interface PolicyOutput {
 /** Token in, token out: a rollout keeps exactly the ids a policy returns. */
 export interface Policy {
   generate(prompts: readonly PolicyPrompt[], sampling: PolicySampling): Promise<PolicyOutput[]>;
+  /**
+   * Called when a rollout begins and when it ends (also on failure). Between the two the policy's weights
+   * do not change, so state derived from them (such as cached prompt prefixes) is valid only in between.
+   */
+  rolloutBoundary?(): void;
 }

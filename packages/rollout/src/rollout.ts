@@ -129,39 +129,48 @@ export async function runRollout(
     turns: [],
   }));
 
-  for (let turn = 0; turn < maxTurns; turn++) {
-    const active = runs.filter((run) => run.finishReason === undefined);
-    const ready: EnvRun[] = [];
-    const prompts = [];
-    for (const run of active) {
-      run.conversation.openTurn(run.slot.observation, manager.actionsLeft(run.slot));
-      const tokens = run.conversation.promptTokens();
-      if (
-        options.maxSequenceLength !== undefined &&
-        tokens.length + options.maxNewTokens > options.maxSequenceLength
-      ) {
-        run.conversation.abandonOpenTurn();
-        run.finishReason = "context";
-        continue;
+  policy.rolloutBoundary?.();
+  try {
+    await playTurns();
+  } finally {
+    policy.rolloutBoundary?.();
+  }
+
+  async function playTurns(): Promise<void> {
+    for (let turn = 0; turn < maxTurns; turn++) {
+      const active = runs.filter((run) => run.finishReason === undefined);
+      const ready: EnvRun[] = [];
+      const prompts = [];
+      for (const run of active) {
+        run.conversation.openTurn(run.slot.observation, manager.actionsLeft(run.slot));
+        const tokens = run.conversation.promptTokens();
+        if (
+          options.maxSequenceLength !== undefined &&
+          tokens.length + options.maxNewTokens > options.maxSequenceLength
+        ) {
+          run.conversation.abandonOpenTurn();
+          run.finishReason = "context";
+          continue;
+        }
+        ready.push(run);
+        prompts.push({
+          tokens,
+          messages: run.conversation.messages(),
+          responsePrefix: run.conversation.responsePrefix,
+        });
       }
-      ready.push(run);
-      prompts.push({
-        tokens,
-        messages: run.conversation.messages(),
-        responsePrefix: run.conversation.responsePrefix,
+      if (ready.length === 0) break;
+      const outputs = await policy.generate(prompts, {
+        maxNewTokens: options.maxNewTokens,
+        temperature: options.temperature ?? 1,
+        ...(options.topP === undefined ? {} : { topP: options.topP }),
+        ...(options.topK === undefined ? {} : { topK: options.topK }),
+        seed: turnSeed(options.seed ?? 0, turn),
       });
+      checkOutputs(outputs, ready.length);
+      for (const [i, run] of ready.entries()) playTurn(run, outputs[i]!);
+      options.onTurn?.(turn, runs.filter((run) => run.finishReason === undefined).length);
     }
-    if (ready.length === 0) break;
-    const outputs = await policy.generate(prompts, {
-      maxNewTokens: options.maxNewTokens,
-      temperature: options.temperature ?? 1,
-      ...(options.topP === undefined ? {} : { topP: options.topP }),
-      ...(options.topK === undefined ? {} : { topK: options.topK }),
-      seed: turnSeed(options.seed ?? 0, turn),
-    });
-    checkOutputs(outputs, ready.length);
-    for (const [i, run] of ready.entries()) playTurn(run, outputs[i]!);
-    options.onTurn?.(turn, runs.filter((run) => run.finishReason === undefined).length);
   }
   for (const run of runs) run.finishReason ??= "max-turns";
 

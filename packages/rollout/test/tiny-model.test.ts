@@ -6,6 +6,51 @@ import { LocalModelPolicy } from "../src/local-model-policy.js";
 import { runRollout } from "../src/rollout.js";
 import { envTokenizer } from "./fixtures.js";
 
+function tinyModel(vocabSize: number, seed = 1) {
+  return Qwen2Model.random(
+    {
+      vocabSize,
+      hiddenSize: 32,
+      intermediateSize: 64,
+      numHiddenLayers: 1,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+      rmsNormEps: 1e-6,
+      ropeTheta: 10000,
+      tieWordEmbeddings: true,
+      initializerRange: 0.3,
+    },
+    seed,
+    createCpuBackend(),
+  );
+}
+
+describe("prefix caching in LocalModelPolicy", () => {
+  it("plays the same trajectories as recomputing every prompt, running the model on a fraction of the tokens", async () => {
+    const tokenizer = envTokenizer(320);
+    const model = tinyModel(tokenizer.vocabSize, 4);
+    const play = async (policy: LocalModelPolicy) => {
+      const manager = new EnvManager({
+        envGroups: 3,
+        groupSize: 1,
+        tags: [{ tag: "FrozenLake", nGroups: 3 }],
+      });
+      return runRollout(manager, policy, tokenizer, { maxTurns: 3, maxNewTokens: 6, seed: 2 });
+    };
+    const cachedPolicy = new LocalModelPolicy(model, tokenizer);
+    const cached = await play(cachedPolicy);
+    const fresh = await play(new LocalModelPolicy(model, tokenizer, { prefixCaching: false }));
+    expect(cached.trajectories.map((t) => Array.from(t.tokens))).toEqual(
+      fresh.trajectories.map((t) => Array.from(t.tokens)),
+    );
+    const stats = cachedPolicy.prefixCache!.stats;
+    // Turn 1 computes every prompt whole; turns 2 and 3 reuse them.
+    expect(stats.reusedTokens).toBeGreaterThan(stats.computedTokens);
+    // The cache is dropped at the end of the rollout: the next one may run with other weights.
+    expect(cachedPolicy.prefixCache!.match([cached.trajectories[0]!.tokens])[0]!.length).toBe(0);
+  });
+});
+
 describe("a 2-turn FrozenLake rollout with a tiny random Qwen2 model", () => {
   it("runs end to end on the CPU backend and turns nonsense into format penalties", async () => {
     const tokenizer = envTokenizer(320);

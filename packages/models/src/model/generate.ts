@@ -1,6 +1,7 @@
 import { asyncScope, narrow, noGradAsync, type Tensor } from "@ragen/tensor-webgpu";
 import { NormalSampler } from "./init.js";
-import { Qwen2Model } from "./qwen2.js";
+import type { PrefixCache } from "./prefix-cache.js";
+import type { Qwen2Model } from "./qwen2.js";
 import { checkSamplingOptions, type SamplingOptions, sampleToken } from "./sampling.js";
 
 export interface GenerateOptions extends SamplingOptions {
@@ -11,6 +12,11 @@ export interface GenerateOptions extends SamplingOptions {
   seed?: number;
   /** Called after each step with the number of tokens generated so far. */
   onStep?: (step: number) => void;
+  /**
+   * Reuse the keys and values of prompt prefixes computed by the previous call with the same cache, and
+   * keep this call's for the next (see PrefixCache). Clear it whenever the weights change.
+   */
+  prefixCache?: PrefixCache;
 }
 
 export interface Generation {
@@ -40,8 +46,6 @@ export async function generate(
   const batch = prompts.length;
   const promptLength = Math.max(...prompts.map((p) => p.length));
   const start = Int32Array.from(prompts, (p) => promptLength - p.length);
-  const ids = new Int32Array(batch * promptLength);
-  for (const [b, p] of prompts.entries()) ids.set(p, b * promptLength + start[b]!);
   const stops = new Set(options.stopTokenIds ?? []);
   const random = new NormalSampler(options.seed ?? 0);
   const vocab = model.config.vocabSize;
@@ -49,6 +53,8 @@ export async function generate(
   const logProbs: number[][] = prompts.map(() => []);
   const finished = new Array<boolean>(batch).fill(false);
   const cache = model.createCache(batch, promptLength + options.maxNewTokens);
+  const prefixCache = options.prefixCache;
+  let kept = false;
 
   const lastLogits = async (hidden: Tensor): Promise<Float32Array> => {
     const seqLen = hidden.shape[1]!;
@@ -57,9 +63,33 @@ export async function generate(
   };
 
   try {
+    // Every row runs the same number of new tokens (`chunk`): the most any prompt lacks from the cache.
+    // Rows missing fewer recompute a few cached tokens; rows shorter than the chunk are left-padded.
+    const matches = prefixCache?.match(prompts) ?? prompts.map(() => ({ row: -1, length: 0 }));
+    const chunk = Math.max(...prompts.map((p, b) => p.length - matches[b]!.length));
+    for (const [b, p] of prompts.entries()) {
+      const reused = p.length - chunk;
+      if (reused > 0) prefixCache!.copyInto(cache, b, start[b]!, matches[b]!, reused);
+    }
+    cache.length = promptLength - chunk;
+    const chunkIds = new Int32Array(batch * chunk);
+    const chunkPositions = new Int32Array(batch * chunk);
+    for (const [b, p] of prompts.entries()) {
+      for (let j = 0; j < chunk; j++) {
+        const index = p.length - chunk + j;
+        chunkIds[b * chunk + j] = index >= 0 ? p[index]! : 0;
+        chunkPositions[b * chunk + j] = Math.max(0, index);
+      }
+    }
+    if (prefixCache) {
+      prefixCache.stats.computedTokens += batch * chunk;
+      prefixCache.stats.reusedTokens += prompts.reduce((n, p) => n + Math.max(0, p.length - chunk), 0);
+    }
+
     await noGradAsync(async () => {
-      const prompt = { ids, batch, seqLen: promptLength, start };
-      let logits = await asyncScope(() => lastLogits(model.run(prompt, Qwen2Model.positions(prompt), cache)));
+      // `start` is in cache slots: it masks each row's left padding in the chunk and in the cache alike.
+      const input = { ids: chunkIds, batch, seqLen: chunk, start };
+      let logits = await asyncScope(() => lastLogits(model.run(input, chunkPositions, cache)));
       for (let step = 0; step < options.maxNewTokens; step++) {
         const next = new Int32Array(batch);
         for (let b = 0; b < batch; b++) {
@@ -83,8 +113,22 @@ export async function generate(
         );
       }
     });
+    if (prefixCache) {
+      // A row's last sampled token was never run, so its keys are not in the cache.
+      prefixCache.store(
+        cache,
+        prompts.map((p, b) => ({
+          tokens: Int32Array.from([...p, ...tokens[b]!.slice(0, -1)]),
+          start: start[b]!,
+        })),
+      );
+      kept = true;
+    }
+  } catch (error) {
+    prefixCache?.clear();
+    throw error;
   } finally {
-    cache.dispose();
+    if (!kept) cache.dispose();
   }
   return tokens.map((t, b) => ({
     tokens: Int32Array.from(t),

@@ -184,8 +184,9 @@ export class Qwen2Model {
 
   /**
    * Run the layers on `input` at absolute `positions`. With a `cache`, each layer's keys and values are
-   * appended to it; a one-token step then attends over the whole cache (decode), otherwise the cache
-   * must be empty (prefill).
+   * appended to it and the queries attend over everything cached before them: an empty cache is a
+   * prefill, one token a decode step, several tokens a chunk after a cached prefix. All rows share the
+   * cache's slots (left padding, `input.start`, masks the slots before a row's first token).
    */
   run(input: TokenBatch, positionIds: Int32Array, cache?: KvCache): Tensor {
     const c = this.config;
@@ -193,9 +194,13 @@ export class Qwen2Model {
     if (input.ids.length !== batch * seqLen) {
       throw new RangeError(`run(): ${input.ids.length} ids do not fill ${batch}x${seqLen}`);
     }
-    const decoding = cache !== undefined && cache.length > 0;
-    if (decoding && seqLen !== 1)
-      throw new RangeError("run(): after the prefill, the cache takes one token at a time");
+    // With tokens already cached, one token is a decode step and several a chunk that extends the cache.
+    const decoding = cache !== undefined && cache.length > 0 && seqLen === 1;
+    const extending = cache !== undefined && cache.length > 0 && seqLen > 1;
+    if (cache && cache.length + seqLen > cache.capacity)
+      throw new RangeError(
+        `run(): ${seqLen} more tokens do not fit the cache (${cache.length} of ${cache.capacity} used)`,
+      );
     const backend = this.param("model.embed_tokens.weight").backend;
     const positions = tensor(positionIds, [batch, seqLen], { backend, dtype: "i32" });
     const kvStart = input.start ? tensor(input.start, [batch], { backend, dtype: "i32" }) : undefined;
@@ -225,6 +230,11 @@ export class Qwen2Model {
         attended = decodeAttention(qr, cache.keys[i]!, cache.values[i]!, {
           ...heads,
           kvLen: cache.length + 1,
+        });
+      } else if (extending) {
+        attended = attention(qr, cache.keys[i]!, cache.values[i]!, {
+          ...heads,
+          kvLen: cache.length + seqLen,
         });
       } else {
         attended = attention(qr, kr, v, heads);

@@ -70,6 +70,12 @@ export interface AttentionOptions {
   scale?: number;
   /** i32 [batch]: keys before this position are masked (left padding). */
   kvStart?: Tensor;
+  /**
+   * Use only the first kvLen positions of k and v (default: all). With a KV cache as k and v, this runs a
+   * chunk of queries after the cached tokens: the queries are the last seqLen of the kvLen keys.
+   * Inference only: there is no gradient through a partly used cache.
+   */
+  kvLen?: number;
 }
 
 /**
@@ -84,9 +90,16 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
     throw new ShapeError(`attention: ${numHeads} heads do not group into ${numKvHeads} KV heads`);
   const batch = q.shape[0]!;
   const seqLen = q.shape[1]!;
-  const kvLen = k.shape[1]!;
+  const kvCapacity = k.shape[1]!;
+  const kvLen = options.kvLen ?? kvCapacity;
+  if (!Number.isInteger(kvLen) || kvLen < 1 || kvLen > kvCapacity)
+    throw new ShapeError(`attention: kvLen ${kvLen} outside k's ${kvCapacity} positions`);
   const headDim = q.size / (batch * seqLen) / numHeads;
-  if (!Number.isInteger(headDim) || k.size !== batch * kvLen * numKvHeads * headDim || k.shape[0] !== batch) {
+  if (
+    !Number.isInteger(headDim) ||
+    k.size !== batch * kvCapacity * numKvHeads * headDim ||
+    k.shape[0] !== batch
+  ) {
     throw new ShapeError(
       `attention: q ${q.describe()}, k ${k.describe()} do not fit ${numHeads}/${numKvHeads} heads`,
     );
@@ -95,6 +108,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
     batch,
     seqLen,
     kvLen,
+    kvCapacity,
     numHeads,
     numKvHeads,
     headDim,
@@ -115,6 +129,8 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   });
   const saved = options.kvStart ? [q, k, v, out, lse, options.kvStart] : [q, k, v, out, lse];
   const result = record("attention", out, [q, k, v], saved, (g, [sq, sk, sv, so, sl, ss]) => {
+    if (kvLen !== kvCapacity)
+      throw new Error("attention: no gradient when only part of k and v is used (kvLen)");
     const dQ = emptyTensor(backend, q.shape, "f32");
     const dK = emptyTensor(backend, k.shape, "f32");
     const dV = emptyTensor(backend, v.shape, "f32");

@@ -195,3 +195,38 @@ export function writeSlice(target: Tensor, source: Tensor, axis: number, start: 
     dtype: source.dtype,
   });
 }
+
+/**
+ * Copies `count` elements of `source` from flat index `sourceOffset` into `target` at `targetOffset`, in
+ * place and without gradient (e.g. moving a sequence's cached keys to other slots of a KV cache).
+ */
+export function copyElements(
+  source: Tensor,
+  sourceOffset: number,
+  target: Tensor,
+  targetOffset: number,
+  count: number,
+): void {
+  const backend = backendOf("copyElements", source, target);
+  if (
+    source.dtype !== target.dtype ||
+    ![sourceOffset, targetOffset, count].every((n) => Number.isInteger(n) && n >= 0) ||
+    sourceOffset + count > source.size ||
+    targetOffset + count > target.size
+  ) {
+    throw new ShapeError(
+      `copyElements: ${count} elements from ${sourceOffset} of ${source.describe()} do not fit ${target.describe()} at ${targetOffset}`,
+    );
+  }
+  if (count === 0) return;
+  backend.stridedCopy({
+    x: source.buffer,
+    out: target.buffer,
+    shape: [count],
+    xStrides: [1],
+    outStrides: [1],
+    xOffset: sourceOffset,
+    outOffset: targetOffset,
+    dtype: source.dtype,
+  });
+}
