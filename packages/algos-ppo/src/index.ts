@@ -10,6 +10,7 @@ export {
   WHITEN_EPS,
   whitenMasked,
 } from "./advantages.js";
+export { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
 export {
   filterByUncertainty,
   type UncertaintyFilterOptions,
@@ -50,7 +51,6 @@ export {
 } from "./normalize.js";
 export {
   type AdvantageEstimator,
-  type PackedBatch,
   type ResolvedStarPOConfig,
   STARPO_DEFAULTS,
   StarPO,

@@ -1,0 +1,251 @@
+import { chunks, inputOf, type PackedBatch, packTrajectories, readMetrics, shuffled } from "@ragen/algos-ppo";
+import type { Qwen2Model } from "@ragen/models";
+import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
+import { AdamW, asyncScope, backward, noGrad, scale, type Tensor, tensor } from "@ragen/tensor-webgpu";
+import { APO_LOSS_DEFAULTS, apoLoss } from "./loss.js";
+
+export interface AStarPOConfig {
+  /** Weight of the summed log-ratio in the regression (paper: 1e-3). */
+  beta2?: number;
+  /** Entropy bonus weight (official code: 0.001). */
+  entropyCoeff?: number;
+  /** Constant AdamW learning rate. */
+  lr?: number;
+  weightDecay?: number;
+  /** Global gradient-norm clip. */
+  maxGradNorm?: number;
+  /** Trajectories per optimiser step. */
+  miniBatchSize?: number;
+  /** Trajectories per forward/backward; micro-batches of a mini-batch accumulate gradients. */
+  microBatchSize?: number;
+  /** The rollout's sampling temperature, so both log-probs are of the distribution sampled from. */
+  temperature?: number;
+  /** Seed of the order trajectories are dealt into mini-batches. */
+  shuffleSeed?: number;
+  /**
+   * Experimental, not in the paper: re-estimate V̂* from the current policy every this many updates
+   * (0, the default, never does). The trainer only flags it (`vstarRefreshDue`); the caller reruns stage 1.
+   */
+  vstarRefreshEvery?: number;
+}
+
+export const ASTARPO_DEFAULTS = {
+  beta2: APO_LOSS_DEFAULTS.beta2,
+  entropyCoeff: APO_LOSS_DEFAULTS.entropyCoeff,
+  lr: 1e-6,
+  weightDecay: 0.01,
+  maxGradNorm: 1,
+  miniBatchSize: 32,
+  microBatchSize: 4,
+  temperature: 1,
+  shuffleSeed: 0,
+  vstarRefreshEvery: 0,
+} as const satisfies Required<AStarPOConfig>;
+
+export type ResolvedAStarPOConfig = Required<AStarPOConfig>;
+
+export interface AStarPOModels {
+  actor: Qwen2Model;
+  /** A frozen copy of the initial policy (the model stage 1 sampled V̂* from); never trained. */
+  reference: Qwen2Model;
+  config?: AStarPOConfig;
+}
+
+/** V̂* of a trajectory's start state; undefined where none was estimated. */
+export type VStarLookup = (trajectory: Trajectory) => number | undefined;
+
+interface Row {
+  trajectory: Trajectory;
+  vstar: number;
+  /** Reference log-probs aligned to the targets (length tokens - 1). */
+  refLogProbs: Float32Array;
+}
+
+/**
+ * A*-PO's stage 2: one on-policy trajectory per start state, regressed by least squares onto
+ * r − V̂* (see `apoLoss`). No critic, no ratio clipping, no advantage normalisation. One `update` per
+ * rollout batch: one epoch of mini-batches, micro-batches accumulating gradients, AdamW with grad clip.
+ */
+export class AStarPO {
+  readonly actor: Qwen2Model;
+  readonly reference: Qwen2Model;
+  readonly config: ResolvedAStarPOConfig;
+  readonly optimizer: AdamW;
+  private updates = 0;
+
+  constructor({ actor, reference, config = {} }: AStarPOModels) {
+    if (actor === reference)
+      throw new Error("AStarPO: the reference must be a frozen copy of the actor, not the actor itself");
+    this.config = { ...ASTARPO_DEFAULTS, ...stripUndefined(config) };
+    const c = this.config;
+    for (const key of ["miniBatchSize", "microBatchSize"] as const) {
+      if (!(Number.isInteger(c[key]) && c[key] > 0))
+        throw new RangeError(`AStarPO: ${key} must be a positive integer, got ${c[key]}`);
+    }
+    if (!(Number.isInteger(c.vstarRefreshEvery) && c.vstarRefreshEvery >= 0))
+      throw new RangeError(`AStarPO: vstarRefreshEvery must be an integer >= 0, got ${c.vstarRefreshEvery}`);
+    if (!(c.beta2 > 0)) throw new RangeError(`AStarPO: beta2 must be > 0, got ${c.beta2}`);
+    this.actor = actor;
+    this.reference = reference;
+    this.optimizer = new AdamW(actor.parameters(), {
+      lr: c.lr,
+      weightDecay: c.weightDecay,
+      maxGradNorm: c.maxGradNorm,
+    });
+  }
+
+  /** Updates done so far. */
+  get updateCount(): number {
+    return this.updates;
+  }
+
+  /** With the experimental refresh on: true right after every `vstarRefreshEvery`-th update. */
+  get vstarRefreshDue(): boolean {
+    const every = this.config.vstarRefreshEvery;
+    return every > 0 && this.updates > 0 && this.updates % every === 0;
+  }
+
+  /** One A*-PO step on a rollout batch whose start states all have a V̂*. */
+  async update(rollout: TrajectoryBatch, vstar: VStarLookup): Promise<Record<string, number>> {
+    const stepStart = performance.now();
+    const trajectories = rollout.trajectories;
+    if (trajectories.length === 0) throw new RangeError("AStarPO.update: empty batch");
+    const estimates = trajectories.map((t) => {
+      const v = vstar(t);
+      if (v === undefined || !Number.isFinite(v))
+        throw new Error(
+          `AStarPO.update: no V* estimate for start state ${t.tag}:${t.seed}; run stage 1 over the resets this batch comes from, or leave out states it dropped`,
+        );
+      return v;
+    });
+    const metrics: Record<string, number> = {};
+
+    const refStart = performance.now();
+    const refLogProbs = await this.referenceLogProbs(trajectories);
+    metrics["timing_s/ref"] = seconds(refStart);
+    const rows: Row[] = trajectories.map((trajectory, i) => ({
+      trajectory,
+      vstar: estimates[i]!,
+      refLogProbs: refLogProbs[i]!,
+    }));
+
+    const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    metrics["apo/reward/mean"] = mean(trajectories.map((t) => t.reward));
+    metrics["apo/vstar/mean"] = mean(estimates);
+    // r − V̂*, what beta2 · log(π/π_ref) is regressed onto: A*-PO's advantage.
+    metrics["apo/advantage/mean"] = mean(trajectories.map((t, i) => t.reward - estimates[i]!));
+    metrics["response_length/mean"] = mean(trajectories.map((t) => t.responseLength));
+
+    const trainStart = performance.now();
+    Object.assign(metrics, await this.train(rows));
+    metrics["actor/lr"] = this.optimizer.lr;
+    metrics["timing_s/update_actor"] = seconds(trainStart);
+    this.updates++;
+    metrics["timing_s/step"] = seconds(stepStart);
+    return metrics;
+  }
+
+  /** Reference log-probs of every target, micro-batch by micro-batch without gradients. */
+  private async referenceLogProbs(trajectories: readonly Trajectory[]): Promise<Float32Array[]> {
+    const out: Float32Array[] = [];
+    for (const chunk of chunks(trajectories, this.config.microBatchSize)) {
+      const packed = packTrajectories(chunk);
+      const flat = await asyncScope(async () => {
+        const { logProbs } = noGrad(() =>
+          this.reference.sequenceLogProbs(inputOf(packed), packed.targets, this.config.temperature),
+        );
+        return logProbs.floats();
+      });
+      packed.lengths.forEach((n, b) => {
+        out.push(flat.slice(b * packed.seqLen, b * packed.seqLen + n));
+      });
+    }
+    return out;
+  }
+
+  /**
+   * One epoch of mini-batches; each micro-batch's loss is weighted by its share of the mini-batch, so
+   * the accumulated gradient is that of the mini-batch mean. Loss metrics are averaged over rows.
+   */
+  private async train(rows: readonly Row[]): Promise<Record<string, number>> {
+    const c = this.config;
+    const optimizer = this.optimizer;
+    const sums = new Map<string, { total: number; weight: number }>();
+    const record = (name: string, value: number, weight: number) => {
+      const entry = sums.get(name) ?? { total: 0, weight: 0 };
+      entry.total += value * weight;
+      entry.weight += weight;
+      sums.set(name, entry);
+    };
+    let skippedSteps = 0;
+    // Seeding by the step count makes a resumed run deal the same mini-batches as an unbroken one.
+    const order = shuffled(rows, c.shuffleSeed * 1_000_003 + optimizer.steps * 101);
+    for (const mini of chunks(order, c.miniBatchSize)) {
+      optimizer.zeroGrad();
+      // Micro-batches only split the work of one gradient; similar lengths together cut padding.
+      const byLength = [...mini].sort((a, b) => a.trajectory.tokens.length - b.trajectory.tokens.length);
+      for (const micro of chunks(byLength, c.microBatchSize)) {
+        const read = await asyncScope(async () => {
+          const { loss, metrics } = this.microBatchLoss(micro);
+          backward(scale(loss, micro.length / mini.length));
+          return readMetrics(metrics);
+        });
+        for (const [name, value] of Object.entries(read)) record(name, value, micro.length);
+      }
+      const step = optimizer.step();
+      const [gradNorm, clipScale] = [await step.gradNorm.item(), await step.clipScale.item()];
+      step.gradNorm.dispose();
+      step.clipScale.dispose();
+      // A non-finite gradient skips the step; its norm would hide every other step's in the mean.
+      if (clipScale === 0) skippedSteps++;
+      else record("actor/grad_norm", gradNorm, 1);
+      optimizer.zeroGrad();
+    }
+    const out: Record<string, number> = {};
+    for (const [name, { total, weight }] of sums) out[name] = total / weight;
+    out["actor/skipped_steps"] = skippedSteps;
+    return out;
+  }
+
+  private microBatchLoss(micro: readonly Row[]) {
+    const c = this.config;
+    const packed = packTrajectories(micro.map((r) => r.trajectory));
+    const backend = this.actor.param("model.embed_tokens.weight").backend;
+    const shape = [packed.batch, packed.seqLen];
+    const { logProbs, entropy } = this.actor.sequenceLogProbs(inputOf(packed), packed.targets, c.temperature);
+    const perRow = (values: readonly number[]): Tensor =>
+      tensor(Float32Array.from(values), [packed.batch], { backend });
+    return apoLoss(
+      {
+        logProbs,
+        entropy,
+        refLogProbs: tensor(padRows(micro, packed), shape, { backend }),
+        mask: tensor(packed.mask, shape, { backend }),
+        rewards: perRow(micro.map((r) => r.trajectory.reward)),
+        vstar: perRow(micro.map((r) => r.vstar)),
+      },
+      { beta2: c.beta2, entropyCoeff: c.entropyCoeff },
+    );
+  }
+
+  dispose(): void {
+    this.optimizer.dispose();
+  }
+}
+
+/** The rows' reference log-probs in the packed layout (padding 0, masked out anyway). */
+function padRows(rows: readonly Row[], packed: PackedBatch): Float32Array {
+  const out = new Float32Array(packed.batch * packed.seqLen);
+  rows.forEach((r, b) => {
+    out.set(r.refLogProbs, b * packed.seqLen);
+  });
+  return out;
+}
+
+function seconds(start: number): number {
+  return (performance.now() - start) / 1000;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,34 @@
+export {
+  ASTARPO_DEFAULTS,
+  AStarPO,
+  type AStarPOConfig,
+  type AStarPOModels,
+  type ResolvedAStarPOConfig,
+  type VStarLookup,
+} from "./astar-po.js";
+export {
+  canonicalJson,
+  MemoryVStarCache,
+  parseVStarEntry,
+  stateKey,
+  type VStarCache,
+  type VStarEntry,
+  type VStarKey,
+  vstarKeyId,
+} from "./cache.js";
+export {
+  APO_LOSS_DEFAULTS,
+  type ApoLossInputs,
+  type ApoLossOptions,
+  type ApoMetricName,
+  apoLoss,
+} from "./loss.js";
+export {
+  DEFAULT_VSTAR_SAMPLES,
+  estimateVStarForStates,
+  type Stage1RolloutOptions,
+  type VStarEstimates,
+  type VStarEstimationOptions,
+  vstarLookup,
+} from "./stage1.js";
+export { DEFAULT_BETA1, estimateVStar, summarizeSamples, type VStarSummary } from "./vstar.js";
