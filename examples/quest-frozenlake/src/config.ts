@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
 import { parseOverrides, validateConfig } from "@ragen/envs";
 
 /** The model the job trains when none is named: the tiny checkpoint shipped with this example. */
@@ -33,6 +35,8 @@ export interface QuestConfig {
     temperature: number;
     enableThinking: boolean;
     formatPenalty: number;
+    /** Reuse each turn's prompt prefix from the previous turn (same tokens, less compute). */
+    prefixCaching: boolean;
   };
   starpo: {
     advantageEstimator: "gae" | "grpo";
@@ -129,6 +133,11 @@ export const questConfigSchema = {
       temperature: number(1, "Sampling temperature of training rollouts", 0),
       enableThinking: { type: "boolean", default: true, description: "Responses start with <think>" },
       formatPenalty: number(-0.1, "Reward added for a malformed turn", undefined, 0),
+      prefixCaching: {
+        type: "boolean",
+        default: true,
+        description: "Reuse cached prompt prefixes across turns",
+      },
     }),
     starpo: section({
       advantageEstimator: {
@@ -175,4 +184,18 @@ export function resolveQuestConfig(args: readonly string[]): QuestConfig {
       `quest config: train.envGroups (${config.train.envGroups}) must be a multiple of the number of envs (${config.envs.length})`,
     );
   return config;
+}
+
+/**
+ * `outDir`, and `model` when it names an existing folder, resolved against `base` (the directory the
+ * command was typed in); a model that is no folder there stays a Hub repo id.
+ */
+export function resolveQuestPaths(
+  config: QuestConfig,
+  base: string,
+  exists: (path: string) => boolean = existsSync,
+): QuestConfig {
+  const local = resolve(base, config.model);
+  const isFolder = config.model !== EMBEDDED_MODEL && !isAbsolute(config.model) && exists(local);
+  return { ...config, outDir: resolve(base, config.outDir), model: isFolder ? local : config.model };
 }

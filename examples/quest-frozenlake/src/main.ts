@@ -7,7 +7,7 @@
  *   npm run quest -- steps=50 starpo.actorLr=1e-4 outDir=runs/mine
  */
 import { fileURLToPath } from "node:url";
-import { type QuestConfig, resolveQuestConfig } from "./config.js";
+import { type QuestConfig, resolveQuestConfig, resolveQuestPaths } from "./config.js";
 import { formatQuestSummary, runQuest } from "./train.js";
 
 async function main(args: readonly string[]): Promise<void> {
@@ -18,6 +18,8 @@ async function main(args: readonly string[]): Promise<void> {
     console.error((error as Error).message);
     process.exit(2);
   }
+  // npm and pnpm run scripts inside the package; paths on the command line mean where the user typed it.
+  config = resolveQuestPaths(config, process.env.INIT_CWD ?? process.cwd());
   console.log(`RAGEN.ts Quest — ${config.envs.join(" + ")} with StarPO on ${config.model}\n`);
   const summary = await runQuest(config);
   console.log(`\nValidation success on ${config.validation.groupsPerEnv} fixed seeds per env:\n`);

@@ -120,7 +120,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   });
   if (checkpoint) trainManager.restoreTrainResets(checkpoint.state.trainResets);
   const valManager = validationManager(config);
-  const policy = new LocalModelPolicy(actor, tokenizer);
+  const policy = new LocalModelPolicy(actor, tokenizer, { prefixCaching: config.rollout.prefixCaching });
 
   // A run without a checkpoint starts over: its rows (if a kill came before the first checkpoint) go.
   const lastDone = checkpoint?.state.step ?? -1;

@@ -1,6 +1,6 @@
 import { EnvConfigError } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
-import { EMBEDDED_MODEL, learningRates, resolveQuestConfig } from "../src/config.js";
+import { EMBEDDED_MODEL, learningRates, resolveQuestConfig, resolveQuestPaths } from "../src/config.js";
 
 describe("quest config", () => {
   it("defaults to RAGEN's Quest: FrozenLake and Bandit, PPO with GAE, validation at temperature 0.5", () => {
@@ -31,6 +31,20 @@ describe("quest config", () => {
     const embedded = learningRates(resolveQuestConfig([]));
     expect(embedded.actorLr).toBeGreaterThan(1e-6);
     expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"])).actorLr).toBe(3e-5);
+  });
+
+  it("takes relative paths from where the command was typed; a model that is no folder there is a repo id", () => {
+    const folders = new Set(["/home/me/ckpt"]);
+    const exists = (path: string) => folders.has(path);
+    const local = resolveQuestPaths(resolveQuestConfig(["model=ckpt", "outDir=runs/a"]), "/home/me", exists);
+    expect(local).toMatchObject({ model: "/home/me/ckpt", outDir: "/home/me/runs/a" });
+    const hub = resolveQuestPaths(
+      resolveQuestConfig(["model=Qwen/Qwen2.5-0.5B-Instruct"]),
+      "/home/me",
+      exists,
+    );
+    expect(hub.model).toBe("Qwen/Qwen2.5-0.5B-Instruct");
+    expect(resolveQuestPaths(resolveQuestConfig([]), "/x", exists).model).toBe(EMBEDDED_MODEL);
   });
 
   it("names every bad field", () => {
