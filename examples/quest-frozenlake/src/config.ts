@@ -21,6 +21,8 @@ export interface QuestConfig {
   checkpointEvery: number;
   train: { envGroups: number; groupSize: number };
   validation: {
+    /** Env tags validated on (null: the training envs), e.g. other arm names to test generalisation. */
+    envs: string[] | null;
     /** Validation envs per tag (seeds 123, 124, ...; the same at every evaluation). */
     groupsPerEnv: number;
     /** Validate every this many steps (and before the first and after the last). */
@@ -122,6 +124,13 @@ export const questConfigSchema = {
       groupSize: positiveInt(4, "Envs per group (same start state)"),
     }),
     validation: section({
+      envs: {
+        type: ["array", "null"],
+        items: { type: "string", minLength: 1 },
+        minItems: 1,
+        default: null,
+        description: "Env tags validated on (null: the training envs)",
+      },
       groupsPerEnv: positiveInt(64, "Validation envs per tag"),
       every: positiveInt(10, "Validate every N steps"),
       temperature: number(0.5, "Sampling temperature of validation", 0),
@@ -176,8 +185,12 @@ export const questConfigSchema = {
 /** Resolve `key=value` / `a.b=value` command-line overrides against the defaults; throws naming every bad field. */
 export function resolveQuestConfig(args: readonly string[]): QuestConfig {
   const overrides = parseOverrides(args);
-  if (typeof overrides.envs === "string")
-    overrides.envs = overrides.envs.split(",").map((name: string) => name.trim());
+  const list = (value: unknown) =>
+    typeof value === "string" ? value.split(",").map((name) => name.trim()) : value;
+  overrides.envs = list(overrides.envs);
+  if (overrides.envs === undefined) delete overrides.envs;
+  const validation = overrides.validation as Record<string, unknown> | undefined;
+  if (validation?.envs !== undefined) validation.envs = list(validation.envs);
   const config = validateConfig<QuestConfig>("quest", questConfigSchema, overrides);
   if (config.train.envGroups % config.envs.length !== 0)
     throw new Error(
@@ -198,4 +211,9 @@ export function resolveQuestPaths(
   const local = resolve(base, config.model);
   const isFolder = config.model !== EMBEDDED_MODEL && !isAbsolute(config.model) && exists(local);
   return { ...config, outDir: resolve(base, config.outDir), model: isFolder ? local : config.model };
+}
+
+/** The env tags validated on: `validation.envs`, or the training envs. */
+export function validationEnvs(config: QuestConfig): string[] {
+  return config.validation.envs ?? config.envs;
 }

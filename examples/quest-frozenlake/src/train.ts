@@ -20,7 +20,7 @@ import {
   loadCheckpointOptimizers,
   saveCheckpoint,
 } from "./checkpoint.js";
-import { learningRates, type QuestConfig } from "./config.js";
+import { learningRates, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy } from "./model.js";
 import { toTrajectoryRecord } from "./records.js";
 import { actionBudget, rolloutOptions, validate, validationManager, validationSeeds } from "./validate.js";
@@ -58,7 +58,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
       `${outDir} holds a run of model "${checkpoint.state.model}", not "${config.model}"; pass outDir=<new folder>`,
     );
 
-  const baselines = config.envs.map((env) =>
+  const baselines = validationEnvs(config).map((env) =>
     measureBaselines(env, validationSeeds(config), actionBudget(config, env)),
   );
 
@@ -214,7 +214,7 @@ function summaryRows(
   config: QuestConfig,
 ): QuestSummaryRow[] {
   const validated = history.filter((row) =>
-    config.envs.some((env) => `val-env/${env}/success` in row.metrics),
+    validationEnvs(config).some((env) => `val-env/${env}/success` in row.metrics),
   );
   const first = validated[0]?.metrics ?? {};
   const last = validated.at(-1)?.metrics ?? {};

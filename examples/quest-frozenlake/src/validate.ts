@@ -15,7 +15,7 @@ import {
   VALIDATION_SEED,
 } from "@ragen/rollout";
 import type { Tokenizer } from "@ragen/tokenizer";
-import type { QuestConfig } from "./config.js";
+import { type QuestConfig, validationEnvs } from "./config.js";
 import { toTrajectoryRecord } from "./records.js";
 
 /** The rollout options of the config (training or validation sampling). */
@@ -47,9 +47,9 @@ export function validationSeeds(config: QuestConfig): number[] {
 export function validationManager(config: QuestConfig): EnvManager {
   const groups = config.validation.groupsPerEnv;
   return new EnvManager({
-    envGroups: groups * config.envs.length,
+    envGroups: groups * validationEnvs(config).length,
     groupSize: 1,
-    tags: config.envs.map((tag) => ({ tag, nGroups: groups })),
+    tags: validationEnvs(config).map((tag) => ({ tag, nGroups: groups })),
   });
 }
 

@@ -1,6 +1,12 @@
 import { EnvConfigError } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
-import { EMBEDDED_MODEL, learningRates, resolveQuestConfig, resolveQuestPaths } from "../src/config.js";
+import {
+  EMBEDDED_MODEL,
+  learningRates,
+  resolveQuestConfig,
+  resolveQuestPaths,
+  validationEnvs,
+} from "../src/config.js";
 
 describe("quest config", () => {
   it("defaults to RAGEN's Quest: FrozenLake and Bandit, PPO with GAE, validation at temperature 0.5", () => {
@@ -21,6 +27,13 @@ describe("quest config", () => {
     expect(config.rollout.maxTurns).toBe(5);
     expect(config.envs).toEqual(["FrozenLake", "BanditTest"]);
     expect(config.steps).toBe(3);
+  });
+
+  it("validates on the training envs unless told other tags (generalisation tests)", () => {
+    expect(validationEnvs(resolveQuestConfig([]))).toEqual(["FrozenLake", "Bandit"]);
+    const config = resolveQuestConfig(["envs=Bandit", "validation.envs=Bandit,BanditTest,BanditReversed"]);
+    expect(config.envs).toEqual(["Bandit"]);
+    expect(validationEnvs(config)).toEqual(["Bandit", "BanditTest", "BanditReversed"]);
   });
 
   it("uses RAGEN's learning rates for pretrained models and larger ones for the embedded model", () => {
