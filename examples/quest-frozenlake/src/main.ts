@@ -7,30 +7,10 @@
  *   npm run quest -- steps=50 starpo.actorLr=1e-4 outDir=runs/mine
  */
 import { fileURLToPath } from "node:url";
-import { type QuestConfig, resolveQuestConfig, resolveQuestPaths } from "./config.js";
-import { formatQuestSummary, runQuest } from "./train.js";
-
-async function main(args: readonly string[]): Promise<void> {
-  let config: QuestConfig;
-  try {
-    config = resolveQuestConfig(args);
-  } catch (error) {
-    console.error((error as Error).message);
-    process.exit(2);
-  }
-  // npm and pnpm run scripts inside the package; paths on the command line mean where the user typed it.
-  config = resolveQuestPaths(config, process.env.INIT_CWD ?? process.cwd());
-  console.log(`RAGEN.ts Quest — ${config.envs.join(" + ")} with StarPO on ${config.model}\n`);
-  const summary = await runQuest(config);
-  console.log(`\nValidation success on ${config.validation.groupsPerEnv} fixed seeds per env:\n`);
-  console.log(formatQuestSummary(summary));
-  console.log(
-    `\n${summary.steps} steps in ${(summary.wallSeconds / 60).toFixed(1)} min; report: ${summary.report}`,
-  );
-}
+import { runQuestCli } from "./cli.js";
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main(process.argv.slice(2)).catch((error: Error) => {
+  runQuestCli(process.argv.slice(2), { title: "Quest" }).catch((error: Error) => {
     console.error(`quest: ${error.message}`);
     process.exit(1);
   });

@@ -1,0 +1,11 @@
+// The StarPO job behind `npm run quest`, for other examples to run their own experiments with.
+export { type JobCliOptions, runQuestCli } from "./cli.js";
+export {
+  EMBEDDED_MODEL,
+  learningRates,
+  type QuestConfig,
+  resolveQuestConfig,
+  resolveQuestPaths,
+  validationEnvs,
+} from "./config.js";
+export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./train.js";
