@@ -3,13 +3,12 @@
  * (PPO with a GAE critic by default), validating every few steps; metrics, trajectories, checkpoints and
  * the HTML report go to the run folder, and a killed run resumes from its last checkpoint.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { StarPO } from "@ragen/algos-ppo";
 import { ProgressBar } from "@ragen/logging";
 import { RUN_FILES, RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
-import type { Qwen2ValueModel } from "@ragen/models";
-import { Qwen2ValueModel as ValueModel } from "@ragen/models";
+import { Qwen2ValueModel } from "@ragen/models";
 import { EnvManager, LocalModelPolicy, runRollout } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
@@ -46,6 +45,7 @@ export interface QuestSummary {
 }
 
 const SUMMARY_FILE = "summary.json";
+const CONFIG_FILE = "config.json";
 
 export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const wallStart = performance.now();
@@ -57,6 +57,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
     throw new Error(
       `${outDir} holds a run of model "${checkpoint.state.model}", not "${config.model}"; pass outDir=<new folder>`,
     );
+  if (checkpoint) warnOnChangedSettings(outDir, config);
 
   const baselines = validationEnvs(config).map((env) =>
     measureBaselines(env, validationSeeds(config), actionBudget(config, env)),
@@ -83,7 +84,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   if (gae)
     critic = checkpoint
       ? loadCheckpointCritic(checkpoint.dir, loaded.config, backend)
-      : await ValueModel.fromPolicy(actor, config.seed);
+      : await Qwen2ValueModel.fromPolicy(actor, config.seed);
   const { actorLr, criticLr } = learningRates(config);
   const s = config.starpo;
   const starpo = new StarPO({
@@ -127,7 +128,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const logger = new RunLogger(outDir, { resumeAfterStep: lastDone });
   const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: lastDone });
   writeFileAtomic(
-    join(outDir, "config.json"),
+    join(outDir, CONFIG_FILE),
     `${JSON.stringify({ ...config, ...learningRatesUsed(config) }, null, 2)}\n`,
   );
   if (checkpoint && checkpoint.state.step >= config.steps)
@@ -202,6 +203,19 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   };
   writeFileAtomic(join(outDir, SUMMARY_FILE), `${JSON.stringify(summary, null, 2)}\n`);
   return summary;
+}
+
+/** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
+function warnOnChangedSettings(outDir: string, config: QuestConfig): void {
+  const path = join(outDir, CONFIG_FILE);
+  if (!existsSync(path)) return;
+  const before = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+  const now = { ...config, ...learningRatesUsed(config) } as Record<string, unknown>;
+  const changed = Object.keys(now).filter(
+    (key) => key !== "steps" && JSON.stringify(before[key]) !== JSON.stringify(now[key]),
+  );
+  if (changed.length > 0)
+    console.warn(`resuming ${outDir} with changed settings: ${changed.join(", ")} (was: ${path})`);
 }
 
 function learningRatesUsed(config: QuestConfig) {

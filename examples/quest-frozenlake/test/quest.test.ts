@@ -128,6 +128,16 @@ describe("npm run quest", () => {
     expect(formatQuestSummary(second)).toMatch(/FrozenLake .*%/);
   });
 
+  it("says which settings changed when a run is resumed with others", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      await quiet(() => runQuest(smallRun(outDir, "steps=2", "rollout.maxNewTokens=7")));
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/changed settings: rollout/));
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it("refuses to mix runs: another model in the same folder, or a fresh start over an old run", async () => {
     await expect(runQuest(smallRun(outDir, "steps=2", "model=Qwen/Qwen2.5-0.5B-Instruct"))).rejects.toThrow(
       /holds a run of model/,
