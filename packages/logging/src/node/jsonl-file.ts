@@ -25,29 +25,21 @@ export class JsonlFile {
     path: string,
     options: { keep?: (line: string) => boolean } = {},
   ): { file: JsonlFile; lines: string[] } {
-    let text = existsSync(path) ? readFileSync(path, "utf8") : "";
-    if (options.keep) {
-      const complete = text
-        .slice(0, text.lastIndexOf("\n") + 1)
-        .split("\n")
-        .filter((l) => l.trim() !== "");
-      const kept = complete.filter(options.keep);
-      if (kept.length < complete.length) {
-        text = kept.map((line) => `${line}\n`).join("");
-        writeFileAtomic(path, text);
-      }
-    }
+    const text = existsSync(path) ? readFileSync(path, "utf8") : "";
     const end = text.lastIndexOf("\n") + 1;
+    const complete = text
+      .slice(0, end)
+      .split("\n")
+      .filter((line) => line.trim() !== "");
+    const lines = options.keep ? complete.filter(options.keep) : complete;
+    // Rewriting keeps only complete, kept lines, so it also drops a torn last line.
+    if (lines.length < complete.length) writeFileAtomic(path, lines.map((line) => `${line}\n`).join(""));
     const fd = openSync(path, "a+");
-    if (end < Buffer.byteLength(text)) {
+    if (lines.length === complete.length && end < Buffer.byteLength(text)) {
       // A fragment after the last newline is a line the process did not finish writing.
       ftruncateSync(fd, Buffer.byteLength(text.slice(0, end)));
       fsyncSync(fd);
     }
-    const lines = text
-      .slice(0, end)
-      .split("\n")
-      .filter((line) => line.trim() !== "");
     return { file: new JsonlFile(path, fd), lines };
   }
 
