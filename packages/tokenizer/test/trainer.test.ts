@@ -123,6 +123,31 @@ describe("trainBpeTokenizer", () => {
     expect(small.tokenizer.decode(small.tokenizer.encode("aaab aaab"))).toBe("aaab aaab");
   });
 
+  it("keeps separateCharacters in tokens of their own: one token per grid cell", () => {
+    const grids = Array.from({ length: 300 }, (_, i) => {
+      const cells = Array.from({ length: 16 }, (_, c) => "_OPG√"[(i * 7 + c * c + (i >> 2)) % 5]!);
+      return `State:\n${[0, 4, 8, 12].map((r) => cells.slice(r, r + 4).join("")).join("\n")}\nPlayer and Goal.`;
+    });
+    const cellTokens = (t: { encode(text: string): number[]; decode(ids: number[]): string }, grid: string) =>
+      t.encode(grid).map((id) => t.decode([id]).replace(/[^_OPG√]/g, ""));
+    const merged = trainBpeTokenizer(grids, { vocabSize: 400 });
+    expect(cellTokens(merged.tokenizer, grids[0]!).some((cells) => cells.length > 1)).toBe(true);
+
+    const separate = trainBpeTokenizer(grids, { vocabSize: 400, separateCharacters: "_OPG√" });
+    for (const grid of grids.slice(0, 50)) {
+      expect(cellTokens(separate.tokenizer, grid).every((cells) => cells.length <= 1)).toBe(true);
+      expect(separate.tokenizer.decode(separate.tokenizer.encode(grid))).toBe(grid);
+    }
+    // Words still merge, and the multi-byte √ is still one token.
+    expect(separate.tokenizer.encode(" Goal").length).toBe(1);
+    expect(separate.tokenizer.encode("√").length).toBe(1);
+    const reference = new HuggingFaceTokenizer(
+      JSON.parse(JSON.stringify(separate.tokenizerJson)),
+      JSON.parse(JSON.stringify(separate.tokenizerConfig)),
+    );
+    for (const grid of grids.slice(0, 50)) expect(separate.tokenizer.encode(grid)).toEqual(reference.encode(grid).ids);
+  });
+
   it("rejects impossible options", () => {
     expect(() => trainBpeTokenizer([], { vocabSize: 100 })).toThrow(TokenizerError);
     expect(() => trainBpeTokenizer([], { vocabSize: 300, eosToken: "</s>" })).toThrow(/eosToken "<\/s>"/);

@@ -23,11 +23,13 @@ interface Word {
  * Classic BPE training over pre-token counts: repeatedly join the most frequent adjacent pair
  * (ties: smallest left id, then smallest right id), until `maxMerges` merges are learned or no
  * pair occurs `minFrequency` times. Deterministic for a given multiset of pre-tokens.
+ * `mayJoin` (default: always) vetoes tokens by their bytes; a vetoed pair is never merged.
  */
 export function learnMerges(
   pretokenCounts: ReadonlyMap<string, number>,
   maxMerges: number,
   minFrequency: number,
+  mayJoin: (bytes: Uint8Array) => boolean = () => true,
 ): LearnedMerges {
   const tokens: Uint8Array[] = BYTE_LEVEL_ORDER.map((byte) => Uint8Array.of(byte));
   const words = initialWords(pretokenCounts);
@@ -51,6 +53,7 @@ export function learnMerges(
   for (const [key, count] of pairCounts) queue.push(count, key);
 
   const merges: [number, number][] = [];
+  const vetoed = new Set<number>();
   while (merges.length < maxMerges) {
     const entry = queue.pop();
     if (entry === undefined) break;
@@ -63,8 +66,15 @@ export function learnMerges(
 
     const left = leftOf(entry.key);
     const right = rightOf(entry.key);
+    if (vetoed.has(entry.key)) continue;
+    const bytes = concatBytes(tokens[left]!, tokens[right]!);
+    if (!mayJoin(bytes)) {
+      // Its count stays live (neighbouring merges still adjust it); it is just never chosen.
+      vetoed.add(entry.key);
+      continue;
+    }
     const joined = tokens.length;
-    tokens.push(concatBytes(tokens[left]!, tokens[right]!));
+    tokens.push(bytes);
     merges.push([left, right]);
 
     const grown = new Set<number>();

@@ -28,6 +28,11 @@ export interface BpeTrainingOptions {
   padToken?: string;
   /** tokenizer_config.json's model_max_length (default 32768). */
   modelMaxLength?: number;
+  /**
+   * Characters no two of which may share a token, e.g. a text grid's cell symbols ("_PGO"), so that
+   * every cell is one token and a small model can count columns. Default: none.
+   */
+  separateCharacters?: string;
 }
 
 /** A trained tokenizer: the Hugging Face files and the Tokenizer loaded from them. */
@@ -66,6 +71,7 @@ export function trainBpeTokenizer(corpus: Iterable<string>, options: BpeTraining
     pretokenCounts,
     options.vocabSize - 256 - reserved.length,
     options.minFrequency ?? 2,
+    separationRule(options.separateCharacters ?? ""),
   );
 
   const vocab: Record<string, number> = {};
@@ -152,6 +158,19 @@ export function trainBpeTokenizer(corpus: Iterable<string>, options: BpeTraining
     tokenizerConfig,
     tokenizer: Tokenizer.fromFiles(tokenizerJson, tokenizerConfig),
     learnedMerges: learned.merges.length,
+  };
+}
+
+/** A merge veto: tokens may hold at most one of `characters` (compared after NFC, as text is encoded). */
+function separationRule(characters: string): ((bytes: Uint8Array) => boolean) | undefined {
+  const separate = new Set(characters.normalize("NFC"));
+  if (separate.size === 0) return undefined;
+  // Incomplete UTF-8 sequences decode to U+FFFD, which is never one of the characters.
+  const utf8 = new TextDecoder("utf-8", { fatal: false });
+  return (bytes) => {
+    let found = 0;
+    for (const character of utf8.decode(bytes)) if (separate.has(character) && ++found > 1) return false;
+    return true;
   };
 }
 
