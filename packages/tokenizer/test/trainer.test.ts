@@ -145,7 +145,8 @@ describe("trainBpeTokenizer", () => {
       JSON.parse(JSON.stringify(separate.tokenizerJson)),
       JSON.parse(JSON.stringify(separate.tokenizerConfig)),
     );
-    for (const grid of grids.slice(0, 50)) expect(separate.tokenizer.encode(grid)).toEqual(reference.encode(grid).ids);
+    for (const grid of grids.slice(0, 50))
+      expect(separate.tokenizer.encode(grid)).toEqual(reference.encode(grid).ids);
   });
 
   it("rejects impossible options", () => {
