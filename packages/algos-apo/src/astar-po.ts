@@ -1,7 +1,7 @@
-import { chunks, inputOf, type PackedBatch, packTrajectories, readMetrics, shuffled } from "@ragen/algos-ppo";
+import { forwardRows, inputOf, type PackedBatch, trainMiniBatches } from "@ragen/algos-ppo";
 import type { Qwen2Model } from "@ragen/models";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
-import { AdamW, asyncScope, backward, noGrad, scale, type Tensor, tensor } from "@ragen/tensor-webgpu";
+import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { APO_LOSS_DEFAULTS, apoLoss } from "./loss.js";
 
 export interface AStarPOConfig {
@@ -146,70 +146,32 @@ export class AStarPO {
   }
 
   /** Reference log-probs of every target, micro-batch by micro-batch without gradients. */
-  private async referenceLogProbs(trajectories: readonly Trajectory[]): Promise<Float32Array[]> {
-    const out: Float32Array[] = [];
-    for (const chunk of chunks(trajectories, this.config.microBatchSize)) {
-      const packed = packTrajectories(chunk);
-      const flat = await asyncScope(async () => {
-        const { logProbs } = noGrad(() =>
-          this.reference.sequenceLogProbs(inputOf(packed), packed.targets, this.config.temperature),
-        );
-        return logProbs.floats();
-      });
-      packed.lengths.forEach((n, b) => {
-        out.push(flat.slice(b * packed.seqLen, b * packed.seqLen + n));
-      });
-    }
-    return out;
+  private referenceLogProbs(trajectories: readonly Trajectory[]): Promise<Float32Array[]> {
+    return forwardRows(
+      trajectories,
+      this.config.microBatchSize,
+      (input, targets) => this.reference.sequenceLogProbs(input, targets, this.config.temperature).logProbs,
+    );
   }
 
-  /**
-   * One epoch of mini-batches; each micro-batch's loss is weighted by its share of the mini-batch, so
-   * the accumulated gradient is that of the mini-batch mean. Loss metrics are averaged over rows.
-   */
-  private async train(rows: readonly Row[]): Promise<Record<string, number>> {
+  /** One epoch of mini-batches (see trainMiniBatches); loss metrics are averaged over rows. */
+  private train(rows: readonly Row[]): Promise<Record<string, number>> {
     const c = this.config;
-    const optimizer = this.optimizer;
-    const sums = new Map<string, { total: number; weight: number }>();
-    const record = (name: string, value: number, weight: number) => {
-      const entry = sums.get(name) ?? { total: 0, weight: 0 };
-      entry.total += value * weight;
-      entry.weight += weight;
-      sums.set(name, entry);
-    };
-    let skippedSteps = 0;
-    // Seeding by the step count makes a resumed run deal the same mini-batches as an unbroken one.
-    const order = shuffled(rows, c.shuffleSeed * 1_000_003 + optimizer.steps * 101);
-    for (const mini of chunks(order, c.miniBatchSize)) {
-      optimizer.zeroGrad();
-      // Micro-batches only split the work of one gradient; similar lengths together cut padding.
-      const byLength = [...mini].sort((a, b) => a.trajectory.tokens.length - b.trajectory.tokens.length);
-      for (const micro of chunks(byLength, c.microBatchSize)) {
-        const read = await asyncScope(async () => {
-          const { loss, metrics } = this.microBatchLoss(micro);
-          backward(scale(loss, micro.length / mini.length));
-          return readMetrics(metrics);
-        });
-        for (const [name, value] of Object.entries(read)) record(name, value, micro.length);
-      }
-      const step = optimizer.step();
-      const [gradNorm, clipScale] = [await step.gradNorm.item(), await step.clipScale.item()];
-      step.gradNorm.dispose();
-      step.clipScale.dispose();
-      // A non-finite gradient skips the step; its norm would hide every other step's in the mean.
-      if (clipScale === 0) skippedSteps++;
-      else record("actor/grad_norm", gradNorm, 1);
-      optimizer.zeroGrad();
-    }
-    const out: Record<string, number> = {};
-    for (const [name, { total, weight }] of sums) out[name] = total / weight;
-    out["actor/skipped_steps"] = skippedSteps;
-    return out;
+    return trainMiniBatches(rows, {
+      optimizer: this.optimizer,
+      prefix: "actor",
+      epochs: 1,
+      miniBatchSize: c.miniBatchSize,
+      microBatchSize: c.microBatchSize,
+      shuffleSeed: c.shuffleSeed,
+      trajectoryOf: (row) => row.trajectory,
+      lossOf: (micro, packed) => this.microBatchLoss(micro, packed),
+      metricWeight: (micro) => micro.length,
+    });
   }
 
-  private microBatchLoss(micro: readonly Row[]) {
+  private microBatchLoss(micro: readonly Row[], packed: PackedBatch) {
     const c = this.config;
-    const packed = packTrajectories(micro.map((r) => r.trajectory));
     const backend = this.actor.param("model.embed_tokens.weight").backend;
     const shape = [packed.batch, packed.seqLen];
     const { logProbs, entropy } = this.actor.sequenceLogProbs(inputOf(packed), packed.targets, c.temperature);

@@ -38,6 +38,7 @@ export {
   type ValueMetricName,
   valueLoss,
 } from "./losses.js";
+export { forwardRows, type MiniBatchTraining, trainMiniBatches } from "./minibatches.js";
 export {
   ASYM_CLIP_HIGH,
   ASYM_CLIP_LOW,

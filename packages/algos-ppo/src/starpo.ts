@@ -1,8 +1,8 @@
 import type { TokenBatch as ModelTokenBatch, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
-import { AdamW, asyncScope, backward, noGrad, scale, type Tensor, tensor } from "@ragen/tensor-webgpu";
+import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { type AdvantageResult, gaeAdvantages, grpoAdvantages, whitenMasked } from "./advantages.js";
-import { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
+import { inputOf, type PackedBatch, packTrajectories } from "./batching.js";
 import { filterByUncertainty } from "./filter.js";
 import {
   ACTOR_LOSS_DEFAULTS,
@@ -10,9 +10,9 @@ import {
   type KlPenaltyType,
   type LossAggregation,
   POLICY_LOSS_DEFAULTS,
-  readMetrics,
   valueLoss,
 } from "./losses.js";
+import { forwardRows, trainMiniBatches } from "./minibatches.js";
 
 export type AdvantageEstimator = "gae" | "grpo";
 
@@ -226,77 +226,31 @@ export class StarPO {
   }
 
   /** Runs `fn` without gradients on every trajectory (micro-batch by micro-batch); per-row arrays aligned to targets. */
-  private async forwardRows(
+  private forwardRows(
     trajectories: readonly Trajectory[],
     fn: (input: ModelTokenBatch, targets: Int32Array) => Tensor,
   ): Promise<Float32Array[]> {
-    const out: Float32Array[] = [];
-    for (const chunk of chunks(trajectories, this.config.microBatchSize)) {
-      const packed = this.batchTensors(chunk);
-      const flat = await asyncScope(async () => {
-        const result = noGrad(() => fn(inputOf(packed), packed.targets));
-        return result.floats();
-      });
-      packed.lengths.forEach((n, b) => {
-        out.push(flat.slice(b * packed.seqLen, b * packed.seqLen + n));
-      });
-    }
-    return out;
+    return forwardRows(trajectories, this.config.microBatchSize, fn);
   }
 
-  /**
-   * Epochs x mini-batches x micro-batches: each micro-batch's loss is weighted by its share of the
-   * mini-batch, so the accumulated gradient is that of the mini-batch mean; one optimiser step per
-   * mini-batch. Metrics are averaged over micro-batches; grad_norm over steps.
-   */
-  private async train(
+  /** One epoch per `ppoEpochs` of mini-batches of `rows` (see trainMiniBatches). */
+  private train(
     rows: readonly TrainingRow[],
     optimizer: AdamW,
     prefix: "actor" | "critic",
     lossOf: (packed: PackedBatch, extra: PackedExtras) => { loss: Tensor; metrics: Record<string, Tensor> },
   ): Promise<StarPOMetrics> {
     const c = this.config;
-    const sums = new Map<string, { total: number; count: number }>();
-    const record = (name: string, value: number) => {
-      const entry = sums.get(name) ?? { total: 0, count: 0 };
-      entry.total += value;
-      entry.count++;
-      sums.set(name, entry);
-    };
-    let skippedSteps = 0;
-    for (let epoch = 0; epoch < c.ppoEpochs; epoch++) {
-      // Rollouts arrive grouped by env tag; a shuffle gives every mini-batch a mix of them. Seeding by
-      // the optimiser's step count makes a resumed run deal the same mini-batches as an unbroken one.
-      const order = shuffled(rows, c.shuffleSeed * 1_000_003 + optimizer.steps * 101 + epoch);
-      for (const mini of chunks(order, c.ppoMiniBatchSize)) {
-        optimizer.zeroGrad();
-        // Micro-batches only split the work of one gradient: grouping rows of similar length there
-        // changes nothing but the padding, which it cuts.
-        const byLength = [...mini].sort((a, b) => a.trajectory.tokens.length - b.trajectory.tokens.length);
-        for (const micro of chunks(byLength, c.microBatchSize)) {
-          const packed = this.batchTensors(micro.map((r) => r.trajectory));
-          const extra = packExtras(micro, packed);
-          const read = await asyncScope(async () => {
-            const { loss, metrics } = lossOf(packed, extra);
-            backward(scale(loss, micro.length / mini.length));
-            return readMetrics(metrics);
-          });
-          for (const [name, value] of Object.entries(read)) record(name, value);
-        }
-        const step = optimizer.step();
-        const [gradNorm, clipScale] = [await step.gradNorm.item(), await step.clipScale.item()];
-        step.gradNorm.dispose();
-        step.clipScale.dispose();
-        if (clipScale === 0) skippedSteps++;
-        // A skipped step's norm is not finite; averaging it in would hide every other step.
-        else record(`${prefix}/grad_norm`, gradNorm);
-        optimizer.zeroGrad();
-      }
-    }
-    const out: StarPOMetrics = {};
-    for (const [name, { total, count }] of sums) out[name] = total / count;
-    out[`${prefix}/skipped_steps`] = skippedSteps;
-    return out;
+    return trainMiniBatches(rows, {
+      optimizer,
+      prefix,
+      epochs: c.ppoEpochs,
+      miniBatchSize: c.ppoMiniBatchSize,
+      microBatchSize: c.microBatchSize,
+      shuffleSeed: c.shuffleSeed,
+      trajectoryOf: (row) => row.trajectory,
+      lossOf: (micro, packed) => lossOf(packed, packExtras(micro, packed)),
+    });
   }
 
   private actorLoss(packed: PackedBatch, extra: PackedExtras) {

@@ -1,0 +1,99 @@
+import type { TokenBatch } from "@ragen/models";
+import type { Trajectory } from "@ragen/rollout";
+import { type AdamW, asyncScope, backward, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
+import { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
+import { readMetrics } from "./losses.js";
+
+/**
+ * Runs `fn` without gradients on every trajectory, micro-batch by micro-batch; returns one array per
+ * trajectory, aligned to its targets (length tokens - 1).
+ */
+export async function forwardRows(
+  trajectories: readonly Trajectory[],
+  microBatchSize: number,
+  fn: (input: TokenBatch, targets: Int32Array) => Tensor,
+): Promise<Float32Array[]> {
+  const out: Float32Array[] = [];
+  for (const chunk of chunks(trajectories, microBatchSize)) {
+    const packed = packTrajectories(chunk);
+    const flat = await asyncScope(async () => {
+      const result = noGrad(() => fn(inputOf(packed), packed.targets));
+      return result.floats();
+    });
+    packed.lengths.forEach((n, b) => {
+      out.push(flat.slice(b * packed.seqLen, b * packed.seqLen + n));
+    });
+  }
+  return out;
+}
+
+export interface MiniBatchTraining<R> {
+  optimizer: AdamW;
+  epochs: number;
+  miniBatchSize: number;
+  microBatchSize: number;
+  shuffleSeed: number;
+  /** Metric prefix of the steps' `grad_norm` and `skipped_steps` ("actor", "critic"). */
+  prefix: string;
+  trajectoryOf: (row: R) => Trajectory;
+  /** The micro-batch's loss (mean over its rows) and its detached metric scalars. */
+  lossOf: (micro: readonly R[], packed: PackedBatch) => { loss: Tensor; metrics: Record<string, Tensor> };
+  /** How much a micro-batch's metrics weigh in their averages; default 1 (every micro-batch alike). */
+  metricWeight?: (micro: readonly R[]) => number;
+}
+
+/**
+ * Epochs x mini-batches x micro-batches: each micro-batch's loss is weighted by its share of the
+ * mini-batch, so the accumulated gradient is that of the mini-batch mean; one optimiser step per
+ * mini-batch. Returns the loss metrics averaged over micro-batches, and grad_norm over steps.
+ */
+export async function trainMiniBatches<R>(
+  rows: readonly R[],
+  training: MiniBatchTraining<R>,
+): Promise<Record<string, number>> {
+  const { optimizer, prefix, trajectoryOf } = training;
+  const metricWeight = training.metricWeight ?? (() => 1);
+  const sums = new Map<string, { total: number; weight: number }>();
+  const record = (name: string, value: number, weight: number) => {
+    const entry = sums.get(name) ?? { total: 0, weight: 0 };
+    entry.total += value * weight;
+    entry.weight += weight;
+    sums.set(name, entry);
+  };
+  let skippedSteps = 0;
+  for (let epoch = 0; epoch < training.epochs; epoch++) {
+    // Rollouts arrive grouped by env tag; a shuffle gives every mini-batch a mix of them. Seeding by
+    // the optimiser's step count makes a resumed run deal the same mini-batches as an unbroken one.
+    const order = shuffled(rows, training.shuffleSeed * 1_000_003 + optimizer.steps * 101 + epoch);
+    for (const mini of chunks(order, training.miniBatchSize)) {
+      optimizer.zeroGrad();
+      // Micro-batches only split the work of one gradient: grouping rows of similar length there
+      // changes nothing but the padding, which it cuts.
+      const byLength = [...mini].sort(
+        (a, b) => trajectoryOf(a).tokens.length - trajectoryOf(b).tokens.length,
+      );
+      for (const micro of chunks(byLength, training.microBatchSize)) {
+        const packed = packTrajectories(micro.map(trajectoryOf));
+        const read = await asyncScope(async () => {
+          const { loss, metrics } = training.lossOf(micro, packed);
+          backward(scale(loss, micro.length / mini.length));
+          return readMetrics(metrics);
+        });
+        const weight = metricWeight(micro);
+        for (const [name, value] of Object.entries(read)) record(name, value, weight);
+      }
+      const step = optimizer.step();
+      const [gradNorm, clipScale] = [await step.gradNorm.item(), await step.clipScale.item()];
+      step.gradNorm.dispose();
+      step.clipScale.dispose();
+      if (clipScale === 0) skippedSteps++;
+      // A skipped step's norm is not finite; averaging it in would hide every other step.
+      else record(`${prefix}/grad_norm`, gradNorm, 1);
+      optimizer.zeroGrad();
+    }
+  }
+  const out: Record<string, number> = {};
+  for (const [name, { total, weight }] of sums) out[name] = total / weight;
+  out[`${prefix}/skipped_steps`] = skippedSteps;
+  return out;
+}
