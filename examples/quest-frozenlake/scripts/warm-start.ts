@@ -4,13 +4,14 @@
  * warm-started on the chats, then validation on fixed seeds; the result is saved as a Hugging Face
  * folder (config.json, model.safetensors, tokenizer files).
  *
- *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 150] [--batch 8]
+ *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 120] [--batch 8]
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
- *     [--oracle FrozenLake=0.3,Bandit=0.2]
+ *     [--oracle FrozenLake=0.3,Bandit=0.2] [--drills FrozenLake=8000] [--drill-steps 1600] [--drill-batch 16]
  *
  * The defaults are the recipe of the shipped model.
  */
 import { parseArgs } from "node:util";
+import { FROZEN_LAKE_SYMBOLS, SOKOBAN_DEFAULT_SYMBOLS } from "@ragen/envs";
 import { ProgressBar } from "@ragen/logging";
 import { parseQwen2Config, Qwen2Model, type Qwen2Shape } from "@ragen/models";
 import { saveQwen2 } from "@ragen/models/node";
@@ -18,14 +19,14 @@ import { LocalModelPolicy } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
 import { resolveQuestConfig } from "../src/config.js";
-import { generateSftConversations, sftCorpus } from "../src/sft-data.js";
+import { generateReadingDrills, generateSftConversations, sftCorpus } from "../src/sft-data.js";
 import { validate, validationManager } from "../src/validate.js";
 import { tokenizeConversations, warmStart } from "../src/warm-start.js";
 
 const { values } = parseArgs({
   options: {
     out: { type: "string", default: "model" },
-    steps: { type: "string", default: "150" },
+    steps: { type: "string", default: "120" },
     chats: { type: "string", default: "FrozenLake=400,Bandit=400" },
     vocab: { type: "string", default: "1024" },
     seed: { type: "string", default: "0" },
@@ -38,6 +39,10 @@ const { values } = parseArgs({
     "max-turns": { type: "string", default: "5" },
     // Per env, the probability that a warm-start action is the oracle's; low enough that RL has room.
     oracle: { type: "string", default: "FrozenLake=0.3,Bandit=0.2" },
+    // First phase: one-turn chats without the rules (see generateReadingDrills); "none" skips it.
+    drills: { type: "string", default: "FrozenLake=8000" },
+    "drill-steps": { type: "string", default: "1600" },
+    "drill-batch": { type: "string", default: "16" },
   },
 });
 const steps = Number(values.steps);
@@ -67,10 +72,25 @@ const chats = [...chatCounts].flatMap(([envTag, count]) =>
     maxTurns: Number(values["max-turns"]),
   }),
 );
-console.log(`${chats.length} warm-start chats`);
-const trained = trainBpeTokenizer(sftCorpus(chats), {
+const drillCounts =
+  values.drills === "none"
+    ? new Map<string, number>()
+    : perEnv("drills", values.drills!, (n) => Number.isInteger(n) && n > 0);
+const drills = [...drillCounts].flatMap(([envTag, count]) =>
+  generateReadingDrills({
+    envTag,
+    seeds: Array.from({ length: count }, (_, i) => 200_000 + i),
+    oracleProbability: oracleMix.get(envTag) ?? 0,
+  }),
+);
+console.log(`${chats.length} warm-start chats, ${drills.length} reading drills`);
+const trained = trainBpeTokenizer(sftCorpus([...chats, ...drills]), {
   vocabSize: Number(values.vocab),
   addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
+  // One token per grid cell: with cells merged ("__", "_O") the column of P is hidden in token widths.
+  separateCharacters: [...Object.values(FROZEN_LAKE_SYMBOLS), ...Object.values(SOKOBAN_DEFAULT_SYMBOLS)].join(
+    "",
+  ),
 });
 const tokenizer = trained.tokenizer;
 console.log(`tokenizer: ${tokenizer.vocabSize} tokens`);
@@ -88,9 +108,23 @@ const shape: Qwen2Shape = {
 };
 const backend = await webGpuBackend();
 const model = Qwen2Model.random(shape, seed, backend);
+const pad = tokenizer.padTokenId ?? 0;
+const drillSteps = drills.length > 0 ? Number(values["drill-steps"]) : 0;
+if (drillSteps > 0) {
+  const drillBar = new ProgressBar({ label: "reading drills", total: drillSteps, stream: process.stderr });
+  const drillLosses = await warmStart(model, tokenizeConversations(tokenizer, drills), pad, {
+    steps: drillSteps,
+    batchSize: Number(values["drill-batch"]),
+    lr: Number(values.lr),
+    seed: seed + 1,
+    onStep: (_, loss) => drillBar.tick(1, `loss ${loss.toFixed(3)}`),
+  });
+  drillBar.finish();
+  console.log(`drill loss: first ${drillLosses[0]!.toFixed(3)}, last ${drillLosses.at(-1)!.toFixed(3)}`);
+}
 const sequences = tokenizeConversations(tokenizer, chats);
 const bar = new ProgressBar({ label: "warm start", total: steps, stream: process.stderr });
-const losses = await warmStart(model, sequences, tokenizer.padTokenId ?? 0, {
+const losses = await warmStart(model, sequences, pad, {
   steps,
   batchSize: Number(values.batch),
   lr: Number(values.lr),
@@ -102,7 +136,11 @@ bar.finish();
 console.log(`loss: first ${losses[0]!.toFixed(3)}, last ${losses.at(-1)!.toFixed(3)}`);
 
 // Validation exactly as the Quest job validates, on the same fixed seeds, so its "start" matches this.
-const questConfig = resolveQuestConfig([`validation.groupsPerEnv=${values["val-groups"]}`, `seed=${seed}`]);
+const questConfig = resolveQuestConfig([
+  `envs=${[...chatCounts.keys()].join(",")}`,
+  `validation.groupsPerEnv=${values["val-groups"]}`,
+  `seed=${seed}`,
+]);
 const validation = await validate(
   validationManager(questConfig),
   new LocalModelPolicy(model, tokenizer),

@@ -5,18 +5,10 @@
  * it knows the format and some sense, and leaves RL something to improve. The thought always explains
  * the action actually taken, so thinking and acting agree.
  */
-import {
-  BanditEnv,
-  createEnv,
-  type Env,
-  FrozenLakeEnv,
-  listPresets,
-  oracleAction,
-  Rng,
-  randomAction,
-} from "@ragen/envs";
+import { createEnv, listPresets, oracleAction, Rng, randomAction } from "@ragen/envs";
 import { buildChatMessages, instructionText, type PromptFormat, type PromptTurn } from "@ragen/rollout";
 import type { ChatMessage } from "@ragen/tokenizer";
+import { thoughtFor } from "./thoughts.js";
 
 export interface SftOptions {
   /** Env tag (FrozenLake, Bandit, ...). */
@@ -48,31 +40,6 @@ export const DEFAULT_SFT_FORMAT: PromptFormat = {
   maxResponseLength: 40,
 };
 
-const DIRECTION_WORDS: Record<string, string> = { Left: "left", Right: "right", Up: "up", Down: "down" };
-
-/** A one-sentence reason for `action` in the env's current state. */
-export function thoughtFor(env: Env, action: string): string {
-  if (env instanceof FrozenLakeEnv && env.map && env.position) {
-    const goalRow = Math.floor(env.map.goal / env.map.size);
-    const goalCol = env.map.goal % env.map.size;
-    const { row, col } = env.position;
-    const wanted: string[] = [];
-    if (goalRow > row) wanted.push("down");
-    if (goalRow < row) wanted.push("up");
-    if (goalCol > col) wanted.push("right");
-    if (goalCol < col) wanted.push("left");
-    const where = wanted.length > 0 ? wanted.join(" and ") : "here";
-    const move = DIRECTION_WORDS[action] ?? action.toLowerCase();
-    return wanted.includes(move)
-      ? `The goal is ${where} of me. Moving ${move} brings me closer while avoiding holes.`
-      : `The goal is ${where} of me, but the ice is slippery and holes are near, so I try ${move}.`;
-  }
-  if (env instanceof BanditEnv) {
-    return `${action} sounds like the arm with the bigger payoff, so I choose ${action}.`;
-  }
-  return `I choose ${action}.`;
-}
-
 /** One chat per seed, played by the oracle/random mix. Deterministic for the same options. */
 export function generateSftConversations(options: SftOptions): SftConversation[] {
   const preset = listPresets()[options.envTag];
@@ -91,7 +58,7 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
     while (!env.done && actionsLeft > 0 && turns.length < maxTurns) {
       const useOracle = rng.bool(options.oracleProbability);
       const action = useOracle ? oracleAction(env, rng) : randomAction(env, rng);
-      const response = `${thoughtFor(env, action)}</think><answer>${action}</answer>`;
+      const response = `${thoughtFor(env, action, useOracle)}</think><answer>${action}</answer>`;
       const result = env.step(action);
       turns.push({ observation, actionsLeft, response, reward: result.reward });
       fromOracle.push(useOracle);
@@ -109,6 +76,20 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
       success,
     };
   });
+}
+
+/**
+ * Reading drills: one-turn chats without the rules text, so a sequence is ~140 tokens instead of ~500.
+ * A model trained from scratch learns to copy and to look things up in its context (here: the move it
+ * named into the answer, the player's and goal's cells from the grid) only after hundreds of steps of
+ * such lookups; short sequences make those steps cheap, and the skill carries over to the full prompts.
+ */
+export function generateReadingDrills(options: Omit<SftOptions, "maxTurns">): SftConversation[] {
+  return generateSftConversations({ ...options, maxTurns: 1 }).map((chat) => ({
+    ...chat,
+    instructions: "",
+    messages: buildChatMessages("", chat.turns, options.format ?? DEFAULT_SFT_FORMAT),
+  }));
 }
 
 /** The texts a small BPE vocabulary is trained on: every message of every chat. */

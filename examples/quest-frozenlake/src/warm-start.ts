@@ -65,7 +65,7 @@ export interface WarmStartOptions {
   decay?: "none" | "linear";
   seed: number;
   /** Called after each step with the mean loss per assistant token. */
-  onStep?: (step: number, loss: number) => void;
+  onStep?: (step: number, loss: number) => void | Promise<void>;
 }
 
 /** Train `model` on the sequences; returns the loss per step. */
@@ -102,7 +102,7 @@ export async function warmStart(
       return mean.item();
     });
     losses.push(loss);
-    options.onStep?.(step, loss);
+    await options.onStep?.(step, loss);
   }
   optimizer.dispose();
   return losses;

@@ -1,6 +1,8 @@
+import { createEnv, oracleAction, Rng } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
-import { generateSftConversations, sftCorpus } from "../src/sft-data.js";
+import { generateReadingDrills, generateSftConversations, sftCorpus } from "../src/sft-data.js";
+import { thoughtFor } from "../src/thoughts.js";
 
 const seeds = Array.from({ length: 200 }, (_, i) => i);
 
@@ -50,5 +52,71 @@ describe("SFT warm-start data", () => {
     const b = generateSftConversations({ envTag: "FrozenLake", seeds: [1, 2], oracleProbability: 0.5 });
     expect(a).toEqual(b);
     expect(sftCorpus(a).length).toBe(a.reduce((n, c) => n + c.messages.length, 0));
+  });
+
+  it("reads the FrozenLake grid out loud: the player's and the goal's cells, counted from 1", () => {
+    for (const chat of generateSftConversations({
+      envTag: "FrozenLake",
+      seeds: seeds.slice(0, 30),
+      oracleProbability: 0.5,
+    })) {
+      for (const turn of chat.turns) {
+        const rows = turn.observation.split("\n");
+        const cellOf = (symbols: RegExp) => {
+          const row = rows.findIndex((line) => symbols.test(line));
+          return [row + 1, rows[row]!.search(symbols) + 1];
+        };
+        const match = /I am at row (\d), column (\d); the goal is at row (\d), column (\d)/.exec(
+          turn.response!,
+        );
+        expect(match, turn.response).not.toBeNull();
+        expect(match!.slice(1, 3).map(Number)).toEqual(cellOf(/P/));
+        expect(match!.slice(3, 5).map(Number)).toEqual(cellOf(/G/));
+      }
+    }
+  });
+
+  it("reads Sokoban's player, box and target cells, and says when a move follows the plan", () => {
+    const env = createEnv("SimpleSokoban");
+    const rows = env.reset(7).split("\n");
+    const cellOf = (symbol: string) => {
+      const row = rows.findIndex((line) => line.includes(symbol));
+      return `row ${row + 1}, column ${rows[row]!.indexOf(symbol) + 1}`;
+    };
+    const planned = oracleAction(env, new Rng(0, "test"));
+    expect(thoughtFor(env, planned, true)).toBe(
+      `I am at ${cellOf("P")}; a box at ${cellOf("X")}; a target at ${cellOf("O")}. Moving ${planned.toLowerCase()} is on my way to push the box onto the target.`,
+    );
+    expect(thoughtFor(env, "Left", false)).toMatch(/\. I try left\.$/);
+  });
+
+  it("explains WebShop actions by what they are for", () => {
+    const env = createEnv("WebShop");
+    env.reset(3);
+    const search = oracleAction(env, new Rng(0, "test"));
+    expect(search).toMatch(/^search\[/);
+    expect(thoughtFor(env, search, true)).toBe("I search for the product the instruction describes.");
+    expect(thoughtFor(env, "click[buy now]", true)).toMatch(/so I buy it/);
+    expect(thoughtFor(env, "click[x-large]", true)).toBe("The instruction asks for x-large, so I select it.");
+    expect(thoughtFor(env, "click[next >]", false)).toBe("I try click[next >].");
+  });
+
+  it("writes reading drills: one turn, no rules text, a fraction of a chat's length", () => {
+    const drills = generateReadingDrills({
+      envTag: "FrozenLake",
+      seeds: seeds.slice(0, 20),
+      oracleProbability: 0.3,
+    });
+    const chats = generateSftConversations({
+      envTag: "FrozenLake",
+      seeds: seeds.slice(0, 20),
+      oracleProbability: 0.3,
+    });
+    const length = (list: typeof drills) => sftCorpus(list).join("").length;
+    expect(drills.every((d) => d.turns.length === 1 && d.instructions === "")).toBe(true);
+    expect(drills[0]!.messages[1]!.content).not.toContain("FrozenLake puzzle");
+    expect(drills[0]!.messages[1]!.content).toContain("Turn 1:\nState:\n");
+    expect(drills.map((d) => d.turns[0])).toEqual(chats.map((c) => c.turns[0]));
+    expect(length(drills)).toBeLessThan(length(chats) / 3);
   });
 });

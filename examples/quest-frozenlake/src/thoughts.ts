@@ -1,0 +1,72 @@
+/**
+ * The templated thoughts of the warm-start chats: a short reason for each action, written so that the
+ * thought always explains the action actually taken (thinking and acting agree).
+ */
+import { BanditEnv, type Env, FrozenLakeEnv, SokobanEnv, WebShopEnv } from "@ragen/envs";
+
+const DIRECTION_WORDS: Record<string, string> = { Left: "left", Right: "right", Up: "up", Down: "down" };
+
+/** "row 2, column 3": a cell of a grid `width` wide, counted from 1 as a person reads the grid. */
+function cellName(cell: number, width: number): string {
+  return `row ${Math.floor(cell / width) + 1}, column ${(cell % width) + 1}`;
+}
+
+/**
+ * A short reason for `action` (`fromOracle`: the oracle chose it) in the env's current state. On grid
+ * envs it first reads the grid out loud — where the player and the goal (or box and target) are — so
+ * that a small model learns the reading one step at a time instead of jumping from grid to direction.
+ */
+export function thoughtFor(env: Env, action: string, fromOracle = false): string {
+  const move = DIRECTION_WORDS[action] ?? action.toLowerCase();
+  if (env instanceof FrozenLakeEnv && env.map && env.position) {
+    const size = env.map.size;
+    const goalRow = Math.floor(env.map.goal / size);
+    const goalCol = env.map.goal % size;
+    const { row, col } = env.position;
+    const wanted: string[] = [];
+    if (goalRow > row) wanted.push("down");
+    if (goalRow < row) wanted.push("up");
+    if (goalCol > col) wanted.push("right");
+    if (goalCol < col) wanted.push("left");
+    const where = wanted.length > 0 ? `${wanted.join(" and ")} of me` : "here";
+    const reading = `I am at ${cellName(row * size + col, size)}; the goal is at ${cellName(env.map.goal, size)}, ${where}.`;
+    return wanted.includes(move)
+      ? `${reading} Moving ${move} brings me closer.`
+      : `${reading} The ice is slippery, so I try ${move}.`;
+  }
+  if (env instanceof SokobanEnv && env.room) {
+    const room = env.room;
+    const targets = room.tiles.flatMap((tile, cell) => (tile === "target" ? [cell] : []));
+    const boxes = room.boxes.map((cell) => `a box at ${cellName(cell, room.cols)}`).join(", ");
+    const goals = targets.map((cell) => `a target at ${cellName(cell, room.cols)}`).join(", ");
+    const reading = `I am at ${cellName(room.player, room.cols)}; ${boxes}; ${goals}.`;
+    return fromOracle
+      ? `${reading} Moving ${move} is on my way to push the box onto the target.`
+      : `${reading} I try ${move}.`;
+  }
+  if (env instanceof WebShopEnv) return webShopThought(action, fromOracle);
+  if (env instanceof BanditEnv) {
+    return `${action} sounds like the arm with the bigger payoff, so I choose ${action}.`;
+  }
+  return `I choose ${action}.`;
+}
+
+const NAVIGATION_BUTTONS = new Set([
+  "next >",
+  "< prev",
+  "back to search",
+  "description",
+  "features",
+  "reviews",
+]);
+
+/** WebShop: what the action is for, when the oracle chose it; a plain try otherwise. */
+function webShopThought(action: string, fromOracle: boolean): string {
+  if (!fromOracle) return `I try ${action}.`;
+  const argument = /^\w+\[(.*)\]$/.exec(action)?.[1] ?? "";
+  if (action.startsWith("search[")) return "I search for the product the instruction describes.";
+  if (argument === "buy now") return "The product and its options match the instruction, so I buy it.";
+  if (/^b0[a-z0-9]{8}$/.test(argument)) return "This result matches the instruction, so I open it.";
+  if (NAVIGATION_BUTTONS.has(argument)) return `The product is not here yet, so I click ${argument}.`;
+  return `The instruction asks for ${argument}, so I select it.`;
+}
