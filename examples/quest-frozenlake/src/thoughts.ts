@@ -30,8 +30,10 @@ export function thoughtFor(env: Env, action: string, fromOracle = false): string
     if (goalCol < col) wanted.push("left");
     const where = wanted.length > 0 ? `${wanted.join(" and ")} of me` : "here";
     const reading = `I am at ${cellName(row * size + col, size)}; the goal is at ${cellName(env.map.goal, size)}, ${where}.`;
-    return wanted.includes(move)
-      ? `${reading} Moving ${move} brings me closer.`
+    // The template RL can promote must carry the oracle's choice: on slippery ice with holes, merely
+    // moving towards the goal is barely better than a random move (14% against 12% in a measured run).
+    return fromOracle
+      ? `${reading} Moving ${move} is the safest way towards the goal.`
       : `${reading} The ice is slippery, so I try ${move}.`;
   }
   if (env instanceof SokobanEnv && env.room) {
