@@ -7,6 +7,7 @@
  *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 120] [--batch 8]
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
  *     [--oracle FrozenLake=0.3,Bandit=0.2] [--drills FrozenLake=8000] [--drill-steps 1600] [--drill-batch 16]
+ *     [--drill-oracle FrozenLake=0.6]
  *
  * The defaults are the recipe of the shipped model.
  */
@@ -43,6 +44,9 @@ const { values } = parseArgs({
     drills: { type: "string", default: "FrozenLake=8000" },
     "drill-steps": { type: "string", default: "1600" },
     "drill-batch": { type: "string", default: "16" },
+    // The drills' oracle share: higher than the chats', since drills are where the model learns which
+    // move the oracle picks on a map; the chats that follow set the share RL starts from.
+    "drill-oracle": { type: "string", default: "FrozenLake=0.6" },
   },
 });
 const steps = Number(values.steps);
@@ -62,6 +66,7 @@ function perEnv(option: string, text: string, valid: (x: number) => boolean): Ma
 if (values.decay !== "none" && values.decay !== "linear")
   throw new Error(`--decay: expected none or linear, got "${values.decay}"`);
 const oracleMix = perEnv("oracle", values.oracle!, (p) => p >= 0 && p <= 1);
+const drillOracleMix = perEnv("drill-oracle", values["drill-oracle"]!, (p) => p >= 0 && p <= 1);
 const chatCounts = perEnv("chats", values.chats!, (n) => Number.isInteger(n) && n > 0);
 const chats = [...chatCounts].flatMap(([envTag, count]) =>
   generateSftConversations({
@@ -80,7 +85,7 @@ const drills = [...drillCounts].flatMap(([envTag, count]) =>
   generateReadingDrills({
     envTag,
     seeds: Array.from({ length: count }, (_, i) => 200_000 + i),
-    oracleProbability: oracleMix.get(envTag) ?? 0,
+    oracleProbability: drillOracleMix.get(envTag) ?? oracleMix.get(envTag) ?? 0,
   }),
 );
 console.log(`${chats.length} warm-start chats, ${drills.length} reading drills`);
