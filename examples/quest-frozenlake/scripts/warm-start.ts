@@ -28,7 +28,7 @@ const { values } = parseArgs({
   options: {
     out: { type: "string", default: "model" },
     steps: { type: "string", default: "120" },
-    chats: { type: "string", default: "FrozenLake=400,Bandit=400" },
+    chats: { type: "string", default: "FrozenLakeGridCoord=400,Bandit=400" },
     vocab: { type: "string", default: "1024" },
     seed: { type: "string", default: "0" },
     "val-groups": { type: "string", default: "16" },
@@ -39,14 +39,14 @@ const { values } = parseArgs({
     // Turns per chat: fewer turns make cheaper samples; the model still sees every kind of state.
     "max-turns": { type: "string", default: "5" },
     // Per env, the probability that a warm-start action is the oracle's; low enough that RL has room.
-    oracle: { type: "string", default: "FrozenLake=0.3,Bandit=0.2" },
+    oracle: { type: "string", default: "FrozenLakeGridCoord=0.3,Bandit=0.2" },
     // First phase: one-turn chats without the rules (see generateReadingDrills); "none" skips it.
-    drills: { type: "string", default: "FrozenLake=8000" },
-    "drill-steps": { type: "string", default: "1600" },
+    drills: { type: "string", default: "FrozenLakeGridCoord=8000" },
+    "drill-steps": { type: "string", default: "800" },
     "drill-batch": { type: "string", default: "16" },
     // The drills' oracle share: higher than the chats', since drills are where the model learns which
     // move the oracle picks on a map; the chats that follow set the share RL starts from.
-    "drill-oracle": { type: "string", default: "FrozenLake=0.6" },
+    "drill-oracle": { type: "string", default: "FrozenLakeGridCoord=0.5" },
   },
 });
 const steps = Number(values.steps);
@@ -93,9 +93,12 @@ const trained = trainBpeTokenizer(sftCorpus([...chats, ...drills]), {
   vocabSize: Number(values.vocab),
   addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
   // One token per grid cell: with cells merged ("__", "_O") the column of P is hidden in token widths.
-  separateCharacters: [...Object.values(FROZEN_LAKE_SYMBOLS), ...Object.values(SOKOBAN_DEFAULT_SYMBOLS)].join(
-    "",
-  ),
+  // Digits too: coordinates are compared digit by digit ("(2, 3)" against "(3, 0)").
+  separateCharacters: [
+    ...Object.values(FROZEN_LAKE_SYMBOLS),
+    ...Object.values(SOKOBAN_DEFAULT_SYMBOLS),
+    "0123456789",
+  ].join(""),
 });
 const tokenizer = trained.tokenizer;
 console.log(`tokenizer: ${tokenizer.vocabSize} tokens`);

@@ -5,9 +5,10 @@
  * it knows the format and some sense, and leaves RL something to improve. The thought always explains
  * the action actually taken, so thinking and acting agree.
  */
-import { createEnv, listPresets, oracleAction, Rng, randomAction } from "@ragen/envs";
+import { createEnv, listPresets, Rng, randomAction } from "@ragen/envs";
 import { buildChatMessages, instructionText, type PromptFormat, type PromptTurn } from "@ragen/rollout";
 import type { ChatMessage } from "@ragen/tokenizer";
+import { guideAction } from "./guide.js";
 import { thoughtFor } from "./thoughts.js";
 
 export interface SftOptions {
@@ -57,7 +58,7 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
     let success = false;
     while (!env.done && actionsLeft > 0 && turns.length < maxTurns) {
       const useOracle = rng.bool(options.oracleProbability);
-      const action = useOracle ? oracleAction(env, rng) : randomAction(env, rng);
+      const action = useOracle ? guideAction(env, rng) : randomAction(env, rng);
       const response = `${thoughtFor(env, action, useOracle)}</think><answer>${action}</answer>`;
       const result = env.step(action);
       turns.push({ observation, actionsLeft, response, reward: result.reward });

@@ -29,11 +29,14 @@ export function thoughtFor(env: Env, action: string, fromOracle = false): string
     if (goalCol > col) wanted.push("right");
     if (goalCol < col) wanted.push("left");
     const where = wanted.length > 0 ? `${wanted.join(" and ")} of me` : "here";
-    const reading = `I am at ${cellName(row * size + col, size)}; the goal is at ${cellName(env.map.goal, size)}, ${where}.`;
-    // The template RL can promote must carry the oracle's choice: on slippery ice with holes, merely
-    // moving towards the goal is barely better than a random move (14% against 12% in a measured run).
+    // With coordinates in the observation the reading is a copy of them; from the grid alone it counts.
+    const coordinates = env.config.observationFormat !== "grid";
+    const player = coordinates ? `(${row}, ${col})` : cellName(row * size + col, size);
+    const goal = coordinates ? `(${goalRow}, ${goalCol})` : cellName(env.map.goal, size);
+    const reading = `I am at ${player}; the goal is at ${goal}, ${where}.`;
+    // The template RL can promote names the guide's move: one that brings the player closer.
     return fromOracle
-      ? `${reading} Moving ${move} is the safest way towards the goal.`
+      ? `${reading} Moving ${move} brings me closer to the goal.`
       : `${reading} The ice is slippery, so I try ${move}.`;
   }
   if (env instanceof SokobanEnv && env.room) {

@@ -1,6 +1,7 @@
-import { createEnv, oracleAction, Rng } from "@ragen/envs";
+import { createEnv, type FrozenLakeEnv, oracleAction, Rng } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
+import { guideAction } from "../src/guide.js";
 import { generateReadingDrills, generateSftConversations, sftCorpus } from "../src/sft-data.js";
 import { thoughtFor } from "../src/thoughts.js";
 
@@ -29,8 +30,11 @@ describe("SFT warm-start data", () => {
     const flags = chats.flatMap((c) => c.fromOracle);
     const share = flags.filter(Boolean).length / flags.length;
     expect(Math.abs(share - 0.6)).toBeLessThan(5 * Math.sqrt((0.6 * 0.4) / flags.length));
-    const success = chats.filter((c) => c.success).length / chats.length;
-    const oracleOnly = generateSftConversations({ envTag: "FrozenLake", seeds, oracleProbability: 1 });
+    // Success needs more seeds to tell apart: the mix of the shipped recipe against the guide alone.
+    const many = Array.from({ length: 1000 }, (_, i) => i);
+    const mixed = generateSftConversations({ envTag: "FrozenLake", seeds: many, oracleProbability: 0.3 });
+    const success = mixed.filter((c) => c.success).length / mixed.length;
+    const oracleOnly = generateSftConversations({ envTag: "FrozenLake", seeds: many, oracleProbability: 1 });
     const oracleSuccess = oracleOnly.filter((c) => c.success).length / oracleOnly.length;
     expect(success).toBeLessThan(oracleSuccess);
   });
@@ -74,6 +78,57 @@ describe("SFT warm-start data", () => {
         expect(match!.slice(3, 5).map(Number)).toEqual(cellOf(/G/));
       }
     }
+  });
+
+  it("copies the coordinates of player and goal where the observation lists them", () => {
+    for (const chat of generateSftConversations({
+      envTag: "FrozenLakeGridCoord",
+      seeds: seeds.slice(0, 30),
+      oracleProbability: 0.5,
+    })) {
+      chat.turns.forEach((turn, i) => {
+        const listed = (name: string) => new RegExp(`${name}: (\\(\\d, \\d\\))`).exec(turn.observation)![1];
+        expect(turn.response).toContain(`I am at ${listed("Player")}; the goal is at ${listed("Goal")}, `);
+        // The promotable template exactly on the guide's turns.
+        expect(turn.response!.includes("brings me closer to the goal"), turn.response).toBe(
+          chat.fromOracle[i],
+        );
+      });
+    }
+  });
+
+  it("guides FrozenLake towards the goal: every guided move brings the player closer, and it pays", () => {
+    const env = createEnv<FrozenLakeEnv>("FrozenLake");
+    const rng = new Rng(1, "guide");
+    const distance = () => {
+      const size = env.map!.size;
+      const goal = env.map!.goal;
+      return (
+        Math.abs(Math.floor(goal / size) - env.position!.row) + Math.abs((goal % size) - env.position!.col)
+      );
+    };
+    for (const seed of seeds.slice(0, 50)) {
+      env.reset(seed);
+      const before = distance();
+      const move = guideAction(env, rng);
+      const moves: Record<string, [number, number]> = {
+        Left: [0, -1],
+        Down: [1, 0],
+        Right: [0, 1],
+        Up: [-1, 0],
+      };
+      const [dr, dc] = moves[move]!;
+      const goal = env.map!.goal;
+      const size = env.map!.size;
+      const after =
+        Math.abs(Math.floor(goal / size) - (env.position!.row + dr)) +
+        Math.abs((goal % size) - (env.position!.col + dc));
+      expect(after).toBe(before - 1);
+    }
+    const guided = generateSftConversations({ envTag: "FrozenLake", seeds, oracleProbability: 1 });
+    const random = generateSftConversations({ envTag: "FrozenLake", seeds, oracleProbability: 0 });
+    const rate = (chats: typeof guided) => chats.filter((c) => c.success).length / chats.length;
+    expect(rate(guided)).toBeGreaterThan(rate(random));
   });
 
   it("reads Sokoban's player, box and target cells, and says when a move follows the plan", () => {

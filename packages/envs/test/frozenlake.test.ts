@@ -95,6 +95,7 @@ describe("FrozenLake config", () => {
     expect(presets.FrozenLakeDeterministic).toMatchObject({ env: "frozenlake", maxActionsPerTraj: 10 });
     expect(createEnv<FrozenLakeEnv>("FrozenLake").config.isSlippery).toBe(true);
     expect(createEnv<FrozenLakeEnv>("FrozenLakeDeterministic").config.isSlippery).toBe(false);
+    expect(createEnv<FrozenLakeEnv>("FrozenLakeGridCoord").config.observationFormat).toBe("grid_coord");
   });
 });
 

@@ -78,4 +78,10 @@ export const frozenLakePresets: Record<string, Omit<EnvPreset, "env">> = {
     maxActionsPerTraj: FROZEN_LAKE_MAX_ACTIONS_PER_TRAJ,
     description: "FrozenLake without slipping: every move goes where it is told",
   },
+  FrozenLakeGridCoord: {
+    config: { observationFormat: "grid_coord" },
+    maxActionsPerTraj: FROZEN_LAKE_MAX_ACTIONS_PER_TRAJ,
+    description:
+      "RAGEN's FrozenLake with RAGEN-2's grid_coord observation: the grid plus the coordinates of player, goal and holes",
+  },
 };
