@@ -9,3 +9,4 @@ export {
   validationEnvs,
 } from "./config.js";
 export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./train.js";
+export { saveTinyModel, type TinyModelOptions } from "./tiny-model.js";

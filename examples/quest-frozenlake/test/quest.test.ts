@@ -2,52 +2,17 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
-import { parseQwen2Config, Qwen2Model } from "@ragen/models";
-import { saveQwen2 } from "@ragen/models/node";
-import { webGpuBackend } from "@ragen/tensor-webgpu";
-import { trainBpeTokenizer } from "@ragen/tokenizer";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { findCheckpoint } from "../src/checkpoint.js";
 import { resolveQuestConfig } from "../src/config.js";
-import { generateSftConversations, sftCorpus } from "../src/sft-data.js";
+import { saveTinyModel } from "../src/tiny-model.js";
 import { formatQuestSummary, runQuest } from "../src/train.js";
 
 const root = mkdtempSync(join(tmpdir(), "quest-"));
 const modelDir = join(root, "model");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-// A small random Qwen2 with a vocabulary trained on env chats, saved as a Hugging Face folder: the job
-// loads it exactly as it loads the embedded model or a downloaded one.
-beforeAll(async () => {
-  const chats = ["FrozenLake", "Bandit"].flatMap((envTag) =>
-    generateSftConversations({ envTag, seeds: [1, 2, 3, 4], oracleProbability: 0.5 }),
-  );
-  const trained = trainBpeTokenizer(sftCorpus(chats), {
-    vocabSize: 320,
-    addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
-  });
-  const config = parseQwen2Config({
-    architectures: ["Qwen2ForCausalLM"],
-    model_type: "qwen2",
-    vocab_size: trained.tokenizer.vocabSize,
-    hidden_size: 32,
-    intermediate_size: 64,
-    num_hidden_layers: 2,
-    num_attention_heads: 2,
-    num_key_value_heads: 1,
-    rms_norm_eps: 1e-6,
-    rope_theta: 10000,
-    tie_word_embeddings: true,
-    max_position_embeddings: 4096,
-    eos_token_id: trained.tokenizer.imEndId,
-  });
-  const model = Qwen2Model.random(config, 3, await webGpuBackend());
-  await saveQwen2(model, config, modelDir, {
-    tokenizer: trained.tokenizerJson,
-    tokenizerConfig: trained.tokenizerConfig as unknown as Record<string, unknown>,
-  });
-  model.dispose();
-});
+beforeAll(() => saveTinyModel(modelDir, { envTags: ["FrozenLake", "Bandit"] }));
 
 const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
   const log = vi.spyOn(console, "log").mockImplementation(() => {});
