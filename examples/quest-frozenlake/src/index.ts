@@ -8,5 +8,5 @@ export {
   resolveQuestPaths,
   validationEnvs,
 } from "./config.js";
-export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./train.js";
 export { saveTinyModel, type TinyModelOptions } from "./tiny-model.js";
+export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./train.js";

@@ -112,6 +112,45 @@ describe("npm run quest", () => {
     );
   });
 
+  it("stops at the token budget, also when resumed", async () => {
+    const budgetDir = join(root, "budget");
+    const first = await quiet(() => runQuest(smallRun(budgetDir, "steps=3", "train.tokenBudget=1")));
+    expect(first.steps).toBe(1);
+    expect(first.generatedTokens).toBeGreaterThan(0);
+    const rows = parseMetricsJsonl(readFileSync(join(budgetDir, "metrics.jsonl"), "utf8"));
+    expect(rows.map((r) => r.step)).toEqual([0, 1]);
+    expect(rows[1]!.metrics["perf/generated_tokens_total"]).toBe(first.generatedTokens);
+    const again = await quiet(() => runQuest(smallRun(budgetDir, "steps=3", "train.tokenBudget=1")));
+    expect(again.steps).toBe(1);
+    expect(again.generatedTokens).toBe(first.generatedTokens);
+  });
+
+  it("trains with A*-PO: V* of every start state from the frozen start model, cached in the run", async () => {
+    const apoDir = join(root, "apo");
+    const apoRun = (steps: number) =>
+      smallRun(apoDir, `steps=${steps}`, "algorithm=apo", "train.groupSize=1", "apo.samples=2");
+    await quiet(() => runQuest(apoRun(1)));
+    const cacheLines = () => readFileSync(join(apoDir, "vstar.jsonl"), "utf8").trim().split("\n");
+    // 2 env groups (one FrozenLake, one Bandit start state) per reset, each estimated from 2 samples.
+    expect(cacheLines()).toHaveLength(2);
+    expect(JSON.parse(cacheLines()[0]!).rewards).toHaveLength(2);
+    expect(existsSync(join(findCheckpoint(apoDir)!.dir, "critic.safetensors"))).toBe(false);
+
+    await quiet(() => runQuest(apoRun(2)));
+    // The resumed run estimated only the new reset's states.
+    expect(cacheLines()).toHaveLength(4);
+    const rows = parseMetricsJsonl(readFileSync(join(apoDir, "metrics.jsonl"), "utf8"));
+    expect(rows.map((r) => r.step)).toEqual([0, 1, 2]);
+    for (const row of rows.slice(1)) {
+      for (const name of ["actor/apo_loss", "actor/kl", "apo/vstar/mean", "critic/score/mean"])
+        expect(row.metrics, name).toHaveProperty([name]);
+      expect(row.metrics).not.toHaveProperty(["critic/vf_loss"]);
+    }
+    expect(rows[1]!.metrics["vstar/sampled_states"]).toBe(2);
+    expect(rows[2]!.metrics["vstar/sampled_states"]).toBe(2);
+    expect(rows[2]!.metrics["vstar/generated_tokens"]).toBeGreaterThan(0);
+  });
+
   it("names every bad config field", () => {
     expect(() => resolveQuestConfig(["train.envGroups=3"])).toThrow(/multiple of the number of envs/);
     expect(() => resolveQuestConfig(["starpo.advantageEstimator=ppo", "rollout.maxTurns=0"])).toThrow(
