@@ -10,5 +10,5 @@ export {
   resolveQuestPaths,
   validationEnvs,
 } from "./config.js";
-export { saveTinyModel, type TinyModelOptions } from "./tiny-model.js";
+export { SMOKE_RUN_SETTINGS, saveTinyModel, type TinyModelOptions } from "./tiny-model.js";
 export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./train.js";

@@ -1,6 +1,6 @@
 /** The comparison of the arms as CSV, markdown and a self-contained HTML page of overlaid curves. */
-import { escapeHtml, lineChart, type MetricsRow } from "@ragen/logging";
-import { type ArmSignals, COLLAPSE_STD, curve, SIGNALS } from "./signals.js";
+import { escapeHtml, lineChart } from "@ragen/logging";
+import { type ArmSignals, COLLAPSE_STD, curve, SIGNALS, type StepMetrics } from "./signals.js";
 
 const COLUMNS: [string, (a: ArmSignals) => string][] = [
   ["arm", (a) => a.arm],
@@ -42,7 +42,7 @@ export function comparisonMarkdown(arms: readonly ArmSignals[]): string {
 }
 
 export function comparisonHtml(
-  arms: readonly { signals: ArmSignals; rows: readonly MetricsRow[] }[],
+  arms: readonly { signals: ArmSignals; rows: readonly StepMetrics[] }[],
 ): string {
   const charts = SIGNALS.map(({ key, title }) => {
     const series = arms.map((a) => ({ label: a.signals.arm, points: curve(a.rows, key) }));

@@ -5,6 +5,9 @@
  */
 import type { MetricsRow } from "@ragen/logging";
 
+/** What the signals read of a metrics row. */
+export type StepMetrics = Pick<MetricsRow, "step" | "metrics">;
+
 /** The curves compared across arms, with the metric each is read from. */
 export const SIGNALS = [
   { key: "rollout/in_group_std", title: "In-group reward std" },
@@ -32,7 +35,7 @@ export interface ArmSignals {
 }
 
 /** The logged values of `key`, in step order. */
-export function curve(rows: readonly MetricsRow[], key: string): { x: number; y: number }[] {
+export function curve(rows: readonly StepMetrics[], key: string): { x: number; y: number }[] {
   return rows
     .filter((row) => Number.isFinite(row.metrics[key]))
     .map((row) => ({ x: row.step, y: row.metrics[key]! }))
@@ -43,7 +46,7 @@ export function curve(rows: readonly MetricsRow[], key: string): { x: number; y:
  * The first training step from which the in-group reward std stays below `threshold` to the end of
  * the run, or null when the last logged value is above it (no collapse, or a recovery).
  */
-export function collapseStep(rows: readonly MetricsRow[], threshold = COLLAPSE_STD): number | null {
+export function collapseStep(rows: readonly StepMetrics[], threshold = COLLAPSE_STD): number | null {
   const points = curve(rows, "rollout/in_group_std");
   let start: number | null = null;
   for (const point of points) {
@@ -53,7 +56,7 @@ export function collapseStep(rows: readonly MetricsRow[], threshold = COLLAPSE_S
   return start;
 }
 
-export function armSignals(arm: string, rows: readonly MetricsRow[]): ArmSignals {
+export function armSignals(arm: string, rows: readonly StepMetrics[]): ArmSignals {
   const signals: Record<string, SignalSummary> = {};
   for (const { key } of SIGNALS) {
     const ys = curve(rows, key).map((p) => p.y);

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveArmConfigs, saveTinyModel } from "@ragen/example-quest-frozenlake";
+import { resolveArmConfigs, SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/example-quest-frozenlake";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runSokobanComparison } from "../src/comparison.js";
 import { SOKOBAN_MODEL_DIR, SOKOBAN_STARPO_EXPERIMENT } from "../src/experiment.js";
@@ -41,19 +41,7 @@ describe("the Sokoban StarPO-S vs PPO experiment", () => {
     const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     try {
       const { arms, dir, files } = await runSokobanComparison(
-        [
-          `model=${modelDir}`,
-          "outDir=runs",
-          "steps=1",
-          "train.envGroups=2",
-          "train.groupSize=2",
-          "validation.groupsPerEnv=2",
-          "validation.every=1",
-          "rollout.maxTurns=2",
-          "rollout.maxNewTokens=6",
-          "starpo.microBatchSize=2",
-          "starpo.ppoMiniBatchSize=2",
-        ],
+        [...SMOKE_RUN_SETTINGS, `model=${modelDir}`, "outDir=runs", "steps=1"],
         root,
       );
       expect(arms.map((a) => a.arm)).toEqual(["starpo-s", "ppo"]);

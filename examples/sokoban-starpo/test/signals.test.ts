@@ -1,9 +1,8 @@
-import type { MetricsRow } from "@ragen/logging";
 import { describe, expect, it } from "vitest";
 import { comparisonCsv, comparisonHtml, comparisonMarkdown } from "../src/comparison-files.js";
-import { armSignals, collapseStep, SIGNALS } from "../src/signals.js";
+import { armSignals, collapseStep, SIGNALS, type StepMetrics } from "../src/signals.js";
 
-const rows = (stds: number[], extra: (step: number) => Record<string, number> = () => ({})): MetricsRow[] =>
+const rows = (stds: number[], extra: (step: number) => Record<string, number> = () => ({})): StepMetrics[] =>
   stds.map((std, i) => ({ step: i + 1, metrics: { "rollout/in_group_std": std, ...extra(i + 1) } }));
 
 describe("collapse signals", () => {

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveArmConfigs, saveTinyModel } from "@ragen/example-quest-frozenlake";
+import { resolveArmConfigs, SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/example-quest-frozenlake";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runWebShopComparison } from "../src/comparison.js";
 import { WEBSHOP_APO_EXPERIMENT, WEBSHOP_MODEL_DIR } from "../src/experiment.js";
@@ -43,20 +43,12 @@ describe("the WebShop A*-PO vs StarPO experiment", () => {
     try {
       const { outcomes, dir, files } = await runWebShopComparison(
         [
+          ...SMOKE_RUN_SETTINGS,
           `model=${modelDir}`,
           "outDir=runs",
           "steps=3",
           "train.tokenBudget=20",
-          "train.envGroups=2",
           "arms=starpo,apo",
-          "validation.groupsPerEnv=2",
-          "validation.every=1",
-          "rollout.maxTurns=2",
-          "rollout.maxNewTokens=6",
-          "starpo.microBatchSize=2",
-          "starpo.ppoMiniBatchSize=2",
-          "apo.samples=2",
-          "apo.microBatchSize=2",
         ],
         root,
       );
@@ -64,7 +56,7 @@ describe("the WebShop A*-PO vs StarPO experiment", () => {
       expect(outcomes.map((o) => o.arm)).toEqual(["starpo", "apo"]);
       for (const o of outcomes) {
         expect(o.trainingTokens).toBeGreaterThanOrEqual(20);
-        // Stopped by the budget: 2 envs x 2 turns x at most 6 tokens = 24 tokens per step at most.
+        // Stopped by the budget: 4 episodes x 2 turns x at most 6 tokens = 48 tokens per step at most.
         expect(o.steps).toBeLessThanOrEqual(2);
         expect(o.audits).toHaveLength(2);
       }
