@@ -19,7 +19,14 @@ export interface QuestConfig {
   resume: boolean;
   /** Save a checkpoint every this many steps (and at the end); 0: only at the end. */
   checkpointEvery: number;
-  train: { envGroups: number; groupSize: number };
+  /** StarPO (PPO/GRPO, `starpo`) or A*-PO (`apo`: offline V* from the frozen start model, no critic). */
+  algorithm: "starpo" | "apo";
+  train: {
+    envGroups: number;
+    groupSize: number;
+    /** Stop once training rollouts generated this many tokens (0: no budget; `steps` still caps). */
+    tokenBudget: number;
+  };
   validation: {
     /** Env tags validated on (null: the training envs), e.g. other arm names to test generalisation. */
     envs: string[] | null;
@@ -57,17 +64,33 @@ export interface QuestConfig {
     uncertaintyFilter: boolean;
     rolloutFilterRatio: number;
   };
+  apo: {
+    /** Reference samples per start state in stage 1 (the paper's N). */
+    samples: number;
+    beta1: number;
+    beta2: number;
+    /** Leave out start states whose N samples all scored 0 or less. */
+    dropAllZero: boolean;
+    /** Null: the actor learning rate (starpo.actorLr, or its default). */
+    lr: number | null;
+    entropyCoeff: number;
+    miniBatchSize: number;
+    microBatchSize: number;
+  };
 }
 
 /**
  * Learning rates when not set: RAGEN's for pretrained models (actor 1e-6, critic 1e-5), and larger ones
  * for the tiny embedded model, whose few parameters need bigger steps to move within a short run.
+ * A*-PO's rate defaults to the actor's (the paper's 1e-6 for pretrained models).
  */
-export function learningRates(config: QuestConfig): { actorLr: number; criticLr: number } {
+export function learningRates(config: QuestConfig): { actorLr: number; criticLr: number; apoLr: number } {
   const embedded = config.model === EMBEDDED_MODEL;
+  const actorLr = config.starpo.actorLr ?? (embedded ? 5e-5 : 1e-6);
   return {
-    actorLr: config.starpo.actorLr ?? (embedded ? 5e-5 : 1e-6),
+    actorLr,
     criticLr: config.starpo.criticLr ?? (embedded ? 1e-3 : 1e-5),
+    apoLr: config.apo.lr ?? actorLr,
   };
 }
 
@@ -119,9 +142,20 @@ export const questConfigSchema = {
       default: 5,
       description: "Checkpoint every N steps (0: only at the end)",
     },
+    algorithm: {
+      enum: ["starpo", "apo"],
+      default: "starpo",
+      description: "starpo (PPO/GRPO) or apo (A*-PO: offline V*, least-squares policy regression)",
+    },
     train: section({
       envGroups: positiveInt(8, "Env groups per step (split evenly over envs)"),
       groupSize: positiveInt(4, "Envs per group (same start state)"),
+      tokenBudget: {
+        type: "integer",
+        minimum: 0,
+        default: 0,
+        description: "Stop once training rollouts generated this many tokens (0: no budget)",
+      },
     }),
     validation: section({
       envs: {
@@ -178,6 +212,25 @@ export const questConfigSchema = {
       lambda: number(1, "GAE lambda", 0, 1),
       uncertaintyFilter: { type: "boolean", default: true, description: "StarPO-S uncertainty filtering" },
       rolloutFilterRatio: number(0.5, "Share of groups kept by the filter", 0, 1),
+    }),
+    apo: section({
+      samples: positiveInt(8, "Stage 1: reference samples per start state (N)", 1024),
+      beta1: number(0.5, "Stage 1: V* temperature (0: mean reward)", 0),
+      beta2: { type: "number", exclusiveMinimum: 0, default: 1e-3, description: "Stage 2: KL strength" },
+      dropAllZero: {
+        type: "boolean",
+        default: false,
+        description: "Leave out start states whose samples all scored 0 or less",
+      },
+      lr: {
+        type: ["number", "null"],
+        exclusiveMinimum: 0,
+        default: null,
+        description: "A*-PO learning rate (null: the actor learning rate)",
+      },
+      entropyCoeff: number(0.001, "Entropy bonus", 0),
+      miniBatchSize: positiveInt(8, "Trajectories per optimiser step"),
+      microBatchSize: positiveInt(8, "Trajectories per forward/backward"),
     }),
   },
 };

@@ -2,52 +2,17 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
-import { parseQwen2Config, Qwen2Model } from "@ragen/models";
-import { saveQwen2 } from "@ragen/models/node";
-import { webGpuBackend } from "@ragen/tensor-webgpu";
-import { trainBpeTokenizer } from "@ragen/tokenizer";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { findCheckpoint } from "../src/checkpoint.js";
 import { resolveQuestConfig } from "../src/config.js";
-import { generateSftConversations, sftCorpus } from "../src/sft-data.js";
+import { saveTinyModel } from "../src/tiny-model.js";
 import { formatQuestSummary, runQuest } from "../src/train.js";
 
 const root = mkdtempSync(join(tmpdir(), "quest-"));
 const modelDir = join(root, "model");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-// A small random Qwen2 with a vocabulary trained on env chats, saved as a Hugging Face folder: the job
-// loads it exactly as it loads the embedded model or a downloaded one.
-beforeAll(async () => {
-  const chats = ["FrozenLake", "Bandit"].flatMap((envTag) =>
-    generateSftConversations({ envTag, seeds: [1, 2, 3, 4], oracleProbability: 0.5 }),
-  );
-  const trained = trainBpeTokenizer(sftCorpus(chats), {
-    vocabSize: 320,
-    addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
-  });
-  const config = parseQwen2Config({
-    architectures: ["Qwen2ForCausalLM"],
-    model_type: "qwen2",
-    vocab_size: trained.tokenizer.vocabSize,
-    hidden_size: 32,
-    intermediate_size: 64,
-    num_hidden_layers: 2,
-    num_attention_heads: 2,
-    num_key_value_heads: 1,
-    rms_norm_eps: 1e-6,
-    rope_theta: 10000,
-    tie_word_embeddings: true,
-    max_position_embeddings: 4096,
-    eos_token_id: trained.tokenizer.imEndId,
-  });
-  const model = Qwen2Model.random(config, 3, await webGpuBackend());
-  await saveQwen2(model, config, modelDir, {
-    tokenizer: trained.tokenizerJson,
-    tokenizerConfig: trained.tokenizerConfig as unknown as Record<string, unknown>,
-  });
-  model.dispose();
-});
+beforeAll(() => saveTinyModel(modelDir, { envTags: ["FrozenLake", "Bandit"] }));
 
 const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
   const log = vi.spyOn(console, "log").mockImplementation(() => {});
@@ -145,6 +110,45 @@ describe("npm run quest", () => {
     await expect(runQuest(smallRun(outDir, "steps=2", "resume=false"))).rejects.toThrow(
       /already holds a run/,
     );
+  });
+
+  it("stops at the token budget, also when resumed", async () => {
+    const budgetDir = join(root, "budget");
+    const first = await quiet(() => runQuest(smallRun(budgetDir, "steps=3", "train.tokenBudget=1")));
+    expect(first.steps).toBe(1);
+    expect(first.generatedTokens).toBeGreaterThan(0);
+    const rows = parseMetricsJsonl(readFileSync(join(budgetDir, "metrics.jsonl"), "utf8"));
+    expect(rows.map((r) => r.step)).toEqual([0, 1]);
+    expect(rows[1]!.metrics["perf/generated_tokens_total"]).toBe(first.generatedTokens);
+    const again = await quiet(() => runQuest(smallRun(budgetDir, "steps=3", "train.tokenBudget=1")));
+    expect(again.steps).toBe(1);
+    expect(again.generatedTokens).toBe(first.generatedTokens);
+  });
+
+  it("trains with A*-PO: V* of every start state from the frozen start model, cached in the run", async () => {
+    const apoDir = join(root, "apo");
+    const apoRun = (steps: number) =>
+      smallRun(apoDir, `steps=${steps}`, "algorithm=apo", "train.groupSize=1", "apo.samples=2");
+    await quiet(() => runQuest(apoRun(1)));
+    const cacheLines = () => readFileSync(join(apoDir, "vstar.jsonl"), "utf8").trim().split("\n");
+    // 2 env groups (one FrozenLake, one Bandit start state) per reset, each estimated from 2 samples.
+    expect(cacheLines()).toHaveLength(2);
+    expect(JSON.parse(cacheLines()[0]!).rewards).toHaveLength(2);
+    expect(existsSync(join(findCheckpoint(apoDir)!.dir, "critic.safetensors"))).toBe(false);
+
+    await quiet(() => runQuest(apoRun(2)));
+    // The resumed run estimated only the new reset's states.
+    expect(cacheLines()).toHaveLength(4);
+    const rows = parseMetricsJsonl(readFileSync(join(apoDir, "metrics.jsonl"), "utf8"));
+    expect(rows.map((r) => r.step)).toEqual([0, 1, 2]);
+    for (const row of rows.slice(1)) {
+      for (const name of ["actor/apo_loss", "actor/kl", "apo/vstar/mean", "critic/score/mean"])
+        expect(row.metrics, name).toHaveProperty([name]);
+      expect(row.metrics).not.toHaveProperty(["critic/vf_loss"]);
+    }
+    expect(rows[1]!.metrics["vstar/sampled_states"]).toBe(2);
+    expect(rows[2]!.metrics["vstar/sampled_states"]).toBe(2);
+    expect(rows[2]!.metrics["vstar/generated_tokens"]).toBeGreaterThan(0);
   });
 
   it("names every bad config field", () => {

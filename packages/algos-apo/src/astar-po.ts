@@ -131,6 +131,9 @@ export class AStarPO {
 
     const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     metrics["apo/reward/mean"] = mean(trajectories.map((t) => t.reward));
+    // RAGEN's (verl's) names for the trajectory scores, logged by every algorithm, critic or not.
+    metrics["critic/score/mean"] = metrics["apo/reward/mean"];
+    metrics["critic/score/max"] = Math.max(...trajectories.map((t) => t.reward));
     metrics["apo/vstar/mean"] = mean(estimates);
     // r − V̂*, what beta2 · log(π/π_ref) is regressed onto: A*-PO's advantage.
     metrics["apo/advantage/mean"] = mean(trajectories.map((t, i) => t.reward - estimates[i]!));

@@ -106,6 +106,7 @@ export async function estimateVStarForStates(options: VStarEstimationOptions): P
 
   const covered: VStarEntry[] = [];
   let sampledStates = 0;
+  let sampledTokens = 0;
   const total = options.resets * envGroups;
   options.onProgress?.(0, total);
   for (let reset = startReset; reset < startReset + options.resets; reset++) {
@@ -119,6 +120,7 @@ export async function estimateVStarForStates(options: VStarEstimationOptions): P
         temperature: 1,
         seed: seed + reset,
       });
+      sampledTokens += batch.trajectories.reduce((sum, t) => sum + t.responseLength, 0);
       const byGroup = groupTrajectories(batch.trajectories, envGroups);
       for (const [g, key] of keys.entries()) {
         if (found[g]) continue;
@@ -153,6 +155,8 @@ export async function estimateVStarForStates(options: VStarEstimationOptions): P
   const metrics = stage1Metrics(covered, samples);
   metrics["vstar/sampled_states"] = sampledStates;
   metrics["vstar/dropped_states"] = dropped.size;
+  // What stage 1 cost in generation, to compare algorithms on the same budget of generated tokens.
+  metrics["vstar/generated_tokens"] = sampledTokens;
   metrics["timing_s/vstar"] = (performance.now() - start) / 1000;
   return { entries, dropped, metrics };
 }

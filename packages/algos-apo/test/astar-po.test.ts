@@ -100,6 +100,7 @@ describe("AStarPO", () => {
       losses.push(metrics["actor/apo_loss"]!);
       expect(metrics["actor/skipped_steps"]).toBe(0);
       expect(Number.isFinite(metrics["actor/grad_norm"])).toBe(true);
+      expect(metrics["critic/score/max"]).toBe(Math.max(...batch.trajectories.map((t) => t.reward)));
     }
     // Before any step the log-ratio is 0, so the loss is the mean of (r − V̂*)² = 0.25.
     expect(losses[0]).toBeCloseTo(0.25, 5);

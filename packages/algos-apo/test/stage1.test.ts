@@ -113,6 +113,8 @@ describe("estimateVStarForStates", () => {
     const second = await estimateVStarForStates(options(again, { cache }));
     expect(again.prompts).toBe(0);
     expect(second.metrics["vstar/sampled_states"]).toBe(0);
+    expect(first.metrics["vstar/generated_tokens"]).toBeGreaterThan(0);
+    expect(second.metrics["vstar/generated_tokens"]).toBe(0);
     expect([...second.entries.values()]).toEqual([...first.entries.values()]);
 
     const changes: Partial<VStarEstimationOptions>[] = [

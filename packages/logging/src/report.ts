@@ -41,7 +41,7 @@ const exact =
 
 /** The curves RAGEN users look at, in reading order; a chart with no logged series is left out. */
 export const CHARTS: readonly ChartSpec[] = [
-  { id: "actor-loss", title: "Actor loss", keys: exact("actor/pg_loss", "actor/kl_loss") },
+  { id: "actor-loss", title: "Actor loss", keys: exact("actor/pg_loss", "actor/kl_loss", "actor/apo_loss") },
   { id: "critic-loss", title: "Critic loss", keys: exact("critic/vf_loss") },
   { id: "reward", title: "Reward (mean and max)", keys: exact("critic/score/mean", "critic/score/max") },
   {

@@ -1,0 +1,40 @@
+/**
+ * StarPO-S against plain PPO on SimpleSokoban (6x6, one box), both PPO with a GAE critic from the same
+ * start model. StarPO-S is RAGEN's stabilised recipe: keep only the half of the groups whose episodes
+ * disagree most (uncertainty filtering), clip-higher (0.28 above 1) and no KL term. Plain PPO trains on
+ * every group, clips symmetrically at 0.2 and pulls towards the start model with a KL loss.
+ */
+import { fileURLToPath } from "node:url";
+import type { ArmExperiment } from "@ragen/example-quest-frozenlake";
+
+/** The tiny Sokoban model shipped with this example. */
+export const SOKOBAN_MODEL_DIR = fileURLToPath(new URL("../model", import.meta.url));
+
+export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
+  common: [
+    "envs=SimpleSokoban",
+    `model=${SOKOBAN_MODEL_DIR}`,
+    "steps=20",
+    "train.envGroups=8",
+    "train.groupSize=4",
+    "validation.groupsPerEnv=32",
+    "validation.every=10",
+    "rollout.maxTurns=5",
+    // Sokoban thoughts name the player, the box and the target: longer than FrozenLake's.
+    "rollout.maxNewTokens=64",
+    "starpo.advantageEstimator=gae",
+    // Tiny-model learning rates (the Quest defaults for "embedded" apply to its own model only).
+    "starpo.actorLr=5e-5",
+    "starpo.criticLr=1e-3",
+  ],
+  arms: {
+    "starpo-s": [
+      "starpo.uncertaintyFilter=true",
+      "starpo.rolloutFilterRatio=0.5",
+      "starpo.clipRatioHigh=0.28",
+      "starpo.klCoeff=0",
+    ],
+    ppo: ["starpo.uncertaintyFilter=false", "starpo.clipRatioHigh=0.2", "starpo.klCoeff=0.001"],
+  },
+  outDir: "runs/sokoban-starpo",
+};

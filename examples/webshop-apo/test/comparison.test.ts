@@ -1,0 +1,83 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { resolveArmConfigs, SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/example-quest-frozenlake";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { runWebShopComparison } from "../src/comparison.js";
+import { WEBSHOP_APO_EXPERIMENT, WEBSHOP_MODEL_DIR } from "../src/experiment.js";
+import { FAILURE_CATEGORIES } from "../src/failures.js";
+
+const root = mkdtempSync(join(tmpdir(), "webshop-apo-"));
+const modelDir = join(root, "model");
+beforeAll(() => saveTinyModel(modelDir, { envTags: ["WebShop"] }));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("the WebShop A*-PO vs StarPO experiment", () => {
+  it("gives both arms the same env, model, budget and episodes per step", () => {
+    const [starpo, apo] = resolveArmConfigs([], WEBSHOP_APO_EXPERIMENT).map((r) => r.config);
+    expect(starpo!.algorithm).toBe("starpo");
+    expect(apo!.algorithm).toBe("apo");
+    for (const config of [starpo!, apo!]) {
+      expect(config.envs).toEqual(["WebShop"]);
+      expect(config.model).toBe(WEBSHOP_MODEL_DIR);
+    }
+    expect(apo!.train.tokenBudget).toBe(starpo!.train.tokenBudget);
+    expect(apo!.train.tokenBudget).toBeGreaterThan(0);
+    const episodes = (c: typeof apo) => c!.train.envGroups * c!.train.groupSize;
+    expect(episodes(apo)).toBe(episodes(starpo));
+    // A*-PO: one on-policy sample per start state.
+    expect(apo!.train.groupSize).toBe(1);
+  });
+
+  it("puts each arm in a subfolder of the user's outDir and runs only the arms asked for", () => {
+    const runs = resolveArmConfigs(["outDir=mine", "arms=apo", "apo.samples=4"], WEBSHOP_APO_EXPERIMENT);
+    expect(runs.map((r) => r.arm)).toEqual(["apo"]);
+    expect(runs[0]!.config.outDir).toBe(join("mine", "apo"));
+    expect(runs[0]!.config.apo.samples).toBe(4);
+    expect(() => resolveArmConfigs(["arms=ppo"], WEBSHOP_APO_EXPERIMENT)).toThrow(/arms are starpo, apo/);
+  });
+
+  it("runs both arms to the same token budget and writes results, audit and failure analysis", async () => {
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      const { outcomes, dir, files } = await runWebShopComparison(
+        [
+          ...SMOKE_RUN_SETTINGS,
+          `model=${modelDir}`,
+          "outDir=runs",
+          "steps=3",
+          "train.tokenBudget=20",
+          "arms=starpo,apo",
+        ],
+        root,
+      );
+      expect(dir).toBe(join(root, "runs"));
+      expect(outcomes.map((o) => o.arm)).toEqual(["starpo", "apo"]);
+      for (const o of outcomes) {
+        expect(o.trainingTokens).toBeGreaterThanOrEqual(20);
+        // Stopped by the budget: 4 episodes x 2 turns x at most 6 tokens = 48 tokens per step at most.
+        expect(o.steps).toBeLessThanOrEqual(2);
+        expect(o.audits).toHaveLength(2);
+      }
+      expect(outcomes[0]!.stage1Tokens).toBe(0);
+      expect(outcomes[1]!.stage1Tokens).toBeGreaterThan(0);
+      for (const file of files) expect(existsSync(file), file).toBe(true);
+      const csv = readFileSync(join(dir, "results.csv"), "utf8").trim().split("\n");
+      expect(csv).toHaveLength(3);
+      expect(csv[0]).toMatch(/^arm,algorithm,steps,training tokens,stage-1 tokens/);
+      const audit = readFileSync(join(dir, "audit.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
+      expect(audit).toHaveLength(4);
+      for (const row of audit) expect(FAILURE_CATEGORIES).toContain(row.category);
+      expect(readFileSync(join(dir, "failures.md"), "utf8")).toMatch(
+        /\| never searched: .* \| \d+ \| \d+ \| \d+ \| \d+ \|/,
+      );
+    } finally {
+      log.mockRestore();
+      err.mockRestore();
+    }
+  });
+});
