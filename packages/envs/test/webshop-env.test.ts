@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   createEnv,
   EnvConfigError,
+  evaluatePolicy,
   getEnvSpec,
   listPresets,
   oracleAction,
@@ -361,6 +362,22 @@ describe("WebShopEnv transitions", () => {
 });
 
 describe("webShopSpec", () => {
+  it("shows as many results per page as configured, and the oracle pages through them", () => {
+    const compact = createEnv<WebShopEnv>("WebShopCompact");
+    const full = createEnv<WebShopEnv>("WebShop");
+    for (const env of [compact, full]) {
+      env.reset(4);
+      env.step(oracleAction(env));
+    }
+    const asins = (env: WebShopEnv) => env.availableActions().filter((a) => /^click\[b0/.test(a));
+    expect(asins(compact)).toHaveLength(3);
+    expect(asins(full)).toHaveLength(10);
+    expect(compact.render().length).toBeLessThan(0.6 * full.render().length);
+    expect(evaluatePolicy("WebShopCompact", "oracle", { seeds: [0, 1, 2, 3, 4, 5, 6, 7] }).successRate).toBe(
+      1,
+    );
+  });
+
   it("registers as webshop with a strict schema and the WebShop preset", () => {
     expect(getEnvSpec("webshop")).toBe(webShopSpec);
     expect(listPresets().WebShop).toMatchObject({ env: "webshop", maxActionsPerTraj: 9, config: {} });
@@ -371,6 +388,7 @@ describe("webShopSpec", () => {
       split: "train",
       showAvailableActions: true,
       showSelectedOptions: true,
+      resultsPerPage: 10,
     });
     expect(createEnv<WebShopEnv>("WebShop").config.numProducts).toBe(1000);
     expect(() => createEnv("webshop", { numProducts: 999 })).toThrow(EnvConfigError);

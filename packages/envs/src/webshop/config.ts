@@ -14,6 +14,8 @@ export interface WebShopConfig {
   showAvailableActions: boolean;
   /** Show the selected option values on the item page. */
   showSelectedOptions: boolean;
+  /** Products per results page (the original's 10). */
+  resultsPerPage: number;
 }
 
 export const WEBSHOP_CONFIG_SCHEMA: ConfigSchema = {
@@ -47,6 +49,13 @@ export const WEBSHOP_CONFIG_SCHEMA: ConfigSchema = {
       default: true,
       description:
         'Append "You must choose from these actions: ..." to each observation, as RAGEN\'s wrapper does.',
+    },
+    resultsPerPage: {
+      type: "integer",
+      minimum: 1,
+      maximum: 50,
+      default: 10,
+      description: "Products per results page (the original shows 10; fewer make shorter observations).",
     },
     showSelectedOptions: {
       type: "boolean",

@@ -20,6 +20,7 @@ import { WEBSHOP_CONFIG_SCHEMA, type WebShopConfig } from "./config.js";
 import type { WebShopGoal } from "./goals.js";
 import {
   WEBSHOP_BUTTONS,
+  WEBSHOP_RESULTS_PER_PAGE,
   WEBSHOP_SEP,
   type WebShopPageKind,
   type WebShopPageState,
@@ -57,13 +58,14 @@ export const WEBSHOP_INSTRUCTIONS = [
   "Buying ends the episode. The reward (0 to 1) counts the matched attributes, options and price, scaled by how well the product's kind matches; 1 means a perfect match.",
 ].join("\n");
 
-function emptyState(): WebShopPageState {
+function emptyState(resultsPerPage = WEBSHOP_RESULTS_PER_PAGE): WebShopPageState {
   return {
     kind: "search",
     instruction: "",
     query: "",
     hits: [],
     page: 1,
+    resultsPerPage,
     asin: null,
     options: {},
     subPage: null,
@@ -118,7 +120,7 @@ export class WebShopEnv implements Env<WebShopConfig, WebShopStepInfo> {
     const whole = Number.isFinite(seed) ? Math.trunc(seed) : 0;
     const index = ((whole % size) + size) % size;
     this.currentGoal = this.catalog.goals.goal(this.config.split, index);
-    this.state = { ...emptyState(), instruction: this.currentGoal.instructionText };
+    this.state = { ...emptyState(this.config.resultsPerPage), instruction: this.currentGoal.instructionText };
     this.started = true;
     this.ended = false;
     this.visited = new Set();
@@ -228,7 +230,7 @@ export class WebShopEnv implements Env<WebShopConfig, WebShopStepInfo> {
     const B = WEBSHOP_BUTTONS;
     const s = this.state;
     if (clickable === B.backToSearch) {
-      this.state = { ...emptyState(), instruction: s.instruction };
+      this.state = { ...emptyState(this.config.resultsPerPage), instruction: s.instruction };
       return;
     }
     switch (s.kind) {

@@ -103,5 +103,10 @@ export const webShopSpec: EnvSpec<WebShopConfig, WebShopEnv> & EnvSpec = {
       maxActionsPerTraj: 9,
       description: "WebShop-lite with RAGEN's limits: 1000 products, train goals, at most 9 actions",
     },
+    WebShopCompact: {
+      config: { resultsPerPage: 3 },
+      maxActionsPerTraj: 9,
+      description: "WebShop-lite with 3 results per page: a third of the observation text, for small models",
+    },
   },
 };

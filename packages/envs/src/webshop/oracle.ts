@@ -78,7 +78,8 @@ export function webShopOracleAction(env: WebShopEnv, _rng?: Rng): string {
     case "results": {
       const target = oracleTarget(env, goal);
       if (target === null) return "click[back to search]";
-      const targetPage = Math.floor(page.hits.indexOf(target) / WEBSHOP_RESULTS_PER_PAGE) + 1;
+      const perPage = page.resultsPerPage ?? WEBSHOP_RESULTS_PER_PAGE;
+      const targetPage = Math.floor(page.hits.indexOf(target) / perPage) + 1;
       if (targetPage > page.page) return "click[next >]";
       if (targetPage < page.page) return "click[< prev]";
       return `click[${target.toLowerCase()}]`;

@@ -45,6 +45,8 @@ export interface WebShopPageState {
   hits: readonly string[];
   /** Results page number, from 1. */
   page: number;
+  /** Results shown per page (default WEBSHOP_RESULTS_PER_PAGE, the original's 10). */
+  resultsPerPage?: number;
   /** The product whose page (or sub-page) is open, else null. */
   asin: string | null;
   /** Selected option values by option name. */
@@ -62,8 +64,9 @@ type ProductLookup = (asin: string) => WebShopProduct | undefined;
 
 /** The asins shown on the current results page. */
 export function webShopPageHits(state: WebShopPageState): readonly string[] {
-  const start = (state.page - 1) * WEBSHOP_RESULTS_PER_PAGE;
-  return state.hits.slice(start, start + WEBSHOP_RESULTS_PER_PAGE);
+  const perPage = state.resultsPerPage ?? WEBSHOP_RESULTS_PER_PAGE;
+  const start = (state.page - 1) * perPage;
+  return state.hits.slice(start, start + perPage);
 }
 
 /** Python's str() of a float, for the score on the done page ("1.0", "0.5", "0.6666666666666666"). */
