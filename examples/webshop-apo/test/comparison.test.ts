@@ -9,7 +9,7 @@ import { FAILURE_CATEGORIES } from "../src/failures.js";
 
 const root = mkdtempSync(join(tmpdir(), "webshop-apo-"));
 const modelDir = join(root, "model");
-beforeAll(() => saveTinyModel(modelDir, { envTags: ["WebShop"] }));
+beforeAll(() => saveTinyModel(modelDir, { envTags: ["WebShopCompact"] }));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("the WebShop A*-PO vs StarPO experiment", () => {
@@ -18,7 +18,7 @@ describe("the WebShop A*-PO vs StarPO experiment", () => {
     expect(starpo!.algorithm).toBe("starpo");
     expect(apo!.algorithm).toBe("apo");
     for (const config of [starpo!, apo!]) {
-      expect(config.envs).toEqual(["WebShop"]);
+      expect(config.envs).toEqual(["WebShopCompact"]);
       expect(config.model).toBe(WEBSHOP_MODEL_DIR);
     }
     expect(apo!.train.tokenBudget).toBe(starpo!.train.tokenBudget);
