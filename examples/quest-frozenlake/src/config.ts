@@ -86,7 +86,7 @@ export interface QuestConfig {
  */
 export function learningRates(config: QuestConfig): { actorLr: number; criticLr: number; apoLr: number } {
   const embedded = config.model === EMBEDDED_MODEL;
-  const actorLr = config.starpo.actorLr ?? (embedded ? 5e-5 : 1e-6);
+  const actorLr = config.starpo.actorLr ?? (embedded ? 2e-4 : 1e-6);
   return {
     actorLr,
     criticLr: config.starpo.criticLr ?? (embedded ? 1e-3 : 1e-5),
@@ -192,7 +192,7 @@ export const questConfigSchema = {
         type: ["number", "null"],
         exclusiveMinimum: 0,
         default: null,
-        description: "Actor learning rate (null: 5e-5 embedded, 1e-6 otherwise)",
+        description: "Actor learning rate (null: 2e-4 embedded, 1e-6 otherwise)",
       },
       criticLr: {
         type: ["number", "null"],

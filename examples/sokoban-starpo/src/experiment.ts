@@ -5,9 +5,9 @@
  * every group, clips symmetrically at 0.2 and pulls towards the start model with a KL loss.
  */
 import { fileURLToPath } from "node:url";
-import type { ArmExperiment } from "@ragen/example-quest-frozenlake";
+import { type ArmExperiment, type ArmRun, resolveArmConfigs } from "@ragen/example-quest-frozenlake";
 
-/** The tiny Sokoban model shipped with this example. */
+/** The tiny Sokoban model of this example, built by the Quest warm-start script (see the README). */
 export const SOKOBAN_MODEL_DIR = fileURLToPath(new URL("../model", import.meta.url));
 
 export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
@@ -38,3 +38,12 @@ export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
   },
   outDir: "runs/sokoban-starpo",
 };
+
+/**
+ * The configs of the arms to run: common settings, then the arm's, then the user's `args` (which win).
+ * `outDir=...` names the experiment's folder, each arm running in a subfolder named after it, and
+ * `arms=ppo` runs one arm only. Throws naming the problem on an unknown arm or a bad setting.
+ */
+export function armConfigs(args: readonly string[]): ArmRun[] {
+  return resolveArmConfigs(args, SOKOBAN_STARPO_EXPERIMENT);
+}

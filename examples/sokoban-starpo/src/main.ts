@@ -1,16 +1,29 @@
 /**
  * `npm run sokoban-starpo`: StarPO-S against plain PPO on SimpleSokoban, with RAGEN's collapse signals.
  *
- *   npm run sokoban-starpo                                # the tiny Sokoban model shipped here
+ *   npm run sokoban-starpo                                # the tiny Sokoban model built for this example
  *   npm run sokoban-starpo -- arms=ppo steps=50
  *   npm run sokoban-starpo -- model=Qwen/Qwen2.5-0.5B-Instruct starpo.actorLr=1e-6 starpo.criticLr=1e-5
+ *
+ * Exit code 2 for a bad setting or arm name (as the Quest command line), 1 when a run fails.
  */
 import { fileURLToPath } from "node:url";
-import { runSokobanComparison } from "./comparison.js";
+import type { ArmRun } from "@ragen/example-quest-frozenlake";
+import { compareArms } from "./comparison.js";
+import { armConfigs } from "./experiment.js";
+
+function fail(error: Error, code: number): never {
+  console.error(`sokoban-starpo: ${error.message}`);
+  process.exit(code);
+}
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  runSokobanComparison(process.argv.slice(2), process.env.INIT_CWD ?? process.cwd()).catch((error: Error) => {
-    console.error(`sokoban-starpo: ${error.message}`);
-    process.exit(1);
-  });
+  let runs: ArmRun[] = [];
+  try {
+    runs = armConfigs(process.argv.slice(2));
+  } catch (error) {
+    fail(error as Error, 2);
+  }
+  // npm and pnpm run scripts inside the package; paths on the command line mean where the user typed it.
+  compareArms(runs, process.env.INIT_CWD ?? process.cwd()).catch((error: Error) => fail(error, 1));
 }

@@ -8,12 +8,17 @@ import type { MetricsRow } from "@ragen/logging";
 /** What the signals read of a metrics row. */
 export type StepMetrics = Pick<MetricsRow, "step" | "metrics">;
 
-/** The curves compared across arms, with the metric each is read from. */
+/**
+ * The curves compared across arms, with the metric each is read from. The in-group std is the one
+ * before the StarPO-S filter (`rollout/in_group_std`), so both arms are measured on all their groups.
+ */
 export const SIGNALS = [
   { key: "rollout/in_group_std", title: "In-group reward std" },
   { key: "actor/entropy", title: "Entropy" },
   { key: "actor/grad_norm", title: "Actor gradient norm" },
   { key: "critic/score/mean", title: "Mean reward" },
+  { key: "train/SimpleSokoban/success", title: "Train success" },
+  // Logged at step 0 (before training), every validation.every steps and at the last step.
   { key: "val-env/SimpleSokoban/success", title: "Validation success" },
 ] as const;
 

@@ -30,7 +30,7 @@ describe("collapse signals", () => {
   });
 
   it("writes the arms side by side as CSV, markdown and HTML", () => {
-    const steady = rows([0.3, 0.3, 0.3], () => ({ "actor/entropy": 1 }));
+    const steady = rows([0.3, 0.3, 0.3], () => ({ "actor/entropy": 1, "train/SimpleSokoban/success": 0.5 }));
     const falling = rows([0.3, 0.04, 0.01], (step) => ({ "actor/entropy": 1 / step }));
     const arms = [
       { signals: armSignals("starpo-s", steady), rows: steady },
@@ -43,11 +43,22 @@ describe("collapse signals", () => {
     expect(csv[0]).toMatch(/^arm,collapse step,In-group reward std first/);
     expect(csv[1]).toMatch(/^starpo-s,none,0\.3,0\.3,/);
     expect(csv[2]).toMatch(/^ppo<b>,2,0\.3,0\.01,/);
+    // Every signal has four columns, a missing one "-": the table stays rectangular.
+    const cells = csv.map((line) => line.split(","));
+    expect(cells.map((c) => c.length)).toEqual([
+      2 + 4 * SIGNALS.length,
+      2 + 4 * SIGNALS.length,
+      2 + 4 * SIGNALS.length,
+    ]);
+    const trainSuccessLast = cells[0]!.indexOf("Train success last");
+    expect([cells[1]![trainSuccessLast], cells[2]![trainSuccessLast]]).toEqual(["0.5", "-"]);
     const markdown = comparisonMarkdown(arms.map((a) => a.signals));
     expect(markdown).toContain("| collapse step | none | 2 |");
     expect(markdown).toContain("| Entropy | 1 → 1 (1…1) | 1 → 0.3333 (0.3333…1) |");
     const html = comparisonHtml(arms);
     expect(html.match(/<figure>/g)).toHaveLength(SIGNALS.length);
+    for (const { title } of SIGNALS) expect(html).toContain(`aria-label="${title}"`);
+    expect(html).toContain("<td>collapse step</td><td>none</td><td>2</td>");
     expect(html).toContain("ppo&lt;b&gt;");
     expect(html).not.toContain("ppo<b>");
   });
