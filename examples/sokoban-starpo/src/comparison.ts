@@ -1,11 +1,11 @@
 /** The whole experiment: run the arms (each resumable), then compare their collapse signals. */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type ArmRun, runArms } from "@ragen/example-quest-frozenlake";
 import { parseMetricsJsonl } from "@ragen/logging";
 import { RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
 import { comparisonCsv, comparisonHtml, comparisonMarkdown } from "./comparison-files.js";
-import { armConfigs, SOKOBAN_MODEL_DIR } from "./experiment.js";
+import { armConfigs } from "./experiment.js";
 import { type ArmSignals, armSignals } from "./signals.js";
 
 export interface SokobanComparison {
@@ -22,11 +22,6 @@ export async function runSokobanComparison(args: readonly string[], cwd: string)
 
 /** Runs `runs` (from `armConfigs`) one after another, then writes and prints the comparison. */
 export async function compareArms(runs: readonly ArmRun[], cwd: string): Promise<SokobanComparison> {
-  // The example's own model is built by a script, not committed: say how rather than "does not exist".
-  if (runs.some((r) => r.config.model === SOKOBAN_MODEL_DIR) && !existsSync(SOKOBAN_MODEL_DIR))
-    throw new Error(
-      `${SOKOBAN_MODEL_DIR} is not built yet: build it with examples/quest-frozenlake/scripts/warm-start.ts (see this example's README), or pass model=...`,
-    );
   const results = await runArms(runs, "Sokoban StarPO-S vs PPO", cwd);
   const dir = resolve(results[0]!.config.outDir, "..");
   const arms = results.map((r) => {
