@@ -18,7 +18,13 @@ describe("quest config", () => {
       validation: { temperature: 0.5 },
       rollout: { maxTurns: 5, temperature: 1, enableThinking: true, formatPenalty: -0.1 },
       starpo: { advantageEstimator: "gae", klCoeff: 0, clipRatioLow: 0.2, clipRatioHigh: 0.28 },
+      // StarPO without a token budget; A*-PO's settings as the paper's (N = 8, beta1 0.5, beta2 1e-3).
+      algorithm: "starpo",
+      train: { tokenBudget: 0 },
+      apo: { samples: 8, beta1: 0.5, beta2: 1e-3, dropAllZero: false, lr: null },
     });
+    expect(() => resolveQuestConfig(["algorithm=grpo"])).toThrow(/algorithm/);
+    expect(() => resolveQuestConfig(["train.tokenBudget=-1"])).toThrow(/tokenBudget/);
   });
 
   it("takes dotted overrides and comma lists", () => {
@@ -40,7 +46,11 @@ describe("quest config", () => {
     expect(learningRates(resolveQuestConfig(["model=Qwen/Qwen2.5-0.5B-Instruct"]))).toEqual({
       actorLr: 1e-6,
       criticLr: 1e-5,
+      // A*-PO's follows the actor's unless set (the paper's 1e-6 for pretrained models).
+      apoLr: 1e-6,
     });
+    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"])).apoLr).toBe(3e-5);
+    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5", "apo.lr=7e-6"])).apoLr).toBe(7e-6);
     const embedded = learningRates(resolveQuestConfig([]));
     expect(embedded.actorLr).toBeGreaterThan(1e-6);
     expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"])).actorLr).toBe(3e-5);
