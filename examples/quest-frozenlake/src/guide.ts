@@ -9,14 +9,20 @@ import { type Env, FrozenLakeEnv, oracleAction, type Rng } from "@ragen/envs";
 
 const MOVES: Record<string, [number, number]> = { Left: [0, -1], Down: [1, 0], Right: [0, 1], Up: [-1, 0] };
 
-export function guideAction(env: Env, rng: Rng): string {
-  if (!(env instanceof FrozenLakeEnv && env.map && env.position)) return oracleAction(env, rng);
+/** The moves that bring the player closer to the goal, in Left, Down, Right, Up order. */
+export function movesTowardsGoal(env: FrozenLakeEnv): string[] {
+  if (!env.map || !env.position) return [];
   const size = env.map.size;
   const goal = { row: Math.floor(env.map.goal / size), col: env.map.goal % size };
   const { row, col } = env.position;
   const distance = (r: number, c: number) => Math.abs(goal.row - r) + Math.abs(goal.col - c);
-  const closer = Object.entries(MOVES)
+  return Object.entries(MOVES)
     .filter(([, [dr, dc]]) => distance(row + dr, col + dc) < distance(row, col))
     .map(([name]) => name);
+}
+
+export function guideAction(env: Env, rng: Rng): string {
+  if (!(env instanceof FrozenLakeEnv && env.map && env.position)) return oracleAction(env, rng);
+  const closer = movesTowardsGoal(env);
   return rng.choice(closer.length > 0 ? closer : Object.keys(MOVES));
 }

@@ -3,6 +3,7 @@
  * thought always explains the action actually taken (thinking and acting agree).
  */
 import { BanditEnv, type Env, FrozenLakeEnv, SokobanEnv, WebShopEnv } from "@ragen/envs";
+import { movesTowardsGoal } from "./guide.js";
 
 const DIRECTION_WORDS: Record<string, string> = { Left: "left", Right: "right", Up: "up", Down: "down" };
 
@@ -23,11 +24,11 @@ export function thoughtFor(env: Env, action: string, fromOracle = false): string
     const goalRow = Math.floor(env.map.goal / size);
     const goalCol = env.map.goal % size;
     const { row, col } = env.position;
-    const wanted: string[] = [];
-    if (goalRow > row) wanted.push("down");
-    if (goalRow < row) wanted.push("up");
-    if (goalCol > col) wanted.push("right");
-    if (goalCol < col) wanted.push("left");
+    // Vertical before horizontal, as a person says it: "down and left of me".
+    const closer = movesTowardsGoal(env);
+    const wanted = ["Down", "Up", "Right", "Left"]
+      .filter((m) => closer.includes(m))
+      .map((m) => DIRECTION_WORDS[m]);
     const where = wanted.length > 0 ? `${wanted.join(" and ")} of me` : "here";
     // With coordinates in the observation the reading is a copy of them; from the grid alone it counts.
     const coordinates = env.config.observationFormat !== "grid";
