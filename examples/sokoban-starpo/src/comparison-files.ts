@@ -1,5 +1,5 @@
 /** The comparison of the arms as CSV, markdown and a self-contained HTML page of overlaid curves. */
-import { escapeHtml, lineChart } from "@ragen/logging";
+import { escapeHtml, lineChart, markdownTable } from "@ragen/logging";
 import { csvField } from "@ragen/logging/node";
 import { type ArmSignals, COLLAPSE_STD, curve, SIGNALS, type StepMetrics } from "./signals.js";
 
@@ -47,8 +47,7 @@ function tableCells(arms: readonly ArmSignals[]): string[][] {
 /** The table of `tableCells` in markdown: easier to read than the CSV. */
 export function comparisonMarkdown(arms: readonly ArmSignals[]): string {
   const [header, ...rows] = tableCells(arms);
-  const line = (cells: readonly string[]) => `| ${cells.join(" | ")} |`;
-  return [line(header!), line(header!.map(() => "---")), ...rows.map(line)].join("\n");
+  return markdownTable(header!, rows);
 }
 
 export function comparisonHtml(

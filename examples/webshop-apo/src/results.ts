@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ArmResult } from "@ragen/example-quest-frozenlake";
-import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
+import { markdownTable, parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
 import { csvField, RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
 import {
   auditEpisode,
@@ -102,11 +102,6 @@ export function resultsMarkdown(outcomes: readonly ArmOutcome[]): string {
     COLUMNS.map(([name]) => name),
     outcomes.map((o) => COLUMNS.map(([, cell]) => cell(o))),
   );
-}
-
-function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const line = (cells: readonly string[]) => `| ${cells.map((c) => c.replaceAll("|", "\\|")).join(" | ")} |`;
-  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
 /** The failure analysis: counts per category at the start and end of each arm, and one example each. */

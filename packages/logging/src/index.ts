@@ -1,3 +1,4 @@
+export { markdownTable } from "./markdown.js";
 export {
   DEFAULT_SUMMARY_KEYS,
   formatMetricValue,
