@@ -47,8 +47,6 @@ export interface EpisodeAudit {
   rewardBreakdown: WebShopStepInfo["rewardBreakdown"];
 }
 
-const PRODUCT_CLICK = /^click\[(b0[a-z0-9]{8})\]$/i;
-
 /** Replays `record` (a WebShop trajectory) and says where it failed. */
 export function auditEpisode(record: TrajectoryRecord): EpisodeAudit {
   const env = createEnv(record.envTag) as WebShopEnv;
@@ -67,8 +65,9 @@ export function auditEpisode(record: TrajectoryRecord): EpisodeAudit {
     if (!result.info.actionIsValid) continue;
     validActions++;
     if (before === "search" && /^search\[/i.test(action)) searches.push(action.slice(7, -1));
-    const product = PRODUCT_CLICK.exec(action.trim());
-    if (product) opened.push(product[1]!.toUpperCase());
+    // The env's page says what was opened: a product page reached from the results.
+    const page = env.page;
+    if (before === "results" && page.kind === "item" && page.asin) opened.push(page.asin);
   }
   const breakdown = last?.rewardBreakdown ?? null;
   const purchasedAsin = last?.purchasedAsin ?? null;
