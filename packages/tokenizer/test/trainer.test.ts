@@ -149,6 +149,33 @@ describe("trainBpeTokenizer", () => {
       expect(separate.tokenizer.encode(grid)).toEqual(reference.encode(grid).ids);
   });
 
+  it("keeps each piece of a custom splitPattern together, so a frequent phrase becomes one token", () => {
+    const texts = Array.from(
+      { length: 400 },
+      (_, i) => `Player: (${i % 4}, ${(i >> 2) % 4})\nGoal: (${(i >> 1) % 4}, ${(i * 3) % 4}) at step ${i}.`,
+    );
+    const splitPattern = ` ?\\(\\d, \\d\\)|${QWEN2_SPLIT_PATTERN}`;
+    const trained = trainBpeTokenizer(texts, { vocabSize: 400, splitPattern });
+    const plain = trainBpeTokenizer(texts, { vocabSize: 400 });
+    for (let row = 0; row < 4; row++)
+      for (let col = 0; col < 4; col++) {
+        expect(trained.tokenizer.encode(` (${row}, ${col})`).length).toBe(1);
+        // Qwen's pattern splits digits and punctuation apart, so the default never merges them.
+        expect(plain.tokenizer.encode(` (${row}, ${col})`).length).toBeGreaterThan(1);
+      }
+    const reference = new HuggingFaceTokenizer(
+      JSON.parse(JSON.stringify(trained.tokenizerJson)),
+      JSON.parse(JSON.stringify(trained.tokenizerConfig)),
+    );
+    for (const text of texts.slice(0, 50)) {
+      expect(trained.tokenizer.encode(text)).toEqual(reference.encode(text).ids);
+      expect(trained.tokenizer.decode(trained.tokenizer.encode(text))).toBe(text);
+    }
+    expect(() => trainBpeTokenizer(texts, { vocabSize: 400, splitPattern: "(?<name>x)" })).toThrow(
+      /splitPattern/,
+    );
+  });
+
   it("rejects impossible options", () => {
     expect(() => trainBpeTokenizer([], { vocabSize: 100 })).toThrow(TokenizerError);
     expect(() => trainBpeTokenizer([], { vocabSize: 300, eosToken: "</s>" })).toThrow(/eosToken "<\/s>"/);

@@ -33,6 +33,13 @@ export interface BpeTrainingOptions {
    * every cell is one token and a small model can count columns. Default: none.
    */
   separateCharacters?: string;
+  /**
+   * The pre-tokenizer's split pattern (Oniguruma syntax, as in tokenizer.json); tokens never cross
+   * its pieces. Default: Qwen2's. A pattern with an extra first alternative keeps a phrase in one
+   * piece, so BPE can make it one token, e.g. `" ?\\(\\d, \\d\\)|" + QWEN2_SPLIT_PATTERN` for grid
+   * coordinates "(2, 3)".
+   */
+  splitPattern?: string;
 }
 
 /** A trained tokenizer: the Hugging Face files and the Tokenizer loaded from them. */
@@ -66,7 +73,14 @@ export function trainBpeTokenizer(corpus: Iterable<string>, options: BpeTraining
   if (options.vocabSize > MAX_TRAINED_VOCAB)
     throw new TokenizerError(`vocabSize must be at most ${MAX_TRAINED_VOCAB}`);
 
-  const pretokenCounts = countPretokens(corpus, reserved);
+  const splitPattern = options.splitPattern ?? QWEN2_SPLIT_PATTERN;
+  let compiledSplit: RegExp;
+  try {
+    compiledSplit = compileSplitPattern(splitPattern);
+  } catch (error) {
+    throw new TokenizerError(`splitPattern ${JSON.stringify(splitPattern)}: ${(error as Error).message}`);
+  }
+  const pretokenCounts = countPretokens(corpus, reserved, compiledSplit);
   const learned = learnMerges(
     pretokenCounts,
     options.vocabSize - 256 - reserved.length,
@@ -105,7 +119,7 @@ export function trainBpeTokenizer(corpus: Iterable<string>, options: BpeTraining
     pre_tokenizer: {
       type: "Sequence",
       pretokenizers: [
-        { type: "Split", pattern: { Regex: QWEN2_SPLIT_PATTERN }, behavior: "Isolated", invert: false },
+        { type: "Split", pattern: { Regex: splitPattern }, behavior: "Isolated", invert: false },
         byteLevel,
       ],
     },
@@ -175,7 +189,11 @@ function separationRule(characters: string): ((bytes: Uint8Array) => boolean) | 
 }
 
 /** How often each pre-token occurs, with special/added tokens cut out and NFC applied as when encoding. */
-function countPretokens(corpus: Iterable<string>, reserved: readonly string[]): Map<string, number> {
+function countPretokens(
+  corpus: Iterable<string>,
+  reserved: readonly string[],
+  pattern: RegExp,
+): Map<string, number> {
   const splitter = new AddedTokenSplitter(
     reserved.map((content, id) => ({
       id,
@@ -187,7 +205,6 @@ function countPretokens(corpus: Iterable<string>, reserved: readonly string[]): 
       singleWord: false,
     })),
   );
-  const pattern = compileSplitPattern(QWEN2_SPLIT_PATTERN);
   const counts = new Map<string, number>();
   for (const text of corpus) {
     for (const segment of splitter.split(text)) {
