@@ -70,3 +70,4 @@ export {
   sampleToken,
 } from "./model/sampling.js";
 export { Qwen2ValueModel } from "./model/value.js";
+export { readQwen2Weights } from "./model/weights.js";

@@ -28,7 +28,8 @@ export {
 export {
   type LoadedQwen2,
   loadQwen2,
-  readQwen2Weights,
   type SaveQwen2Options,
   saveQwen2,
 } from "./model/checkpoint.js";
+// Also in the main entry; kept here so existing imports from "@ragen/models/node" go on working.
+export { readQwen2Weights } from "./model/weights.js";

@@ -7,20 +7,12 @@ import type { Qwen2Config } from "../io/config.js";
 import { type ModelFolder, writeModelFolder } from "../io/folder.js";
 import { loadModelFolder, type ResolveModelOptions } from "../io/hub.js";
 import type { FloatDtype } from "../io/safetensors.js";
-import { Qwen2Model, qwen2ParameterShapes } from "./qwen2.js";
+import { Qwen2Model } from "./qwen2.js";
+import { readQwen2Weights } from "./weights.js";
 
 export interface LoadedQwen2 {
   model: Qwen2Model;
   folder: ModelFolder;
-}
-
-/** f32 weights of every parameter the config needs, read from a folder's safetensors. */
-export function readQwen2Weights(folder: ModelFolder): Map<string, Float32Array> {
-  const weights = new Map<string, Float32Array>();
-  for (const [name] of qwen2ParameterShapes(folder.config)) {
-    if (folder.weights.has(name)) weights.set(name, folder.weights.toFloat32(name));
-  }
-  return weights;
 }
 
 /** Load a model from a local folder or a Hub repo id ("Qwen/Qwen2.5-0.5B-Instruct") onto `backend`. */
