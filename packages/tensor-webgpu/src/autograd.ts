@@ -5,7 +5,8 @@ import { type GradNode, scope, Tensor } from "./tensor.js";
  * backward needs: aliases of the tensors it saved (so the user may dispose the originals) and its
  * inputs' nodes. Nodes are reference-counted by their output tensor and by the nodes built on them, so
  * an intermediate the user disposed stays differentiable while the loss still depends on it, and the
- * whole graph is freed as soon as nothing can reach it. `backward` frees the graph it walked.
+ * whole graph is freed as soon as nothing can reach it. `backward` frees each node's saved tensors as
+ * soon as its gradient is computed, and the rest of the graph it walked at the end.
  */
 
 let gradEnabled = true;
@@ -51,7 +52,11 @@ export class GraphFreedError extends Error {
   }
 }
 
+/** Creation order of nodes: `checkpoint` tells the nodes its function recorded from older ones. */
+let nextNodeSerial = 0;
+
 class Node implements GradNode {
+  readonly serial = nextNodeSerial++;
   private refs = 1; // the output tensor
   private freed = false;
   readonly inputNodes: (Node | undefined)[];
@@ -173,7 +178,11 @@ export function backward(root: Tensor, gradient?: Tensor): void {
         const gradOutput = grads.get(node);
         if (!gradOutput) continue;
         grads.delete(node);
-        const inputGrads = node.runBackward(gradOutput);
+        // A scope per node: what its backward makes besides the gradients it returns goes at once.
+        const inputGrads = scope(() => node.runBackward(gradOutput));
+        // Nothing later in this walk reads this node's saved tensors: free them now, not after the walk,
+        // so activations leave memory layer by layer as the gradient moves towards the inputs.
+        node.free();
         // A backward may pass its output gradient through, or return one tensor for two inputs
         // (x + x): every use after the first gets its own alias so ownership stays simple.
         const used = new Set<Tensor>();
@@ -209,4 +218,96 @@ function accumulate(add: (a: Tensor, b: Tensor) => Tensor, a: Tensor, b: Tensor)
 function aliasOf(t: Tensor): Tensor {
   t.assertAlive();
   return new Tensor(t.storage.retain(), t.shape, t.dtype).keep();
+}
+
+/** Run `fn` with recording on, even inside `noGrad` (recomputation during `backward`). */
+function withGrad<T>(fn: () => T): T {
+  const previous = gradEnabled;
+  gradEnabled = true;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = previous;
+  }
+}
+
+/** A tensor on `t`'s storage with no node: the start of a graph of its own. */
+function detached(t: Tensor, requiresGrad: boolean): Tensor {
+  t.assertAlive();
+  return new Tensor(t.storage.retain(), t.shape, t.dtype, requiresGrad);
+}
+
+/**
+ * Leaf tensors (parameters) that the graph from `root` sends gradients to, besides `standIns`. Throws when
+ * the graph reaches a node older than `firstSerial`: `fn` read a tensor computed with grad outside it.
+ */
+function leavesReached(root: Node, standIns: readonly Tensor[], firstSerial: number): Tensor[] {
+  const leaves = new Set<Tensor>();
+  for (const node of reverseTopological(root)) {
+    if (node.serial < firstSerial) {
+      throw new Error(
+        `checkpoint(): the function reads the output of a "${node.op}" recorded outside it; ` +
+          "pass that tensor in the inputs so its gradient can flow",
+      );
+    }
+    node.inputLeaves.forEach((leaf, i) => {
+      if (leaf && node.inputWantsGrad[i] && !standIns.includes(leaf)) leaves.add(leaf);
+    });
+  }
+  return [...leaves];
+}
+
+/**
+ * Activation recomputation (gradient checkpointing): `fn(inputs)` runs now, but of everything it computes
+ * only its output stays in memory, and the tape gets one node that saves just `inputs`. When `backward`
+ * reaches that node it runs `fn` again with recording on and back-propagates through the fresh graph —
+ * one extra forward of `fn` for the memory of its intermediates. `fn` must compute the same thing both
+ * times (no randomness of its own); it may read parameters (leaf tensors) from its closure, whose
+ * gradients are accumulated as usual, but every tensor computed with gradients outside it must come in
+ * through `inputs`. Without grad recording this is just `fn(inputs)`.
+ */
+export function checkpoint(fn: (inputs: Tensor[]) => Tensor, inputs: readonly Tensor[]): Tensor {
+  if (!gradEnabled) return fn([...inputs]);
+  const wantsGrad = inputs.map((t) => t.requiresGrad);
+  // Record this first run too: its graph names the parameters that need gradients. The graph is
+  // dropped at once, and with it every intermediate; only the output's values are kept.
+  const firstSerial = nextNodeSerial;
+  const { output, leaves, differentiable } = scope(() => {
+    const standIns = inputs.map((t, i) => detached(t, wantsGrad[i]!));
+    const result = fn(standIns);
+    if (!(result instanceof Tensor)) throw new TypeError("checkpoint(): the function must return one tensor");
+    if (!(result.node instanceof Node))
+      return { output: result, leaves: [] as Tensor[], differentiable: false };
+    const reached = leavesReached(result.node, standIns, firstSerial);
+    return { output: detached(result, false), leaves: reached, differentiable: true };
+  });
+  if (!differentiable) return output;
+  return record("checkpoint", output, [...inputs, ...leaves], inputs, (gradOutput, saved) => {
+    // The recomputed graph's backward adds into the parameters' `.grad`; park what they hold so that
+    // this node's share comes back as its result and the outer backward accumulates it like any other.
+    const parked = leaves.map((leaf) => leaf.grad);
+    for (const leaf of leaves) leaf.grad = undefined;
+    try {
+      const inputGrads = withGrad(() =>
+        scope(() => {
+          const standIns = saved.map((t, i) => detached(t, wantsGrad[i]!));
+          const recomputed = fn(standIns);
+          if (recomputed.node instanceof Node) backward(recomputed, gradOutput);
+          return standIns.map((s) => {
+            const g = s.grad;
+            s.grad = undefined; // the stand-in is disposed with the scope, its gradient is handed on
+            return g ?? null;
+          });
+        }),
+      );
+      return [...inputGrads, ...leaves.map((leaf) => leaf.grad ?? null)];
+    } catch (error) {
+      for (const leaf of leaves) leaf.grad?.dispose();
+      throw error;
+    } finally {
+      leaves.forEach((leaf, i) => {
+        leaf.grad = parked[i];
+      });
+    }
+  });
 }

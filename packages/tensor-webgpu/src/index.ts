@@ -1,13 +1,29 @@
 // Device and low-level recording
 
-export { backward, GraphFreedError, isGradEnabled, noGrad, noGradAsync, record } from "./autograd.js";
+export {
+  backward,
+  checkpoint,
+  GraphFreedError,
+  isGradEnabled,
+  noGrad,
+  noGradAsync,
+  record,
+} from "./autograd.js";
 // Tensors, memory scopes and autograd
 export type { Backend, BinaryOp, DType, ReduceOp, UnaryOp } from "./backend.js";
 // Backends
 export { type CpuBackend, createCpuBackend } from "./backends/cpu.js";
 export { createWebGpuBackend, type WebGpuBackend, webGpuBackend } from "./backends/webgpu.js";
 export { BufferPool, type PoolStats, sizeClass } from "./gpu/buffer-pool.js";
-export { type Binding, type ContextStats, GpuContext, GpuValidationError, grid } from "./gpu/context.js";
+export {
+  type Binding,
+  type ContextStats,
+  GpuContext,
+  GpuValidationError,
+  grid,
+  type Resource,
+  type TextureBinding,
+} from "./gpu/context.js";
 export {
   type AcquiredDevice,
   type AdapterSummary,
@@ -16,6 +32,12 @@ export {
   type DeviceOptions,
   NoAdapterError,
 } from "./gpu/device.js";
+export {
+  type PooledTexture,
+  TexturePool,
+  type TexturePoolStats,
+  textureSizeClass,
+} from "./gpu/texture-pool.js";
 export { blockFor, waitForGpu } from "./gpu/wait.js";
 export * from "./ops/index.js";
 export { AdamW, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
