@@ -117,8 +117,8 @@ for (const variant of variants) {
       });
       const before = ctx.stats.dispatches;
       await check(ctx, { batch: 3, m: 70, n: 90, k: 150 }, variant);
-      // The texture variant encodes its own dispatches; the others go through ctx.dispatch, one per chunk.
-      if (variant !== "texture") expect(ctx.stats.dispatches - before).toBeGreaterThan(8);
+      // Every variant records through ctx.dispatch, at least one dispatch per chunk.
+      expect(ctx.stats.dispatches - before).toBeGreaterThan(8);
       await check(
         ctx,
         { batch: 2, m: 70, n: 90, k: 150, transA: true, transB: true, bBatchStride: 0 },
@@ -163,22 +163,98 @@ describe('matmul, "texture" variant specifics', () => {
     }
   });
 
-  it("keeps this call's textures alive when the scratch cache must evict", async () => {
+  it("keeps this call's textures alive when the texture pool must evict", async () => {
     const ctx = await testContext();
     if (!textureVariantAvailable(ctx)) return;
-    limitMatmulForTesting({ textureCacheBytes: 1, textureDimension: 32 });
+    limitMatmulForTesting({ textureDimension: 32 });
+    const budget = ctx.textures.maxPooledBytes;
+    ctx.textures.maxPooledBytes = 1; // every released texture is over budget
+    const pooledBefore = ctx.textures.stats.pooledBytes;
     // Several calls recorded back to back (no waiting), each needing textures of new sizes and chunks.
     const cases: Case[] = [
       { batch: 1, m: 40, n: 100, k: 90 },
       { batch: 2, m: 70, n: 50, k: 30, transB: true },
       { batch: 1, m: 20, n: 200, k: 140, transA: true },
     ];
-    const runs = cases.map((c, i) => compute(ctx, c, "texture", 10 + i));
-    for (const [i, run] of runs.entries()) {
-      const { actual, expected } = await run;
-      const { atol, rtol } = tolerance(cases[i]!.k);
-      expectClose(actual, expected, atol, rtol);
+    try {
+      const runs = cases.map((c, i) => compute(ctx, c, "texture", 10 + i));
+      for (const [i, run] of runs.entries()) {
+        const { actual, expected } = await run;
+        const { atol, rtol } = tolerance(cases[i]!.k);
+        expectClose(actual, expected, atol, rtol);
+      }
+      expect(ctx.textures.stats.pooledBytes).toBeLessThanOrEqual(pooledBefore);
+    } finally {
+      ctx.textures.maxPooledBytes = budget;
     }
+  });
+
+  it("records into the context's encoder: counted, batched with other work, no submission of its own", async () => {
+    const ctx = await testContext();
+    if (!textureVariantAvailable(ctx)) return;
+    const [m, n, k] = [64, 96, 80]; // k not a multiple of 64: A goes through the repack kernel
+    const a = randomArray(m * k, 21);
+    const b = randomArray(k * n, 22);
+    const [aBuffer, bBuffer, out] = [ctx.upload(a), ctx.upload(b), ctx.pool.acquire(m * n * 4)];
+    ctx.flush();
+    const before = ctx.stats;
+    for (let i = 0; i < 3; i++)
+      matmul(ctx, { a: aBuffer, b: bBuffer, out, batch: 1, m, n, k, variant: "texture" });
+    const recorded = ctx.stats;
+    // Per call: a repack of A and B (row strides are not 256-byte aligned) and the multiply.
+    expect(recorded.dispatches - before.dispatches).toBe(9);
+    expect(recorded.submits).toBe(before.submits);
+    const actual = new Float32Array(await ctx.read(out, m * n * 4));
+    expect(ctx.stats.submits).toBe(before.submits + 1);
+    expectClose(actual, matmulRef({ a, b, batch: 1, m, n, k }), 1e-4, 1e-4);
+    for (const buffer of [aBuffer, bBuffer, out]) ctx.pool.release(buffer);
+  });
+
+  it("copies aligned operands into textures on the same encoder (counted as texture copies)", async () => {
+    const ctx = await testContext();
+    if (!textureVariantAvailable(ctx)) return;
+    const [m, n, k] = [32, 64, 128]; // row strides of 128 and 64 floats: copyBufferToTexture
+    const a = randomArray(m * k, 23);
+    const b = randomArray(k * n, 24);
+    const [aBuffer, bBuffer, out] = [ctx.upload(a), ctx.upload(b), ctx.pool.acquire(m * n * 4)];
+    const before = ctx.stats;
+    matmul(ctx, { a: aBuffer, b: bBuffer, out, batch: 1, m, n, k, variant: "texture" });
+    expect(ctx.stats.textureCopies - before.textureCopies).toBe(2);
+    expect(ctx.stats.dispatches - before.dispatches).toBe(1);
+    expectClose(
+      new Float32Array(await ctx.read(out, m * n * 4)),
+      matmulRef({ a, b, batch: 1, m, n, k }),
+      1e-4,
+      1e-4,
+    );
+    for (const buffer of [aBuffer, bBuffer, out]) ctx.pool.release(buffer);
+  });
+
+  it("reuses pooled textures: memory stays flat over many calls of varying shapes", async () => {
+    const ctx = await testContext();
+    if (!textureVariantAvailable(ctx)) return;
+    const k = 72;
+    const maxRows = 80;
+    const b = ctx.upload(randomArray(k * 64, 25));
+    const a = ctx.upload(randomArray(maxRows * k, 26));
+    const out = ctx.pool.acquire(maxRows * 64 * 4);
+    const run = (iteration: number) => {
+      const m = 16 + (iteration % 9) * 8; // sequence lengths 16..80
+      matmul(ctx, { a, b, out, batch: 1, m, n: 64, k, transB: false, variant: "texture" });
+      if (iteration % 50 === 49) ctx.flush();
+    };
+    for (let i = 0; i < 50; i++) run(i);
+    await ctx.sync();
+    const warm = ctx.textures.stats;
+    for (let i = 50; i < 1050; i++) run(i);
+    await ctx.sync();
+    const after = ctx.textures.stats;
+    expect(after.created).toBe(warm.created);
+    expect(after.reused - warm.reused).toBe(2000);
+    expect(after.pooledBytes).toBe(warm.pooledBytes);
+    expect(after.inUseBytes).toBe(0);
+    expect(after.pooledBytes).toBeLessThanOrEqual(ctx.textures.maxPooledBytes);
+    for (const buffer of [a, b, out]) ctx.pool.release(buffer);
   });
 });
 

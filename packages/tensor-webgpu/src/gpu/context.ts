@@ -1,12 +1,23 @@
 import { BufferPool } from "./buffer-pool.js";
 import { type AcquiredDevice, acquireDevice, DeviceLostError, type DeviceOptions } from "./device.js";
+import { TexturePool } from "./texture-pool.js";
 import { waitForGpu } from "./wait.js";
 
 /** A buffer binding: a whole buffer, or a byte range of one. */
 export type Binding = GPUBuffer | { buffer: GPUBuffer; offset?: number; size?: number };
 
+/** A texture binding (a storage or sampled texture view), for kernels that read operands from textures. */
+export interface TextureBinding {
+  textureView: GPUTextureView;
+}
+
+/** What a dispatch may bind: buffers (or ranges of them) and texture views. */
+export type Resource = Binding | TextureBinding;
+
 export interface ContextStats {
   dispatches: number;
+  /** Buffer-to-texture copies recorded (texture staging of operands). */
+  textureCopies: number;
   submits: number;
   readbacks: number;
   uploads: number;
@@ -35,6 +46,8 @@ const UNIFORM = 0x40;
 export class GpuContext {
   readonly device: GPUDevice;
   readonly pool: BufferPool;
+  /** Scratch textures (operand staging of the texture matmul), reused like `pool`'s buffers. */
+  readonly textures: TexturePool;
   readonly info: AcquiredDevice;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private encoder: GPUCommandEncoder | undefined;
@@ -46,16 +59,18 @@ export class GpuContext {
   private firstError: string | undefined;
   private readonly stats_: ContextStats = {
     dispatches: 0,
+    textureCopies: 0,
     submits: 0,
     readbacks: 0,
     uploads: 0,
     pipelines: 0,
   };
 
-  private constructor(info: AcquiredDevice, maxPooledBytes?: number) {
+  private constructor(info: AcquiredDevice, maxPooledBytes?: number, maxPooledTextureBytes?: number) {
     this.info = info;
     this.device = info.device;
     this.pool = new BufferPool(this.device, maxPooledBytes);
+    this.textures = new TexturePool(this.device, maxPooledTextureBytes);
     this.uniformRing = this.device.createBuffer({
       size: this.uniformData.byteLength,
       usage: UNIFORM | COPY_DST,
@@ -69,9 +84,18 @@ export class GpuContext {
     });
   }
 
-  /** `maxPooledBytes`: released buffers kept for reuse at most (default 2 GiB); the rest are destroyed. */
-  static async create(options: DeviceOptions & { maxPooledBytes?: number } = {}): Promise<GpuContext> {
-    return new GpuContext(await acquireDevice(options), options.maxPooledBytes);
+  /**
+   * `maxPooledBytes`: released buffers kept for reuse at most (default 2 GiB); the rest are destroyed.
+   * `maxPooledTextureBytes`: the same for scratch textures (default 256 MiB).
+   */
+  static async create(
+    options: DeviceOptions & { maxPooledBytes?: number; maxPooledTextureBytes?: number } = {},
+  ): Promise<GpuContext> {
+    return new GpuContext(
+      await acquireDevice(options),
+      options.maxPooledBytes,
+      options.maxPooledTextureBytes,
+    );
   }
 
   get stats(): Readonly<ContextStats> {
@@ -107,12 +131,12 @@ export class GpuContext {
   }
 
   /**
-   * Record one dispatch. `bindings` take @binding(0..n-1) of @group(0) in order; `params`, when given,
-   * is a uniform struct at @binding(n).
+   * Record one dispatch. `bindings` (buffers, buffer ranges or texture views) take @binding(0..n-1) of
+   * @group(0) in order; `params`, when given, is a uniform struct at @binding(n).
    */
   dispatch(
     pipeline: GPUComputePipeline,
-    bindings: readonly Binding[],
+    bindings: readonly Resource[],
     params: ArrayBufferView | undefined,
     workgroups: readonly [number, number?, number?],
   ): void {
@@ -127,7 +151,12 @@ export class GpuContext {
     if (params && this.uniformSlots === UNIFORM_SLOTS) this.flush();
     const entries: GPUBindGroupEntry[] = bindings.map((b, i) => ({
       binding: i,
-      resource: "buffer" in b ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size } : { buffer: b },
+      resource:
+        "textureView" in b
+          ? b.textureView
+          : "buffer" in b
+            ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size }
+            : { buffer: b },
     }));
     if (params) {
       const offset = this.uniformSlots * UNIFORM_SLOT;
@@ -175,10 +204,26 @@ export class GpuContext {
     this.commandEncoder().copyBufferToBuffer(source, sourceOffset, target, targetOffset, bytes);
   }
 
+  /**
+   * Record a copy of rows of a buffer into a texture (ordered with the dispatches around it): `size` is
+   * [width, height] in texels, rows `bytesPerRow` apart in the buffer (a multiple of 256) from `offset`.
+   */
+  copyToTexture(
+    source: { buffer: GPUBuffer; offset: number; bytesPerRow: number },
+    texture: GPUTexture,
+    origin: { x: number; y: number },
+    size: [number, number],
+  ): void {
+    this.check();
+    this.commandEncoder().copyBufferToTexture(source, { texture, origin }, size);
+    this.stats_.textureCopies++;
+  }
+
   /** Submit everything recorded so far. */
   flush(): void {
     if (!this.encoder) {
       this.pool.destroyRetired();
+      this.textures.destroyRetired();
       return;
     }
     if (this.pass) {
@@ -200,6 +245,7 @@ export class GpuContext {
     this.stats_.submits++;
     // Submitted work keeps what it uses alive, so over-budget releases can go now.
     this.pool.destroyRetired();
+    this.textures.destroyRetired();
   }
 
   /** Write `data` into `buffer` at `byteOffset`, after all work recorded so far. */
@@ -252,6 +298,7 @@ export class GpuContext {
   destroy(): void {
     this.pipelines.clear();
     this.pool.trim();
+    this.textures.trim();
     this.uniformRing.destroy();
     this.device.destroy();
   }

@@ -23,8 +23,9 @@
  *      tiles spill more than they save).
  *   3. k longer than 1280 is split into accumulating chunks so a workgroup's rows of A and columns of B
  *      stay in the CPU's L2 cache.
- *   The work is encoded in a submission of its own (GpuContext.dispatch binds buffers only), after
- *   flushing what the context has recorded so far. Measured on lavapipe, 2 cores, end to end: ~45 GFLOP/s
+ *   Copies and dispatches are recorded on the context's encoder like every other kernel's (batched into
+ *   the step's submission, counted in its stats); the textures come from the context's texture pool and
+ *   go back to it once recorded. Measured on lavapipe, 2 cores, end to end: ~45 GFLOP/s
  *   at 1024³ and 2048³, 35-52 on transformer and Qwen2.5-0.5B shapes, vs 4-8 for "buffer" and 3-6 for
  *   "tiled" there (bench/cases/matmul.ts; a sampled-texture 8x8 kernel made 7-15).
  * "tiled" — for GPUs: 64 x 64 output tile per workgroup of 16 x 16 invocations, 4 x 4 outputs each, k in
@@ -40,6 +41,7 @@
  * chunks over batch, m, n and k (k-chunks after the first accumulate).
  */
 import type { Binding, GpuContext } from "../gpu/context.js";
+import type { PooledTexture } from "../gpu/texture-pool.js";
 import { bindingWindow } from "./binding-windows.js";
 
 export type MatmulVariant = "texture" | "tiled" | "buffer";
@@ -104,8 +106,6 @@ export interface MatmulTestLimits {
   textureDimension?: number;
   textureBytes?: number;
   workgroupsPerDimension?: number;
-  /** Bytes of scratch textures the texture variant keeps between calls. */
-  textureCacheBytes?: number;
 }
 
 let testLimits: MatmulTestLimits = {};
@@ -210,13 +210,6 @@ function windowFor(
 ): { binding: Binding; base: number } {
   const window = bindingWindow(ctx, buffer, span[0] * 4, Math.max(span[1] - span[0], 1) * 4, 4);
   return { binding: window.binding, base: window.shift };
-}
-
-/** A buffer binding as a bind group resource (for the texture variant's own bind groups). */
-function bufferResource(binding: Binding): GPUBufferBinding {
-  return "buffer" in binding
-    ? { buffer: binding.buffer, offset: binding.offset ?? 0, size: binding.size }
-    : { buffer: binding };
 }
 
 const sources = new Map<string, string>();
@@ -497,7 +490,6 @@ function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
 
 const TEX_ROWS = 16; // output rows per workgroup (and vec4 accumulators per lane)
 const TEX_MAX_BYTES = 64 * 1024 * 1024; // per scratch texture; bigger operands are split into chunks
-const TEX_CACHE_BYTES = 256 * 1024 * 1024;
 // Longer k is split into accumulating chunks: a workgroup's A rows and B columns then stay in the CPU's
 // L2 cache (measured on lavapipe: [512x4864]·[4864x896]ᵀ 33 -> 46 GFLOP/s; no change at 2048³).
 const TEX_MAX_K = 1280;
@@ -626,90 +618,6 @@ function textureLanes(ctx: GpuContext): number | undefined {
   return lanes && lanes >= 4 && lanes <= 64 && (lanes & (lanes - 1)) === 0 ? lanes : undefined;
 }
 
-interface ScratchTexture {
-  texture: GPUTexture;
-  view: GPUTextureView;
-}
-
-/** Per-context scratch of the texture variant: textures by role and size class, and a uniform buffer. */
-class TextureScratch {
-  static readonly SLOT = 256;
-  static readonly SLOTS = 64;
-  readonly uniforms: GPUBuffer;
-  private readonly cache: (ScratchTexture & { role: string; width: number; height: number; used: number })[] =
-    [];
-  private call = 0;
-
-  constructor(private readonly device: GPUDevice) {
-    this.uniforms = device.createBuffer({
-      size: TextureScratch.SLOT * TextureScratch.SLOTS,
-      usage: 0x40 | 0x8, // UNIFORM | COPY_DST
-      label: "matmul texture params",
-    });
-  }
-
-  /** Starts a matmul call: textures handed out from now on are not evicted before the next call. */
-  beginCall(): void {
-    this.call++;
-  }
-
-  /**
-   * A texture of at least width x height texels for `role` ("a" or "b": the two never share one). Sizes
-   * are rounded up to classes so that varying sequence lengths reuse textures; least recently used ones
-   * beyond TEX_CACHE_BYTES are destroyed (WebGPU defers that until submitted work is done with them).
-   */
-  texture(role: string, width: number, height: number): ScratchTexture {
-    const max = this.device.limits.maxTextureDimension2D;
-    const w = Math.min(sizeClass(width), max);
-    const h = Math.min(sizeClass(height), max);
-    let entry = this.cache.find(
-      (e) => e.role === role && e.width >= w && e.height >= h && e.width * e.height <= 2 * w * h,
-    );
-    if (!entry) {
-      const texture = this.device.createTexture({
-        size: [w, h],
-        format: "rgba32float",
-        usage: 0x2 | 0x4 | 0x8, // COPY_DST | TEXTURE_BINDING | STORAGE_BINDING
-        label: `matmul ${role} texture`,
-      });
-      entry = { role, width: w, height: h, texture, view: texture.createView(), used: 0 };
-      this.cache.push(entry);
-    }
-    entry.used = this.call;
-    const cap = Math.min(TEX_CACHE_BYTES, testLimits.textureCacheBytes ?? Number.POSITIVE_INFINITY);
-    let bytes = this.cache.reduce((sum, e) => sum + e.width * e.height * 16, 0);
-    while (bytes > cap) {
-      let oldest = 0;
-      for (let i = 1; i < this.cache.length; i++)
-        if (this.cache[i]!.used < this.cache[oldest]!.used) oldest = i;
-      const victim = this.cache[oldest]!;
-      if (victim.used === this.call) break; // recorded for this call's submission
-      this.cache.splice(oldest, 1);
-      victim.texture.destroy();
-      bytes -= victim.width * victim.height * 16;
-    }
-    return entry;
-  }
-}
-
-/** Rounds up to 2^j · {1, 1.25, 1.5, 1.75} (at least 16): at most 25% slack. */
-function sizeClass(x: number): number {
-  if (x <= 16) return 16;
-  const power = 2 ** Math.floor(Math.log2(x));
-  return power + Math.ceil((x - power) / (power / 4)) * (power / 4);
-}
-
-const scratches = new WeakMap<GpuContext, TextureScratch>();
-
-function scratchFor(ctx: GpuContext): TextureScratch {
-  let scratch = scratches.get(ctx);
-  if (!scratch) {
-    scratch = new TextureScratch(ctx.device);
-    scratches.set(ctx, scratch);
-  }
-  return scratch;
-}
-
 const roundUp = (x: number, multiple: number) => Math.ceil(x / multiple) * multiple;
 
 /**
@@ -806,24 +714,6 @@ function copyable(buffer: GPUBuffer, block: OperandBlock): boolean {
   );
 }
 
-type TextureCommand =
-  | {
-      kind: "dispatch";
-      pipeline: GPUComputePipeline;
-      resources: GPUBindingResource[];
-      params: Uint32Array;
-      workgroups: [number, number, number];
-    }
-  | {
-      kind: "copy";
-      buffer: GPUBuffer;
-      offset: number;
-      bytesPerRow: number;
-      texture: GPUTexture;
-      y: number;
-      size: [number, number];
-    };
-
 function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
   const lanes = textureLanes(ctx);
   if (lanes === undefined) {
@@ -868,37 +758,30 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     return undefined;
   };
 
-  const scratch = scratchFor(ctx);
-  scratch.beginCall();
   const repack = ctx.pipeline("matmul repack", REPACK_KERNEL);
   const multiply = ctx.pipeline(
     `matmul texture L${lanes} ${code(p)}`,
     source(`texture ${lanes} ${code(p)}`, () => textureKernel(lanes, p.transA, p.transB)),
   );
-  const commands: TextureCommand[] = [];
-  const fill = (buffer: GPUBuffer, block: OperandBlock, { texture, view }: ScratchTexture) => {
+  const fill = (buffer: GPUBuffer, block: OperandBlock, target: PooledTexture) => {
     if (copyable(buffer, block)) {
       for (let batch = 0; batch < block.batches; batch++) {
-        commands.push({
-          kind: "copy",
-          buffer,
-          offset: (block.origin + batch * block.batchStride) * 4,
-          bytesPerRow: block.ld * 4,
-          texture,
-          y: batch * block.rowsPerBatch,
-          size: [block.cols / 4, block.rows],
-        });
+        ctx.copyToTexture(
+          { buffer, offset: (block.origin + batch * block.batchStride) * 4, bytesPerRow: block.ld * 4 },
+          target.texture,
+          { x: 0, y: batch * block.rowsPerBatch },
+          [block.cols / 4, block.rows],
+        );
       }
       return;
     }
     const last = (block.batches - 1) * block.batchStride + (block.rows - 1) * block.ld + block.cols;
     const window = windowFor(ctx, buffer, [block.origin, block.origin + last]);
     const texels = block.width * block.batches * block.rowsPerBatch;
-    commands.push({
-      kind: "dispatch",
-      pipeline: repack,
-      resources: [bufferResource(window.binding), view],
-      params: params([
+    ctx.dispatch(
+      repack,
+      [window.binding, { textureView: target.view }],
+      params([
         block.rows,
         block.cols,
         block.width,
@@ -908,22 +791,22 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
         block.batchStride,
         block.ld,
       ]),
-      workgroups: [...grid2(Math.ceil(texels / 64), maxGroups), 1],
-    });
+      grid2(Math.ceil(texels / 64), maxGroups),
+    );
   };
+  const textures = ctx.textures;
   for (const c of plan(p, overflow)) {
     const t = textureBlocks(p, c, lanes);
-    const aTexture = scratch.texture("a", t.a.width, t.a.batches * t.a.rowsPerBatch);
-    const bTexture = scratch.texture("b", t.b.width, t.b.batches * t.b.rowsPerBatch);
+    const aTexture = textures.acquire("rgba32float", t.a.width, t.a.batches * t.a.rowsPerBatch, "matmul a");
+    const bTexture = textures.acquire("rgba32float", t.b.width, t.b.batches * t.b.rowsPerBatch, "matmul b");
     fill(args.a, t.a, aTexture);
     fill(args.b, t.b, bTexture);
     const out = windowFor(ctx, args.out, spans(p, c).out);
     const accumulate = p.accumulate || c.k0 > 0;
-    commands.push({
-      kind: "dispatch",
-      pipeline: multiply,
-      resources: [aTexture.view, bTexture.view, bufferResource(out.binding)],
-      params: params(
+    ctx.dispatch(
+      multiply,
+      [{ textureView: aTexture.view }, { textureView: bTexture.view }, out.binding],
+      params(
         [
           c.m,
           c.n,
@@ -937,73 +820,18 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
         ],
         [p.alpha],
       ),
-      workgroups: [t.nPad / (4 * lanes), t.mPad / t.tileRows, c.batches],
-    });
+      [t.nPad / (4 * lanes), t.mPad / t.tileRows, c.batches],
+    );
+    // Recorded: later commands on the context's encoder may reuse them (WebGPU orders the accesses).
+    textures.release(aTexture);
+    textures.release(bTexture);
   }
-  submitCommands(ctx, scratch, commands);
 }
 
 function grid2(count: number, max: number): [number, number] {
   if (count <= max) return [Math.max(count, 1), 1];
   const y = Math.ceil(count / max);
   return [Math.ceil(count / y), y];
-}
-
-/**
- * GpuContext.dispatch binds buffers only, so the texture variant encodes its own work: everything recorded
- * on the context so far is submitted first, then these copies and dispatches in submissions of their own
- * (queue order keeps them after that work and before anything recorded later). Kernel parameters go
- * through this variant's uniform buffer, written just before each submission (queue-ordered as well).
- */
-function submitCommands(ctx: GpuContext, scratch: TextureScratch, commands: TextureCommand[]): void {
-  ctx.flush();
-  const device = ctx.device;
-  const staging = new Uint8Array(TextureScratch.SLOT * TextureScratch.SLOTS);
-  let encoder: GPUCommandEncoder | undefined;
-  let pass: GPUComputePassEncoder | undefined;
-  let slots = 0;
-  const submit = () => {
-    pass?.end();
-    pass = undefined;
-    if (slots > 0) device.queue.writeBuffer(scratch.uniforms, 0, staging, 0, slots * TextureScratch.SLOT);
-    if (encoder) device.queue.submit([encoder.finish()]);
-    encoder = undefined;
-    slots = 0;
-  };
-  for (const command of commands) {
-    if (command.kind === "dispatch" && slots === TextureScratch.SLOTS) submit();
-    encoder ??= device.createCommandEncoder({ label: "matmul texture" });
-    if (command.kind === "copy") {
-      pass?.end();
-      pass = undefined;
-      encoder.copyBufferToTexture(
-        { buffer: command.buffer, offset: command.offset, bytesPerRow: command.bytesPerRow },
-        { texture: command.texture, origin: { x: 0, y: command.y } },
-        command.size,
-      );
-      continue;
-    }
-    pass ??= encoder.beginComputePass();
-    const { params: data } = command;
-    staging.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), slots * TextureScratch.SLOT);
-    const entries: GPUBindGroupEntry[] = command.resources.map((resource, binding) => ({
-      binding,
-      resource,
-    }));
-    entries.push({
-      binding: command.resources.length,
-      resource: {
-        buffer: scratch.uniforms,
-        offset: slots * TextureScratch.SLOT,
-        size: roundUp(data.byteLength, 16),
-      },
-    });
-    pass.setPipeline(command.pipeline);
-    pass.setBindGroup(0, device.createBindGroup({ layout: command.pipeline.getBindGroupLayout(0), entries }));
-    pass.dispatchWorkgroups(...command.workgroups);
-    slots++;
-  }
-  submit();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1049,7 +877,7 @@ export function matmulVariant(ctx: GpuContext, args: MatmulArgs): MatmulVariant 
   if (args.variant) return args.variant;
   if (!ctx.info.adapter.isSoftware) return "tiled";
   // On software adapters the texture variant wins once a problem fills its 16-row tiles and amortises
-  // its own submission (~0.4 ms on lavapipe). Measured: 16x896x896 3.6x faster than "buffer", 128³ even,
+  // staging its operands in textures. Measured: 16x896x896 3.6x faster than "buffer", 128³ even,
   // 64³ and m <= 4 (one token per sequence) slower.
   const big = args.m >= 16 && args.n >= 16 && args.m * args.n * args.k >= 2 ** 21;
   return big && textureLanes(ctx) !== undefined ? "texture" : "buffer";
