@@ -37,7 +37,9 @@ export function gridSvg(
   const rows = cells.length;
   const cols = rows === 0 ? 0 : Math.max(...cells.map((r) => r.length));
   const captionHeight = options.caption ? 28 : 0;
-  const width = cols * size;
+  // Wide enough for the caption too (about 0.6 em per character at 14px), so it is never clipped.
+  const captionWidth = options.caption ? Math.ceil(8 + options.caption.length * 8.4) : 0;
+  const width = Math.max(cols * size, captionWidth);
   const height = rows * size + captionHeight;
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
