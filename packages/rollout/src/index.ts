@@ -12,7 +12,12 @@ export {
   VALIDATION_SEED,
 } from "./env-manager.js";
 export { LocalModelPolicy } from "./local-model-policy.js";
-export { OpenAIChatPolicy, type OpenAIChatPolicyOptions, OpenAIPolicyError } from "./openai-chat-policy.js";
+export {
+  OpenAIChatPolicy,
+  type OpenAIChatPolicyOptions,
+  OpenAIPolicyError,
+  type OpenAIUsage,
+} from "./openai-chat-policy.js";
 export { deservesFormatPenalty, type ParsedResponse, type ParseOptions, parseResponse } from "./parse.js";
 export type { Policy, PolicyOutput, PolicyPrompt, PolicySampling } from "./policy.js";
 export {

@@ -20,6 +20,17 @@ export interface OpenAIChatPolicyOptions {
   fetch?: typeof fetch;
 }
 
+/** Token counts summed over the replies whose body had a `usage` object (servers may leave it out). */
+export interface OpenAIUsage {
+  /** Requests that returned a reply. */
+  requests: number;
+  /** Of those, the ones that reported usage. */
+  requestsWithUsage: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
 export class OpenAIPolicyError extends Error {
   override readonly name = "OpenAIPolicyError";
   constructor(
@@ -41,9 +52,21 @@ const MAX_ERROR_BODY_CHARS = 300;
  */
 export class OpenAIChatPolicy implements Policy {
   private readonly url: string;
+  private readonly totals: OpenAIUsage = {
+    requests: 0,
+    requestsWithUsage: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    totalTokens: 0,
+  };
 
   constructor(private readonly options: OpenAIChatPolicyOptions) {
     this.url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+  }
+
+  /** What the server reported it used, summed since this policy was made (a copy). */
+  get usage(): OpenAIUsage {
+    return { ...this.totals };
   }
 
   async generate(prompts: readonly PolicyPrompt[], sampling: PolicySampling): Promise<PolicyOutput[]> {
@@ -77,7 +100,9 @@ export class OpenAIChatPolicy implements Policy {
     for (let attempt = 0; ; attempt++) {
       try {
         const reply = await this.post(body);
-        return this.toOutput(reply, prompt.responsePrefix);
+        const output = this.toOutput(reply, prompt.responsePrefix);
+        this.countUsage(reply);
+        return output;
       } catch (error) {
         const retryable = error instanceof OpenAIPolicyError && error.retryable;
         if (!retryable || attempt >= maxRetries) throw error;
@@ -123,10 +148,26 @@ export class OpenAIChatPolicy implements Policy {
       if (error instanceof OpenAIPolicyError) throw error;
       if (controller.signal.aborted)
         throw new OpenAIPolicyError(`POST ${this.url} timed out after ${timeoutMs} ms`, undefined, true);
-      throw new OpenAIPolicyError(`POST ${this.url} failed: ${(error as Error).message}`, undefined, true);
+      throw new OpenAIPolicyError(`POST ${this.url} failed: ${describeFailure(error)}`, undefined, true);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private countUsage(reply: unknown): void {
+    this.totals.requests++;
+    const usage = (reply as { usage?: Record<string, unknown> } | null)?.usage;
+    if (typeof usage !== "object" || usage === null) return;
+    const count = (key: string) => {
+      const value = usage[key];
+      return typeof value === "number" && Number.isFinite(value) ? value : 0;
+    };
+    const prompt = count("prompt_tokens");
+    const completion = count("completion_tokens");
+    this.totals.requestsWithUsage++;
+    this.totals.promptTokens += prompt;
+    this.totals.completionTokens += completion;
+    this.totals.totalTokens += count("total_tokens") || prompt + completion;
   }
 
   private toOutput(reply: unknown, prefix: string): PolicyOutput {
@@ -142,6 +183,14 @@ export class OpenAIChatPolicy implements Policy {
     if (choice?.finish_reason === "stop" && stop !== undefined) ids.push(stop);
     return { tokens: Int32Array.from(ids), logProbs: new Float32Array(ids.length).fill(Number.NaN) };
   }
+}
+
+/** fetch's own message ("fetch failed") hides the reason; the cause names it (ECONNREFUSED, ENOTFOUND...). */
+function describeFailure(error: unknown): string {
+  const message = (error as Error).message;
+  const cause = (error as { cause?: unknown }).cause;
+  const reason = cause instanceof Error ? cause.message || (cause as { code?: string }).code : undefined;
+  return reason && reason !== message ? `${message} (${reason})` : message;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -105,6 +105,42 @@ describe("OpenAIChatPolicy", () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
+  it("sums the usage servers report and counts the replies that had none", async () => {
+    let requests = 0;
+    const baseUrl = await fakeServer((_body, res) => {
+      requests++;
+      const usage =
+        requests === 2 ? {} : { usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 } };
+      res.end(
+        JSON.stringify({
+          choices: [{ message: { content: "<think></think><answer>Up</answer>" }, finish_reason: "stop" }],
+          ...usage,
+        }),
+      );
+    });
+    const policy = new OpenAIChatPolicy({ baseUrl, model: "m", tokenizer, concurrency: 1 });
+    expect(policy.usage.requests).toBe(0);
+    await policy.generate([prompt, prompt, prompt], { maxNewTokens: 4, temperature: 1 });
+    expect(policy.usage).toEqual({
+      requests: 3,
+      requestsWithUsage: 2,
+      promptTokens: 20,
+      completionTokens: 8,
+      totalTokens: 28,
+    });
+  });
+
+  it("names the reason a server cannot be reached", async () => {
+    const closed = await fakeServer(() => {});
+    // Closed now; afterEach's second close just reports that it was not running.
+    await new Promise((resolve) => server!.close(resolve));
+    const policy = new OpenAIChatPolicy({ baseUrl: closed, model: "m", tokenizer, maxRetries: 0 });
+    const error = await policy.generate([prompt], { maxNewTokens: 4, temperature: 1 }).catch((e) => e);
+    expect(error).toBeInstanceOf(OpenAIPolicyError);
+    expect((error as Error).message).toMatch(/chat\/completions failed: .*ECONNREFUSED/);
+    expect((error as OpenAIPolicyError).status).toBeUndefined();
+  });
+
   it("rejects a reply without content", async () => {
     const baseUrl = await fakeServer((_body, res) => res.end(JSON.stringify({ choices: [] })));
     const policy = new OpenAIChatPolicy({ baseUrl, model: "m", tokenizer });
