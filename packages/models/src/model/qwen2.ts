@@ -11,13 +11,16 @@ import {
   add,
   attention,
   type Backend,
+  checkpoint,
   decodeAttention,
   embedding,
   entropy,
+  isGradEnabled,
   linear,
   reshape,
   rmsNorm,
   rope,
+  scope,
   swiglu,
   type Tensor,
   tensor,
@@ -51,6 +54,20 @@ export interface TokenBatch {
   seqLen: number;
   /** Per sequence, the index of its first real token (left padding before it); default 0. */
   start?: Int32Array;
+}
+
+/** What every decoder layer of one `run` shares. */
+interface LayerRun {
+  batch: number;
+  seqLen: number;
+  /** i32 [batch, seqLen] absolute positions. */
+  positions: Tensor;
+  heads: { numHeads: number; numKvHeads: number; kvStart: Tensor | undefined };
+  cache: KvCache | undefined;
+  /** One token after cached ones. */
+  decoding: boolean;
+  /** Several tokens after cached ones. */
+  extending: boolean;
 }
 
 /** Name and shape of every parameter, in Hugging Face's order. */
@@ -104,6 +121,13 @@ export class KvCache {
 
 export class Qwen2Model {
   readonly headDim: number;
+  /**
+   * Activation recomputation: each decoder layer keeps only its input for the backward, which runs the
+   * layer's forward again to get its gradients. Training memory for activations drops from every layer's
+   * intermediates to one layer's plus each layer's input, for about one more forward per step (see
+   * estimateTrainingMemory). Applies to runs that record gradients; generation is unchanged.
+   */
+  gradientCheckpointing = false;
   private lora: LoraAdapters | undefined;
   private constructor(
     readonly config: Qwen2Shape,
@@ -204,54 +228,76 @@ export class Qwen2Model {
     const backend = this.param("model.embed_tokens.weight").backend;
     const positions = tensor(positionIds, [batch, seqLen], { backend, dtype: "i32" });
     const kvStart = input.start ? tensor(input.start, [batch], { backend, dtype: "i32" }) : undefined;
-    const headDim = this.headDim;
     const heads = { numHeads: c.numAttentionHeads, numKvHeads: c.numKeyValueHeads, kvStart };
+    const layerRun: LayerRun = { batch, seqLen, positions, heads, cache, decoding, extending };
+    // Recomputation only pays where a backward will need the activations: recorded runs without a cache.
+    const recompute = this.gradientCheckpointing && !cache && isGradEnabled();
     let x = embedding(this.param("model.embed_tokens.weight"), input.ids, [batch, seqLen]);
     for (let i = 0; i < c.numHiddenLayers; i++) {
-      const p = (n: string) => this.param(`model.layers.${i}.${n}`);
-      const h = rmsNorm(x, p("input_layernorm.weight"), c.rmsNormEps);
-      const layer = `model.layers.${i}`;
-      const q = this.project(`${layer}.self_attn.q_proj`, h);
-      const k = this.project(`${layer}.self_attn.k_proj`, h);
-      const v = reshape(this.project(`${layer}.self_attn.v_proj`, h), [
-        batch,
-        seqLen,
-        c.numKeyValueHeads,
-        headDim,
-      ]);
-      const qr = rope(reshape(q, [batch, seqLen, c.numAttentionHeads, headDim]), positions, c.ropeTheta);
-      const kr = rope(reshape(k, [batch, seqLen, c.numKeyValueHeads, headDim]), positions, c.ropeTheta);
-      let attended: Tensor;
-      if (cache) {
-        writeSlice(cache.keys[i]!, kr, 1, cache.length);
-        writeSlice(cache.values[i]!, v, 1, cache.length);
-      }
-      if (decoding) {
-        attended = decodeAttention(qr, cache.keys[i]!, cache.values[i]!, {
-          ...heads,
-          kvLen: cache.length + 1,
-        });
-      } else if (extending) {
-        attended = attention(qr, cache.keys[i]!, cache.values[i]!, {
-          ...heads,
-          kvLen: cache.length + seqLen,
-        });
-      } else {
-        attended = attention(qr, kr, v, heads);
-      }
-      const afterAttention = add(
-        x,
-        this.project(`${layer}.self_attn.o_proj`, reshape(attended, [batch, seqLen, c.hiddenSize])),
-      );
-      const m = rmsNorm(afterAttention, p("post_attention_layernorm.weight"), c.rmsNormEps);
-      const mlp = this.project(
-        `${layer}.mlp.down_proj`,
-        swiglu(this.project(`${layer}.mlp.gate_proj`, m), this.project(`${layer}.mlp.up_proj`, m)),
-      );
-      x = add(afterAttention, mlp);
+      const layerInput = x;
+      // Positions and the padding starts are inputs too, so that a recomputation finds them alive
+      // after this run has let go of them.
+      const inputs = kvStart ? [layerInput, positions, kvStart] : [layerInput, positions];
+      const layer = ([h, p, s]: Tensor[]) =>
+        this.decoderLayer(i, h!, { ...layerRun, positions: p!, heads: { ...heads, kvStart: s } });
+      // The scope frees the layer's intermediates that no backward needs (the tape keeps the rest).
+      x = scope(() => (recompute ? checkpoint(layer, inputs) : layer(inputs)));
+      layerInput.dispose();
     }
     if (cache) cache.length += seqLen;
-    return rmsNorm(x, this.param("model.norm.weight"), c.rmsNormEps);
+    const out = rmsNorm(x, this.param("model.norm.weight"), c.rmsNormEps);
+    for (const t of [x, positions, kvStart]) t?.dispose();
+    return out;
+  }
+
+  /**
+   * Decoder layer `i` on its input x: x + attention, then + MLP. With a cache its keys and values are
+   * written to it and the queries attend over it.
+   */
+  private decoderLayer(i: number, x: Tensor, run: LayerRun): Tensor {
+    const c = this.config;
+    const { batch, seqLen, positions, heads, cache } = run;
+    const headDim = this.headDim;
+    const layer = `model.layers.${i}`;
+    const h = rmsNorm(x, this.param(`${layer}.input_layernorm.weight`), c.rmsNormEps);
+    const q = this.project(`${layer}.self_attn.q_proj`, h);
+    const k = this.project(`${layer}.self_attn.k_proj`, h);
+    const v = reshape(this.project(`${layer}.self_attn.v_proj`, h), [
+      batch,
+      seqLen,
+      c.numKeyValueHeads,
+      headDim,
+    ]);
+    const qr = rope(reshape(q, [batch, seqLen, c.numAttentionHeads, headDim]), positions, c.ropeTheta);
+    const kr = rope(reshape(k, [batch, seqLen, c.numKeyValueHeads, headDim]), positions, c.ropeTheta);
+    let attended: Tensor;
+    if (cache) {
+      writeSlice(cache.keys[i]!, kr, 1, cache.length);
+      writeSlice(cache.values[i]!, v, 1, cache.length);
+    }
+    if (run.decoding) {
+      attended = decodeAttention(qr, cache!.keys[i]!, cache!.values[i]!, {
+        ...heads,
+        kvLen: cache!.length + 1,
+      });
+    } else if (run.extending) {
+      attended = attention(qr, cache!.keys[i]!, cache!.values[i]!, {
+        ...heads,
+        kvLen: cache!.length + seqLen,
+      });
+    } else {
+      attended = attention(qr, kr, v, heads);
+    }
+    const afterAttention = add(
+      x,
+      this.project(`${layer}.self_attn.o_proj`, reshape(attended, [batch, seqLen, c.hiddenSize])),
+    );
+    const m = rmsNorm(afterAttention, this.param(`${layer}.post_attention_layernorm.weight`), c.rmsNormEps);
+    const mlp = this.project(
+      `${layer}.mlp.down_proj`,
+      swiglu(this.project(`${layer}.mlp.gate_proj`, m), this.project(`${layer}.mlp.up_proj`, m)),
+    );
+    return add(afterAttention, mlp);
   }
 
   /** x·Wᵀ (+ bias) for a linear module, plus its LoRA update when adapters are attached. */
@@ -305,7 +351,10 @@ export class Qwen2Model {
 
   /** Next-token logits [batch, seqLen, vocab]. */
   logits(input: TokenBatch): Tensor {
-    return this.lmHead(this.hidden(input));
+    const hidden = this.hidden(input);
+    const logits = this.lmHead(hidden);
+    hidden.dispose(); // the head's backward keeps what it needs; the caller's scope need not hold it
+    return logits;
   }
 
   /**
@@ -327,7 +376,11 @@ export class Qwen2Model {
     const backend = logits.backend;
     const rows = reshape(logits, [input.batch, input.seqLen, this.config.vocabSize]);
     const ids = tensor(targets, [input.batch, input.seqLen], { backend, dtype: "i32" });
-    return { logProbs: tokenLogProbs(rows, ids, temperature), entropy: entropy(rows, temperature) };
+    const out = { logProbs: tokenLogProbs(rows, ids, temperature), entropy: entropy(rows, temperature) };
+    // The logits are the largest tensor of a training step (tokens × vocabulary): let the tape alone hold
+    // them, so the backward frees them once it is past them instead of the caller's scope at its end.
+    for (const t of [logits, rows, ids]) t.dispose();
+    return out;
   }
 
   /** Project hidden states to vocabulary logits (the tied embedding when so configured). */

@@ -36,6 +36,15 @@ export class Qwen2ValueModel {
     return new Qwen2ValueModel(backbone, ...scoreHead(config, new Map(), backend, seed + 1));
   }
 
+  /** Activation recomputation in the backbone (see Qwen2Model.gradientCheckpointing). */
+  get gradientCheckpointing(): boolean {
+    return this.backbone.gradientCheckpointing;
+  }
+
+  set gradientCheckpointing(on: boolean) {
+    this.backbone.gradientCheckpointing = on;
+  }
+
   parameters(): Tensor[] {
     return [...this.backbone.parameters(), this.scoreWeight, this.scoreBias];
   }
@@ -43,7 +52,11 @@ export class Qwen2ValueModel {
   /** A value per token: [batch, seqLen]. */
   values(input: TokenBatch): Tensor {
     const hidden = this.backbone.hidden(input);
-    return reshape(linear(hidden, this.scoreWeight, this.scoreBias), [input.batch, input.seqLen]);
+    const scores = linear(hidden, this.scoreWeight, this.scoreBias);
+    const values = reshape(scores, [input.batch, input.seqLen]);
+    hidden.dispose(); // the tape holds what the backward needs
+    scores.dispose();
+    return values;
   }
 
   async stateDict(): Promise<Map<string, Float32Array>> {

@@ -1,0 +1,204 @@
+import {
+  add,
+  type Backend,
+  backward,
+  createCpuBackend,
+  createWebGpuBackend,
+  GpuContext,
+  mul,
+  scope,
+  sum,
+  type Tensor,
+  tensor,
+  webGpuBackend,
+} from "@ragen/tensor-webgpu";
+import { beforeAll, describe, expect, it } from "vitest";
+import { Qwen2Model, type Qwen2Shape, type TokenBatch } from "../src/model/qwen2.js";
+import { Qwen2ValueModel } from "../src/model/value.js";
+import { countingBackend } from "./helpers/counting-backend.js";
+
+const tiny: Qwen2Shape = {
+  vocabSize: 40,
+  hiddenSize: 32,
+  intermediateSize: 48,
+  numHiddenLayers: 3,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  rmsNormEps: 1e-6,
+  ropeTheta: 10000,
+  tieWordEmbeddings: true,
+  initializerRange: 0.2,
+};
+
+let gpu: Backend;
+beforeAll(async () => {
+  gpu = await webGpuBackend();
+});
+
+/** Two left-padded rows of `seqLen` tokens. */
+function batchOf(seqLen: number, rows = 2): { input: TokenBatch; targets: Int32Array } {
+  const ids = Int32Array.from({ length: rows * seqLen }, (_, i) => (i * 11 + 5) % tiny.vocabSize);
+  const targets = Int32Array.from({ length: rows * seqLen }, (_, i) => (i * 7 + 2) % tiny.vocabSize);
+  const start = Int32Array.from({ length: rows }, (_, b) => (b % 2) * 2);
+  return { input: { ids, batch: rows, seqLen, start }, targets };
+}
+
+/** Fixed uneven weights, so that every position's log-prob and entropy matter to the loss. */
+function weights(backend: Backend, shape: number[], seed: number): Tensor {
+  const size = shape.reduce((a, b) => a * b, 1);
+  return tensor(
+    Float32Array.from({ length: size }, (_, i) => Math.sin(seed + i * 1.7)),
+    shape,
+    { backend },
+  );
+}
+
+/** A PPO-like loss: weighted log-probs plus weighted entropies. */
+function policyLoss(model: Qwen2Model, seqLen: number, rows = 2): Tensor {
+  const { input, targets } = batchOf(seqLen, rows);
+  const backend = model.param("model.embed_tokens.weight").backend;
+  const { logProbs, entropy } = model.sequenceLogProbs(input, targets, 0.9);
+  const shape = [input.batch, input.seqLen];
+  return add(sum(mul(logProbs, weights(backend, shape, 1))), sum(mul(entropy, weights(backend, shape, 2))));
+}
+
+/** A critic-like loss: weighted values. */
+function valueLoss(critic: Qwen2ValueModel, seqLen: number): Tensor {
+  const { input } = batchOf(seqLen);
+  return sum(mul(critic.values(input), weights(critic.scoreWeight.backend, [input.batch, input.seqLen], 3)));
+}
+
+/** Gradients of every trainable tensor after one backward of `lossOf`, then cleared. */
+async function gradientsOf(params: Tensor[], lossOf: () => Tensor): Promise<Float32Array[]> {
+  scope(() => backward(lossOf()));
+  const grads = await Promise.all(params.map((p) => p.grad!.floats()));
+  for (const p of params) {
+    p.grad?.dispose();
+    p.grad = undefined;
+  }
+  return grads;
+}
+
+function maxAbsDiff(a: Float32Array[], b: Float32Array[]): number {
+  let worst = 0;
+  a.forEach((x, i) => {
+    for (let j = 0; j < x.length; j++) worst = Math.max(worst, Math.abs(x[j]! - b[i]![j]!));
+  });
+  return worst;
+}
+
+async function compare(params: Tensor[], setRecompute: (on: boolean) => void, lossOf: () => Tensor) {
+  setRecompute(false);
+  const plain = await gradientsOf(params, lossOf);
+  setRecompute(true);
+  const recomputed = await gradientsOf(params, lossOf);
+  setRecompute(false);
+  expect(plain.some((g) => g.some((v) => v !== 0))).toBe(true);
+  return { plain, recomputed };
+}
+
+describe("gradient checkpointing (activation recomputation per decoder layer)", () => {
+  for (const [name, backendOf] of [
+    ["CPU reference", () => createCpuBackend() as Backend],
+    ["WebGPU", () => gpu],
+  ] as const) {
+    it(`gives the policy the same gradients as keeping every activation (${name})`, async () => {
+      const model = Qwen2Model.random(tiny, 3, backendOf());
+      const { plain, recomputed } = await compare(
+        model.parameters(),
+        (on) => {
+          model.gradientCheckpointing = on;
+        },
+        () => policyLoss(model, 6),
+      );
+      expect(maxAbsDiff(recomputed, plain)).toBeLessThanOrEqual(1e-6);
+      model.dispose();
+    });
+  }
+
+  it("gives the value model the same gradients (WebGPU)", async () => {
+    const critic = Qwen2ValueModel.random(tiny, 5, gpu);
+    const { plain, recomputed } = await compare(
+      critic.parameters(),
+      (on) => {
+        critic.gradientCheckpointing = on;
+      },
+      () => valueLoss(critic, 6),
+    );
+    expect(critic.backbone.gradientCheckpointing).toBe(false);
+    expect(maxAbsDiff(recomputed, plain)).toBeLessThanOrEqual(1e-6);
+    critic.dispose();
+  });
+
+  it("gives LoRA adapters the same gradients, with the base weights frozen (WebGPU)", async () => {
+    const model = Qwen2Model.random(tiny, 7, gpu);
+    model.attachLora({ rank: 4, alpha: 8, seed: 2 });
+    // B starts at zero, which would leave A's gradient zero: give B values so both are exercised.
+    for (const p of model.parameters()) {
+      if (p.name?.endsWith("lora_B.weight")) {
+        const values = Float32Array.from({ length: p.size }, (_, i) => 0.05 * Math.cos(i));
+        gpu.write(p.buffer, values);
+      }
+    }
+    const { plain, recomputed } = await compare(
+      model.parameters(),
+      (on) => {
+        model.gradientCheckpointing = on;
+      },
+      () => policyLoss(model, 6),
+    );
+    expect(maxAbsDiff(recomputed, plain)).toBeLessThanOrEqual(1e-6);
+    expect(model.param("model.layers.0.self_attn.q_proj.weight").grad).toBeUndefined();
+    model.dispose();
+  });
+
+  it("leaves generation-style runs without grad unchanged", async () => {
+    const model = Qwen2Model.random(tiny, 3, createCpuBackend());
+    const { input } = batchOf(5);
+    const before = await scope(() => model.logits(input)).floats();
+    model.gradientCheckpointing = true;
+    const after = await scope(() => model.logits(input)).floats();
+    expect(after).toEqual(before);
+    model.dispose();
+  });
+
+  const deep: Qwen2Shape = { ...tiny, numHiddenLayers: 8 };
+
+  // Peaks of one forward and backward above what the model itself holds: activations, logits and the
+  // gradients (which recomputation does not change: 8 layers of 32 wide, against 4 × 32 tokens).
+  function stepPeak(counter: ReturnType<typeof countingBackend>, recompute: boolean): number {
+    const model = Qwen2Model.random(deep, 3, counter.backend);
+    model.gradientCheckpointing = recompute;
+    const base = counter.liveBytes();
+    counter.resetPeak();
+    scope(() => backward(policyLoss(model, 32, 4)));
+    const peak = counter.peakBytes() - base;
+    model.dispose();
+    return peak;
+  }
+
+  it("holds measurably less at its peak for a deeper model (CPU reference, counted allocations)", () => {
+    const plain = stepPeak(countingBackend(createCpuBackend()), false);
+    const recomputed = stepPeak(countingBackend(createCpuBackend()), true);
+    expect(recomputed).toBeLessThan(plain * 0.6);
+  });
+
+  it("holds measurably less at its peak for a deeper model (WebGPU, the buffer pool's own peak)", async () => {
+    const peakOf = async (recompute: boolean) => {
+      const ctx = await GpuContext.create();
+      const backend = createWebGpuBackend(ctx);
+      const model = Qwen2Model.random(deep, 3, backend);
+      model.gradientCheckpointing = recompute;
+      const held = ctx.pool.stats.inUseBytes;
+      scope(() => backward(policyLoss(model, 32, 4)));
+      await backend.sync();
+      const peak = ctx.pool.stats.peakInUseBytes - held;
+      model.dispose();
+      ctx.destroy();
+      return peak;
+    };
+    const plain = await peakOf(false);
+    const recomputed = await peakOf(true);
+    expect(recomputed).toBeLessThan(plain * 0.6);
+  });
+});
