@@ -3,7 +3,7 @@
  * and reversed payoffs. Any Quest setting can be overridden, e.g. `model=Qwen/Qwen2.5-0.5B-Instruct`.
  */
 import { fileURLToPath } from "node:url";
-import { runQuestCli } from "@ragen/example-quest-frozenlake";
+import { runQuestCli } from "@ragen/cli";
 import { BANDIT_GENERALISATION_DEFAULTS } from "./experiment.js";
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

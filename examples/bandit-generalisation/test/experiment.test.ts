@@ -1,5 +1,5 @@
+import { resolveQuestConfig, validationEnvs } from "@ragen/cli";
 import { listPresets } from "@ragen/envs";
-import { resolveQuestConfig, validationEnvs } from "@ragen/example-quest-frozenlake";
 import { describe, expect, it } from "vitest";
 import { BANDIT_GENERALISATION_DEFAULTS } from "../src/experiment.js";
 

@@ -12,6 +12,16 @@
  * The defaults are the recipe of the shipped model.
  */
 import { parseArgs } from "node:util";
+import {
+  generateReadingDrills,
+  generateSftConversations,
+  resolveQuestConfig,
+  sftCorpus,
+  tokenizeConversations,
+  validate,
+  validationManager,
+  warmStart,
+} from "@ragen/cli";
 import { FROZEN_LAKE_SYMBOLS, SOKOBAN_DEFAULT_SYMBOLS } from "@ragen/envs";
 import { ProgressBar } from "@ragen/logging";
 import { parseQwen2Config, Qwen2Model, type Qwen2Shape } from "@ragen/models";
@@ -19,10 +29,6 @@ import { saveQwen2 } from "@ragen/models/node";
 import { LocalModelPolicy } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { QWEN2_SPLIT_PATTERN, trainBpeTokenizer } from "@ragen/tokenizer";
-import { resolveQuestConfig } from "../src/config.js";
-import { generateReadingDrills, generateSftConversations, sftCorpus } from "../src/sft-data.js";
-import { validate, validationManager } from "../src/validate.js";
-import { tokenizeConversations, warmStart } from "../src/warm-start.js";
 
 const { values } = parseArgs({
   options: {

@@ -7,7 +7,7 @@
  *   npm run quest -- steps=50 starpo.actorLr=1e-4 outDir=runs/mine
  */
 import { fileURLToPath } from "node:url";
-import { runQuestCli } from "./cli.js";
+import { runQuestCli } from "@ragen/cli";
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   runQuestCli(process.argv.slice(2), { title: "Quest" }).catch((error: Error) => {

@@ -1,7 +1,7 @@
 /** The whole experiment: run the arms (each resumable), then compare their collapse signals. */
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type ArmRun, runArms } from "@ragen/example-quest-frozenlake";
+import { type ArmRun, runArms } from "@ragen/cli";
 import { parseMetricsJsonl } from "@ragen/logging";
 import { RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
 import { comparisonCsv, comparisonHtml, comparisonMarkdown } from "./comparison-files.js";

@@ -5,7 +5,7 @@
  * every group, clips symmetrically at 0.2 and pulls towards the start model with a KL loss.
  */
 import { fileURLToPath } from "node:url";
-import { type ArmExperiment, type ArmRun, resolveArmConfigs } from "@ragen/example-quest-frozenlake";
+import { type ArmExperiment, type ArmRun, resolveArmConfigs } from "@ragen/cli";
 
 /** The tiny Sokoban model of this example, built by the Quest warm-start script (see the README). */
 export const SOKOBAN_MODEL_DIR = fileURLToPath(new URL("../model", import.meta.url));

@@ -8,7 +8,7 @@
  * Exit code 2 for a bad setting or arm name (as the Quest command line), 1 when a run fails.
  */
 import { fileURLToPath } from "node:url";
-import type { ArmRun } from "@ragen/example-quest-frozenlake";
+import type { ArmRun } from "@ragen/cli";
 import { compareArms } from "./comparison.js";
 import { armConfigs } from "./experiment.js";
 

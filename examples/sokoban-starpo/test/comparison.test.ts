@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/example-quest-frozenlake";
+import { SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/cli";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runSokobanComparison } from "../src/comparison.js";
 import { armConfigs, SOKOBAN_MODEL_DIR } from "../src/experiment.js";

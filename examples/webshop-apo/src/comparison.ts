@@ -1,6 +1,6 @@
 /** The whole experiment: run the arms (each resumable), then compare them in the experiment folder. */
 import { resolve } from "node:path";
-import { resolveArmConfigs, runArms } from "@ragen/example-quest-frozenlake";
+import { resolveArmConfigs, runArms } from "@ragen/cli";
 import { WEBSHOP_APO_EXPERIMENT } from "./experiment.js";
 import { type ArmOutcome, armOutcome, resultsMarkdown, writeResults } from "./results.js";
 

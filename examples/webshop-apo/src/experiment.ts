@@ -7,7 +7,7 @@
  * WebShopCompact (3 results per page): whole WebShop episodes run to ~1600 tokens even so.
  */
 import { fileURLToPath } from "node:url";
-import type { ArmExperiment } from "@ragen/example-quest-frozenlake";
+import type { ArmExperiment } from "@ragen/cli";
 
 /** The tiny WebShop model shipped with this example. */
 export const WEBSHOP_MODEL_DIR = fileURLToPath(new URL("../model", import.meta.url));

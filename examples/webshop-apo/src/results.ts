@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ArmResult } from "@ragen/example-quest-frozenlake";
+import type { ArmResult } from "@ragen/cli";
 import { markdownTable, parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
 import { csvField, RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
 import {

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveArmConfigs, SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/example-quest-frozenlake";
+import { resolveArmConfigs, SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/cli";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runWebShopComparison } from "../src/comparison.js";
 import { WEBSHOP_APO_EXPERIMENT, WEBSHOP_MODEL_DIR } from "../src/experiment.js";

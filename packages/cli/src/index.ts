@@ -1,14 +1,38 @@
-// The StarPO job behind `npm run quest`, for other examples to run their own experiments with.
+// The job behind `ragen train` and `npm run quest` (StarPO / A*-PO on multi-turn envs), its evaluation and
+// supervised fine-tuning, for examples and users to run their own experiments with.
 
-export { type ArmExperiment, type ArmResult, type ArmRun, resolveArmConfigs, runArms } from "./arms.js";
-export { type JobCliOptions, runQuestCli } from "./cli.js";
+export { type ArmExperiment, type ArmResult, type ArmRun, resolveArmConfigs, runArms } from "./job/arms.js";
+export { type CheckpointState, checkpointActorDir, findCheckpoint } from "./job/checkpoint.js";
 export {
   EMBEDDED_MODEL,
   learningRates,
   type QuestConfig,
+  questConfigSchema,
   resolveQuestConfig,
   resolveQuestPaths,
   validationEnvs,
-} from "./config.js";
-export { SMOKE_RUN_SETTINGS, saveTinyModel, type TinyModelOptions } from "./tiny-model.js";
-export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./train.js";
+} from "./job/config.js";
+export { type JobCliOptions, runQuestCli } from "./job/job-cli.js";
+export { type LoadedPolicy, loadPolicy } from "./job/model.js";
+export { toTrajectoryRecord } from "./job/records.js";
+export { SMOKE_RUN_SETTINGS, saveTinyModel, type TinyModelOptions } from "./job/tiny-model.js";
+export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./job/train.js";
+export {
+  actionBudget,
+  rolloutOptions,
+  type ValidationResult,
+  validate,
+  validationManager,
+  validationSeeds,
+} from "./job/validate.js";
+export { guideAction, movesTowardsGoal } from "./sft/guide.js";
+export {
+  DEFAULT_SFT_FORMAT,
+  generateReadingDrills,
+  generateSftConversations,
+  type SftConversation,
+  type SftOptions,
+  sftCorpus,
+} from "./sft/sft-data.js";
+export { thoughtFor } from "./sft/thoughts.js";
+export { packBatch, tokenizeConversations, type WarmStartOptions, warmStart } from "./sft/warm-start.js";

@@ -6,7 +6,7 @@ import {
   resolveQuestConfig,
   resolveQuestPaths,
   validationEnvs,
-} from "../src/config.js";
+} from "../src/job/config.js";
 
 describe("quest config", () => {
   it("defaults to RAGEN's Quest: FrozenLake and Bandit, PPO with GAE, validation at temperature 0.5", () => {

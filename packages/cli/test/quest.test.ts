@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { findCheckpoint } from "../src/checkpoint.js";
-import { resolveQuestConfig } from "../src/config.js";
-import { saveTinyModel } from "../src/tiny-model.js";
-import { formatQuestSummary, runQuest } from "../src/train.js";
+import { findCheckpoint } from "../src/job/checkpoint.js";
+import { resolveQuestConfig } from "../src/job/config.js";
+import { saveTinyModel } from "../src/job/tiny-model.js";
+import { formatQuestSummary, runQuest } from "../src/job/train.js";
 
 const root = mkdtempSync(join(tmpdir(), "quest-"));
 const modelDir = join(root, "model");

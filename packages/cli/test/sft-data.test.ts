@@ -1,9 +1,9 @@
 import { createEnv, type FrozenLakeEnv, oracleAction, Rng } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
-import { guideAction } from "../src/guide.js";
-import { generateReadingDrills, generateSftConversations, sftCorpus } from "../src/sft-data.js";
-import { thoughtFor } from "../src/thoughts.js";
+import { guideAction } from "../src/sft/guide.js";
+import { generateReadingDrills, generateSftConversations, sftCorpus } from "../src/sft/sft-data.js";
+import { thoughtFor } from "../src/sft/thoughts.js";
 
 const seeds = Array.from({ length: 200 }, (_, i) => i);
 

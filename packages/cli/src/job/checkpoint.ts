@@ -1,6 +1,6 @@
 /**
  * Run checkpoints: everything a killed run needs to continue exactly — the actor as a Hugging Face folder
- * (loadable by transformers and by `npm run quest -- model=<dir>/actor`), the critic's weights, both
+ * (loadable by transformers and by `ragen train model=<dir>/actor`), the critic's weights, both
  * optimisers' moments, and where the training seeds are. A checkpoint is written beside the old one and
  * swapped in with renames, so a kill at any moment leaves one complete checkpoint.
  */

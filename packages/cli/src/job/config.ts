@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { parseOverrides, validateConfig } from "@ragen/envs";
 
-/** The model the job trains when none is named: the tiny checkpoint shipped with this example. */
+/** The model the job trains when none is named: the tiny checkpoint shipped with this package. */
 export const EMBEDDED_MODEL = "embedded";
 
 /** The Quest job's settings; every field can be overridden on the command line as `a.b=value`. */

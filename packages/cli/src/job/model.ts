@@ -1,18 +1,15 @@
 /**
- * The policy the job trains: the embedded tiny checkpoint shipped with this example, a local Hugging
+ * The policy the job trains: the embedded tiny checkpoint shipped with this package, a local Hugging
  * Face folder, or a Hub repo id (downloaded into the standard Hugging Face cache).
  */
 
-import { fileURLToPath } from "node:url";
 import type { Qwen2Config, Qwen2Model } from "@ragen/models";
 import { loadQwen2 } from "@ragen/models/node";
 import type { Backend } from "@ragen/tensor-webgpu";
 import type { Tokenizer } from "@ragen/tokenizer";
 import { loadTokenizer } from "@ragen/tokenizer/node";
+import { EMBEDDED_MODEL_DIR } from "../embedded-model.js";
 import { EMBEDDED_MODEL } from "./config.js";
-
-/** Where the embedded checkpoint lives (made by `scripts/warm-start.ts`). */
-export const EMBEDDED_MODEL_DIR = fileURLToPath(new URL("../model", import.meta.url));
 
 export interface LoadedPolicy {
   model: Qwen2Model;

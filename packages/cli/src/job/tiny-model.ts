@@ -6,7 +6,7 @@ import { parseQwen2Config, Qwen2Model } from "@ragen/models";
 import { saveQwen2 } from "@ragen/models/node";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
-import { generateSftConversations, sftCorpus } from "./sft-data.js";
+import { generateSftConversations, sftCorpus } from "../sft/sft-data.js";
 
 export interface TinyModelOptions {
   /** Env tags whose chats the vocabulary is trained on. */
