@@ -1,0 +1,65 @@
+/**
+ * The trained checkpoints the page can watch play: the tiny models the other examples ship, one per
+ * env, each with the rollout settings it was trained and validated with. vite.config.ts copies each
+ * `source` folder into the build under `models/<folder>/` (nothing is committed twice).
+ */
+
+export interface AgentCheckpoint {
+  /** Folder name under the page's `models/` URL. */
+  folder: string;
+  /** The Hugging Face folder in this repository, relative to examples/browser (read at build time). */
+  source: string;
+  /** The preset the checkpoint was trained on. */
+  trainedOn: string;
+  /** The example that trained it, for the page's caption. */
+  example: string;
+  /** Turns per episode (RAGEN's max_turn). */
+  maxTurns: number;
+  maxActionsPerTurn: number;
+  /** Token budget of each response. */
+  maxNewTokens: number;
+  /** The validation temperature of its example. */
+  temperature: number;
+}
+
+/** The files of a checkpoint folder the page fetches. */
+export const CHECKPOINT_FILES = [
+  "config.json",
+  "model.safetensors",
+  "tokenizer.json",
+  "tokenizer_config.json",
+];
+
+/** By env name (`frozenlake`, `sokoban`, `webshop`). */
+export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
+  frozenlake: {
+    folder: "frozenlake",
+    source: "../quest-frozenlake/model",
+    trainedOn: "FrozenLake",
+    example: "quest-frozenlake",
+    maxTurns: 5,
+    maxActionsPerTurn: 1,
+    maxNewTokens: 48,
+    temperature: 0.5,
+  },
+  sokoban: {
+    folder: "sokoban",
+    source: "../sokoban-starpo/model",
+    trainedOn: "SimpleSokoban",
+    example: "sokoban-starpo",
+    maxTurns: 5,
+    maxActionsPerTurn: 1,
+    maxNewTokens: 64,
+    temperature: 0.5,
+  },
+  webshop: {
+    folder: "webshop",
+    source: "../webshop-apo/model",
+    trainedOn: "WebShopCompact",
+    example: "webshop-apo",
+    maxTurns: 5,
+    maxActionsPerTurn: 1,
+    maxNewTokens: 48,
+    temperature: 0.5,
+  },
+};
