@@ -291,7 +291,8 @@ export function checkpoint(fn: (inputs: Tensor[]) => Tensor, inputs: readonly Te
       const inputGrads = withGrad(() =>
         scope(() => {
           const standIns = saved.map((t, i) => detached(t, wantsGrad[i]!));
-          const recomputed = fn(standIns);
+          // Its own scope: the recomputed graph alone holds the intermediates, and frees them as it goes.
+          const recomputed = scope(() => fn(standIns));
           if (recomputed.node instanceof Node) backward(recomputed, gradOutput);
           return standIns.map((s) => {
             const g = s.grad;
