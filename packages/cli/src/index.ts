@@ -8,11 +8,22 @@ export {
   learningRates,
   type QuestConfig,
   questConfigSchema,
+  type ResolveOptions,
   resolveQuestConfig,
   resolveQuestPaths,
   validationEnvs,
 } from "./job/config.js";
-export { type JobCliOptions, runQuestCli } from "./job/job-cli.js";
+export { type ConfigFile, ConfigFileError, readConfigFile } from "./job/config-file.js";
+export { describeConfigFields } from "./job/config-help.js";
+export {
+  type JobArgs,
+  type JobCliOptions,
+  jobHelp,
+  parseJobArgs,
+  resolveJobConfig,
+  runJob,
+  runQuestCli,
+} from "./job/job-cli.js";
 export { type LoadedPolicy, loadPolicy } from "./job/model.js";
 export { toTrajectoryRecord } from "./job/records.js";
 export { SMOKE_RUN_SETTINGS, saveTinyModel, type TinyModelOptions } from "./job/tiny-model.js";

@@ -3,15 +3,13 @@
  * 1 the work failed, 2 the command line or a config was wrong (the message says which part).
  */
 import { readFileSync } from "node:fs";
-import { runQuestCli } from "../job/job-cli.js";
+import { trainCommand } from "./train.js";
 import { UsageError } from "./usage.js";
 
 const SUBCOMMANDS: Record<string, { summary: string; run: (args: string[]) => Promise<void> }> = {
   train: {
-    summary: "train an agent with StarPO or A*-PO (key=value overrides)",
-    run: async (args) => {
-      await runQuestCli(args, { title: "train" });
-    },
+    summary: "train an agent with StarPO or A*-PO from a config file and key=value overrides",
+    run: trainCommand,
   },
 };
 

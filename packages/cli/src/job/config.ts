@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { parseOverrides, validateConfig } from "@ragen/envs";
+import { type ConfigIssue, EnvConfigError, parseOverrides, validateConfig } from "@ragen/envs";
+import { type ConfigFile, ConfigFileError, mergeConfigs, setsField } from "./config-file.js";
 
 /** The model the job trains when none is named: the tiny checkpoint shipped with this package. */
 export const EMBEDDED_MODEL = "embedded";
@@ -235,21 +236,61 @@ export const questConfigSchema = {
   },
 };
 
-/** Resolve `key=value` / `a.b=value` command-line overrides against the defaults; throws naming every bad field. */
-export function resolveQuestConfig(args: readonly string[]): QuestConfig {
+export interface ResolveOptions {
+  /** A config file whose fields come before the overrides (the overrides win). */
+  file?: ConfigFile;
+  /** Check what only training needs (train.envGroups a multiple of the env count); default true. */
+  training?: boolean;
+}
+
+/**
+ * Resolve `key=value` / `a.b=value` command-line overrides, on top of a config file when given, against
+ * the defaults; throws naming every bad field (and, for a file, its line).
+ */
+export function resolveQuestConfig(args: readonly string[], options: ResolveOptions = {}): QuestConfig {
   const overrides = parseOverrides(args);
   const list = (value: unknown) =>
     typeof value === "string" ? value.split(",").map((name) => name.trim()) : value;
-  overrides.envs = list(overrides.envs);
-  if (overrides.envs === undefined) delete overrides.envs;
-  const validation = overrides.validation as Record<string, unknown> | undefined;
+  const fields = options.file ? mergeConfigs(options.file.values, overrides) : overrides;
+  fields.envs = list(fields.envs);
+  if (fields.envs === undefined) delete fields.envs;
+  const validation = fields.validation as Record<string, unknown> | undefined;
   if (validation?.envs !== undefined) validation.envs = list(validation.envs);
-  const config = validateConfig<QuestConfig>("quest", questConfigSchema, overrides);
-  if (config.train.envGroups % config.envs.length !== 0)
+  let config: QuestConfig;
+  try {
+    config = validateConfig<QuestConfig>("quest", questConfigSchema, fields);
+  } catch (error) {
+    if (options.file && error instanceof EnvConfigError)
+      throw new ConfigFileError(fileIssues(options.file, overrides, error.issues));
+    throw error;
+  }
+  if (options.training !== false && config.train.envGroups % config.envs.length !== 0) {
+    const where =
+      options.file && !setsField(overrides, "train.envGroups") ? locate(options.file, "train.envGroups") : "";
     throw new Error(
-      `quest config: train.envGroups (${config.train.envGroups}) must be a multiple of the number of envs (${config.envs.length})`,
+      `quest config: ${where}train.envGroups (${config.train.envGroups}) must be a multiple of the number of envs (${config.envs.length})`,
     );
+  }
   return config;
+}
+
+/** "quest.yaml:12: " for a field the file sets, "quest.yaml: " when its line is unknown. */
+function locate(file: ConfigFile, field: string): string {
+  if (!setsField(file.values, field)) return "";
+  const line = file.lineOf(field);
+  return line === undefined ? `${file.path}: ` : `${file.path}:${line}: `;
+}
+
+function fileIssues(file: ConfigFile, overrides: Record<string, unknown>, issues: readonly ConfigIssue[]) {
+  const lines = issues.map((issue) => {
+    const field = issue.field === "" ? "config" : issue.field;
+    const where = setsField(overrides, issue.field) ? "command line: " : locate(file, issue.field);
+    const allowed = issue.allowed
+      ? ` (allowed: ${issue.allowed.map((a) => JSON.stringify(a)).join(", ")})`
+      : "";
+    return `  - ${where}${field}: ${issue.message}${allowed}`;
+  });
+  return `Invalid config in ${file.path}:\n${lines.join("\n")}`;
 }
 
 /**
