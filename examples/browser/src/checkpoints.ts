@@ -20,6 +20,8 @@ export interface AgentCheckpoint {
   maxNewTokens: number;
   /** The validation temperature of its example. */
   temperature: number;
+  /** What to expect of it, shown under the panel's title. */
+  note: string;
 }
 
 /** The files of a checkpoint folder the page fetches. */
@@ -41,6 +43,7 @@ export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
     maxActionsPerTurn: 1,
     maxNewTokens: 48,
     temperature: 0.5,
+    note: "On 64 validation seeds its example measured 18.8% success (random moves 12.5%, the oracle 40.6%).",
   },
   sokoban: {
     folder: "sokoban",
@@ -51,6 +54,7 @@ export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
     maxActionsPerTurn: 1,
     maxNewTokens: 64,
     temperature: 0.5,
+    note: "A weak start model: its warm start solved 6.3% of 16 validation levels.",
   },
   webshop: {
     folder: "webshop",
@@ -61,5 +65,6 @@ export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
     maxActionsPerTurn: 1,
     maxNewTokens: 48,
     temperature: 0.5,
+    note: "Barely trained (40 warm-start steps): expect malformed answers and wrong clicks.",
   },
 };

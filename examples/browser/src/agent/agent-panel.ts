@@ -96,7 +96,8 @@ export class AgentPanel {
     this.caption.textContent = checkpoint
       ? `A tiny Qwen2 checkpoint (examples/${checkpoint.example}, trained on ${checkpoint.trainedOn}` +
         `${checkpoint.trainedOn === preset ? "" : `; this is ${preset}`}) plays the same start state: ` +
-        `${checkpoint.maxTurns} turns, ${checkpoint.maxNewTokens} tokens per response, RAGEN's prompt format.`
+        `${checkpoint.maxTurns} turns, ${checkpoint.maxNewTokens} tokens per response, RAGEN's prompt format. ` +
+        checkpoint.note
       : `No checkpoint was trained on ${preset}.`;
     if (this.root.dataset.state !== "unavailable") {
       this.setState("idle", checkpoint ? "" : "Pick FrozenLake, Sokoban or WebShop to watch an agent.");
