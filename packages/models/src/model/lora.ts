@@ -88,7 +88,14 @@ export class LoraAdapters {
   apply(module: string, x: Tensor, base: Tensor): Tensor {
     const adapter = this.adapters.get(module);
     if (!adapter) return base;
-    return add(base, scale(linear(linear(x, adapter.a), adapter.b), this.scale));
+    const down = linear(x, adapter.a);
+    const up = linear(down, adapter.b);
+    const update = scale(up, this.scale);
+    const out = add(base, update);
+    // Only x·Aᵀ is read by a backward (B's gradient); the tape keeps it, so none of these need to wait
+    // for the caller's scope (three tokens × out tensors per projection otherwise).
+    for (const t of [down, up, update]) t.dispose();
+    return out;
   }
 
   parameters(): Tensor[] {

@@ -303,7 +303,10 @@ export class Qwen2Model {
   /** x·Wᵀ (+ bias) for a linear module, plus its LoRA update when adapters are attached. */
   private project(module: string, x: Tensor): Tensor {
     const base = linear(x, this.param(`${module}.weight`), this.params.get(`${module}.bias`));
-    return this.lora ? this.lora.apply(module, x, base) : base;
+    if (!this.lora) return base;
+    const adapted = this.lora.apply(module, x, base);
+    if (adapted !== base) base.dispose();
+    return adapted;
   }
 
   /**
