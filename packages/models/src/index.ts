@@ -54,6 +54,15 @@ export {
 export { type GenerateOptions, type Generation, generate } from "./model/generate.js";
 export { NormalSampler } from "./model/init.js";
 export { LoraAdapters, type LoraOptions, QWEN2_LINEAR_MODULES } from "./model/lora.js";
+export {
+  estimateTrainingMemory,
+  MemoryEstimateError,
+  PRECISION_BYTES,
+  type Precision,
+  type TrainingMemoryBreakdown,
+  type TrainingMemoryEstimate,
+  type TrainingMemoryOptions,
+} from "./model/memory.js";
 export { PrefixCache, type PrefixMatch } from "./model/prefix-cache.js";
 export {
   KvCache,

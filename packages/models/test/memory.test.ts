@@ -1,0 +1,212 @@
+import {
+  AdamW,
+  add,
+  asyncScope,
+  type Backend,
+  backward,
+  createCpuBackend,
+  mul,
+  scale,
+  sum,
+  tensor,
+} from "@ragen/tensor-webgpu";
+import { describe, expect, it } from "vitest";
+import { QWEN2_5_0_5B_INSTRUCT_CONFIG } from "../src/io/config.js";
+import { generate } from "../src/model/generate.js";
+import { estimateTrainingMemory, MemoryEstimateError } from "../src/model/memory.js";
+import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
+import { countingBackend } from "./helpers/counting-backend.js";
+
+const small: Qwen2Shape = {
+  vocabSize: 256,
+  hiddenSize: 64,
+  intermediateSize: 128,
+  numHiddenLayers: 4,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+  rmsNormEps: 1e-6,
+  ropeTheta: 10000,
+  tieWordEmbeddings: true,
+  initializerRange: 0.05,
+};
+
+/**
+ * The peak bytes of one optimizer step as the PPO trainers run it: micro-batches of sequenceLogProbs
+ * into a loss on log-probs and entropy, backward per micro-batch, AdamW step, gradients cleared. A first
+ * step runs before, so that AdamW's moments exist as they do in a run.
+ */
+interface StepSettings {
+  config: Qwen2Shape;
+  recompute: boolean;
+  microBatch: number;
+  microBatches: number;
+  seqLen: number;
+  loraRank?: number;
+}
+
+async function measuredStepPeak(settings: StepSettings): Promise<number> {
+  const { config, recompute, microBatch, microBatches, seqLen, loraRank } = settings;
+  const counter = countingBackend(createCpuBackend() as Backend);
+  const backend = counter.backend;
+  const model = Qwen2Model.random(config, 1, backend);
+  if (loraRank) model.attachLora({ rank: loraRank, alpha: 2 * loraRank });
+  model.gradientCheckpointing = recompute;
+  const optimizer = new AdamW(model.parameters(), { lr: 1e-3, maxGradNorm: 1 });
+  const tokens = microBatch * seqLen;
+  const step = async (): Promise<void> => {
+    for (let m = 0; m < microBatches; m++) {
+      await asyncScope(async () => {
+        const ids = Int32Array.from({ length: tokens }, (_, i) => (i * 31 + m * 7) % config.vocabSize);
+        const targets = Int32Array.from({ length: tokens }, (_, i) => (i * 17 + 3) % config.vocabSize);
+        const { logProbs, entropy } = model.sequenceLogProbs({ ids, batch: microBatch, seqLen }, targets);
+        const advantages = tensor(
+          Float32Array.from({ length: tokens }, (_, i) => Math.sin(i)),
+          [microBatch, seqLen],
+          { backend },
+        );
+        const loss = add(sum(mul(logProbs, advantages)), scale(sum(entropy), 0.01));
+        backward(scale(loss, 1 / microBatches));
+      });
+    }
+    const { gradNorm, clipScale } = optimizer.step();
+    gradNorm.dispose();
+    clipScale.dispose();
+    optimizer.zeroGrad();
+  };
+  await step();
+  counter.resetPeak();
+  await step();
+  const peak = counter.peakBytes();
+  optimizer.dispose();
+  model.dispose();
+  return peak;
+}
+
+const cases: (StepSettings & { name: string })[] = [
+  { name: "full fine-tuning", config: small, recompute: false, microBatch: 4, microBatches: 2, seqLen: 32 },
+  { name: "with recomputation", config: small, recompute: true, microBatch: 4, microBatches: 2, seqLen: 32 },
+  {
+    name: "untied head, one micro-batch",
+    config: { ...small, tieWordEmbeddings: false },
+    recompute: false,
+    microBatch: 2,
+    microBatches: 1,
+    seqLen: 48,
+  },
+  {
+    name: "LoRA with recomputation",
+    config: { ...small, numHiddenLayers: 6 },
+    recompute: true,
+    microBatch: 4,
+    microBatches: 2,
+    seqLen: 32,
+    loraRank: 8,
+  },
+];
+
+/** Peak bytes of `generate` on fresh weights, above the weights. */
+async function measuredRolloutPeak(
+  config: Qwen2Shape,
+  batch: number,
+  promptLength: number,
+  newTokens: number,
+) {
+  const counter = countingBackend(createCpuBackend() as Backend);
+  const model = Qwen2Model.random(config, 1, counter.backend);
+  const weights = counter.liveBytes();
+  counter.resetPeak();
+  const prompts = Array.from({ length: batch }, (_, b) =>
+    Int32Array.from({ length: promptLength }, (_, i) => (i * 13 + b) % config.vocabSize),
+  );
+  await generate(model, prompts, { maxNewTokens: newTokens, temperature: 0 });
+  const peak = counter.peakBytes() - weights;
+  model.dispose();
+  return peak;
+}
+
+const GiB = 2 ** 30;
+
+describe("estimateTrainingMemory", () => {
+  for (const c of cases) {
+    it(`predicts the measured peak of a training step within 5%: ${c.name}`, async () => {
+      const measured = await measuredStepPeak(c);
+      const estimate = estimateTrainingMemory(c.config, {
+        batch: c.microBatch * c.microBatches,
+        microBatch: c.microBatch,
+        seqLen: c.seqLen,
+        recompute: c.recompute,
+        lora: c.loraRank ? { rank: c.loraRank } : undefined,
+      });
+      expect(Math.abs(estimate.trainingPeak - measured) / measured).toBeLessThan(0.05);
+    });
+  }
+
+  it("predicts the measured peak of a rollout (KV cache and prefill) within 10%", async () => {
+    const [batch, promptLength, newTokens] = [6, 40, 8];
+    const measured = await measuredRolloutPeak(small, batch, promptLength, newTokens);
+    const { bytes } = estimateTrainingMemory(small, {
+      microBatch: 1,
+      seqLen: 1,
+      rollout: { batch, promptLength, newTokens },
+    });
+    const estimated = bytes.kvCache + bytes.rolloutForward;
+    expect(Math.abs(estimated - measured) / measured).toBeLessThan(0.1);
+  });
+
+  it("counts Qwen2.5-0.5B's parameters and its f32 training state", () => {
+    const e = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, { microBatch: 1, seqLen: 1 });
+    expect(e.parameters).toBe(494_032_768);
+    // Weights, gradients and AdamW's two moments in f32: 16 bytes a parameter, the issue's "~8 GB".
+    expect(e.bytes.weights + e.bytes.gradients + e.bytes.optimizerState).toBe(16 * 494_032_768);
+    expect(e.bytes.masterWeights).toBe(0);
+  });
+
+  it("shows a configuration of Qwen2.5-0.5B that trains in 24 GiB, and one that does not", () => {
+    const plan = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, {
+      batch: 32,
+      microBatch: 2,
+      seqLen: 1024,
+      recompute: true,
+      rollout: { batch: 64, promptLength: 512, newTokens: 512 },
+    });
+    expect(plan.peak).toBeLessThan(22 * GiB); // leaves room for the driver and the kernels' scratch
+    expect(plan.trainingPeakPhase).toBe("head backward"); // the logits, not the layers, bound the step
+    // Recomputation keeps a layer's input (hidden values per token) instead of its ~20k values per token.
+    expect(plan.bytes.activationsPerLayer).toBe(2 * 1024 * 896 * 4);
+    const keepEverything = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, {
+      batch: 32,
+      microBatch: 8,
+      seqLen: 1024,
+    });
+    expect(keepEverything.trainingPeak).toBeGreaterThan(24 * GiB);
+    expect(keepEverything.bytes.activations).toBeGreaterThan(10 * plan.bytes.activations);
+  });
+
+  it("scales with precision: f16 weights add an f32 master copy and halve activations and logits", () => {
+    const options = { batch: 32, microBatch: 2, seqLen: 1024, recompute: true };
+    const f32 = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, options);
+    const f16 = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, { ...options, weights: "f16" });
+    expect(f16.bytes.weights).toBe(f32.bytes.weights / 2);
+    expect(f16.bytes.masterWeights).toBe(f32.bytes.weights);
+    expect(f16.bytes.logits).toBe(f32.bytes.logits / 2);
+    expect(f16.bytes.optimizerState).toBe(f32.bytes.optimizerState);
+    expect(f16.trainingPeak).toBeLessThan(f32.trainingPeak);
+  });
+
+  it("names a bad setting", () => {
+    const c = QWEN2_5_0_5B_INSTRUCT_CONFIG;
+    expect(() => estimateTrainingMemory(c, { microBatch: 0, seqLen: 8 })).toThrow(
+      /microBatch must be a positive integer, got 0/,
+    );
+    expect(() => estimateTrainingMemory(c, { batch: 2, microBatch: 4, seqLen: 8 })).toThrow(
+      MemoryEstimateError,
+    );
+    expect(() =>
+      estimateTrainingMemory(c, {
+        microBatch: 1,
+        seqLen: 8,
+        rollout: { batch: 1, promptLength: 4, newTokens: 0.5 },
+      }),
+    ).toThrow(/rollout.newTokens/);
+  });
+});
