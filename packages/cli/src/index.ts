@@ -16,6 +16,13 @@ export {
 export { type ConfigFile, ConfigFileError, readConfigFile } from "./job/config-file.js";
 export { describeConfigFields } from "./job/config-help.js";
 export {
+  type EvalRow,
+  type EvalSummary,
+  evalModelSource,
+  formatEvalSummary,
+  runEval,
+} from "./job/evaluate.js";
+export {
   type JobArgs,
   type JobCliOptions,
   jobHelp,

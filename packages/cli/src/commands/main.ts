@@ -3,6 +3,7 @@
  * 1 the work failed, 2 the command line or a config was wrong (the message says which part).
  */
 import { readFileSync } from "node:fs";
+import { evalCommand } from "./eval.js";
 import { trainCommand } from "./train.js";
 import { UsageError } from "./usage.js";
 
@@ -10,6 +11,10 @@ const SUBCOMMANDS: Record<string, { summary: string; run: (args: string[]) => Pr
   train: {
     summary: "train an agent with StarPO or A*-PO from a config file and key=value overrides",
     run: trainCommand,
+  },
+  eval: {
+    summary: "evaluate a checkpoint or model on the validation seeds, beside oracle and random",
+    run: evalCommand,
   },
 };
 

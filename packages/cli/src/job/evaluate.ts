@@ -1,0 +1,117 @@
+/**
+ * Eval-only: a model — a run folder, its checkpoint, a Hugging Face folder, "embedded" or a Hub id — plays
+ * the validation seeds exactly as the training job validates (same envs, seeds, sampling and code), beside
+ * the oracle and random baselines on the same seeds. The metrics, every trajectory, a summary and the
+ * HTML report go to the out folder; an earlier evaluation there is replaced.
+ */
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
+import { RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
+import { LocalModelPolicy } from "@ragen/rollout";
+import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
+import { type EnvBaselines, measureBaselines } from "./baselines.js";
+import { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./checkpoint.js";
+import { EMBEDDED_MODEL, type QuestConfig, validationEnvs } from "./config.js";
+import { loadPolicy } from "./model.js";
+import { actionBudget, validate, validationManager, validationSeeds } from "./validate.js";
+
+export interface EvalRow {
+  env: string;
+  /** Actions per episode (the env's budget, or fewer when the turns run out). */
+  budget: number;
+  random: number;
+  success: number;
+  /** Standard error of the success over the validation seeds. */
+  stderr: number;
+  oracle: number;
+}
+
+export interface EvalSummary {
+  /** The model as named, and the folder its weights were read from. */
+  model: string;
+  weights: string;
+  rows: EvalRow[];
+  wallSeconds: number;
+  report: string;
+}
+
+const SUMMARY_FILE = "summary.json";
+const CONFIG_FILE = "config.json";
+
+/**
+ * The model folder to load for `reference`: a run folder or a `checkpoint/` folder means the actor of
+ * its checkpoint; anything else (a Hugging Face folder, "embedded", a Hub id) is loaded as it is.
+ */
+export function evalModelSource(reference: string): string {
+  if (reference === EMBEDDED_MODEL || !existsSync(reference)) return reference;
+  const run = findCheckpoint(reference);
+  if (run) return checkpointActorDir(run.dir);
+  if (basename(reference) === CHECKPOINT_DIR && existsSync(join(reference, "state.json")))
+    return checkpointActorDir(reference);
+  return reference;
+}
+
+export async function runEval(config: QuestConfig, backend?: Backend): Promise<EvalSummary> {
+  const start = performance.now();
+  const { outDir } = config;
+  const baselines = validationEnvs(config).map((env) =>
+    measureBaselines(env, validationSeeds(config), actionBudget(config, env)),
+  );
+  const loaded = await loadPolicy(evalModelSource(config.model), backend ?? (await webGpuBackend()));
+  const logger = new RunLogger(outDir, { resumeAfterStep: -1, console: null, wandb: null });
+  const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: -1 });
+  let metrics: Record<string, number>;
+  try {
+    const policy = new LocalModelPolicy(loaded.model, loaded.tokenizer, {
+      prefixCaching: config.rollout.prefixCaching,
+    });
+    const result = await validate(validationManager(config), policy, loaded.tokenizer, config, 0);
+    trajectories.append(...result.records);
+    logger.log(0, result.metrics);
+    metrics = result.metrics;
+  } finally {
+    trajectories.close();
+    await logger.close();
+    loaded.model.dispose();
+  }
+  writeFileAtomic(join(outDir, CONFIG_FILE), `${JSON.stringify(config, null, 2)}\n`);
+  const summary: EvalSummary = {
+    model: config.model,
+    weights: loaded.path,
+    rows: evalRows(baselines, metrics, config.validation.groupsPerEnv),
+    report: writeReport(outDir, { title: `Evaluation — ${config.model}` }),
+    wallSeconds: (performance.now() - start) / 1000,
+  };
+  writeFileAtomic(join(outDir, SUMMARY_FILE), `${JSON.stringify(summary, null, 2)}\n`);
+  return summary;
+}
+
+function evalRows(baselines: readonly EnvBaselines[], metrics: Record<string, number>, n: number): EvalRow[] {
+  return baselines.map((b) => {
+    const success = metrics[`val-env/${b.env}/success`] ?? Number.NaN;
+    return {
+      env: b.env,
+      budget: b.maxActions,
+      random: b.random.successRate,
+      success,
+      stderr: Math.sqrt((success * (1 - success)) / n),
+      oracle: b.oracle.successRate,
+    };
+  });
+}
+
+/** The table `ragen eval` prints. */
+export function formatEvalSummary(summary: EvalSummary): string {
+  const percent = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : "-");
+  const header = ["env", "budget", "random", "model", "oracle (ceiling)"];
+  const rows = summary.rows.map((r) => [
+    r.env,
+    String(r.budget),
+    percent(r.random),
+    `${percent(r.success)} ± ${percent(r.stderr)}`,
+    percent(r.oracle),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}
