@@ -3,6 +3,10 @@
  * machine's WebGPU adapter, beside the same model in PyTorch on the CPU when Python and torch are present.
  *
  *   pnpm --filter @ragen/models bench [--size tiny|small|qwen0.5b] [--batch 8] [--seq 128] [--steps 5]
+ *     [--recompute]
+ *
+ * Also prints the training step's peak of device memory (the buffer pool's) beside estimateTrainingMemory's
+ * figure for it, and the memory plan for Qwen2.5-0.5B (bench/memory-plan.ts).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -19,7 +23,9 @@ import {
   webGpuBackend,
 } from "@ragen/tensor-webgpu";
 import { generate } from "../src/model/generate.js";
+import { estimateTrainingMemory } from "../src/model/memory.js";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
+import { planTable } from "./memory-plan.js";
 
 const SIZES: Record<string, Qwen2Shape> = {
   tiny: {
@@ -64,6 +70,7 @@ const { values } = parseArgs({
     seq: { type: "string", default: "128" },
     steps: { type: "string", default: "5" },
     "new-tokens": { type: "string", default: "32" },
+    recompute: { type: "boolean", default: false },
   },
 });
 const shape = SIZES[values.size!];
@@ -75,6 +82,7 @@ const newTokens = Number(values["new-tokens"]);
 
 const backend = await webGpuBackend();
 const model = Qwen2Model.random(shape, 0, backend);
+model.gradientCheckpointing = values.recompute!;
 const ids = Int32Array.from({ length: batch * seq }, (_, i) => (i * 7919) % shape.vocabSize);
 const targets = Int32Array.from({ length: batch * seq }, (_, i) => (i * 104729 + 1) % shape.vocabSize);
 
@@ -102,6 +110,16 @@ const trainSeconds = (performance.now() - trainStart) / 1000;
 const dispatchesPerStep =
   ((backend as { ctx: { stats: { dispatches: number } } }).ctx.stats.dispatches - dispatchesBefore) / steps;
 const trainTokensPerSecond = (steps * batch * seq) / trainSeconds;
+// Nothing but training steps has run, so the pool's peak is a step's (pooled size classes: up to 25% slack).
+const measuredPeak = backend.ctx.pool.stats.peakInUseBytes;
+// The step here has no optimizer and one consumer of the logits (cross-entropy).
+const estimate = estimateTrainingMemory(shape, {
+  microBatch: batch,
+  seqLen: seq,
+  recompute: values.recompute,
+  entropy: false,
+});
+const estimatedPeak = estimate.trainingPeak - estimate.bytes.optimizerState;
 
 const prompts = Array.from({ length: batch }, (_, b) => ids.slice(b * seq, b * seq + Math.min(seq, 32)));
 await generate(model, prompts, { maxNewTokens: 2, temperature: 0 });
@@ -141,5 +159,11 @@ console.log(
   `model ${values.size} (hidden ${shape.hiddenSize}, ${shape.numHiddenLayers} layers, vocab ${shape.vocabSize}), batch ${batch} x ${seq} tokens`,
 );
 console.log(`dispatches per training step: ${dispatchesPerStep}`);
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+console.log(
+  `training step peak memory${values.recompute ? " (recompute)" : ""}: ${mib(measuredPeak)} measured (buffer pool), ${mib(estimatedPeak)} estimated (${estimate.trainingPeakPhase})`,
+);
 for (const [a, b, c] of rows) console.log(`${a.padEnd(28)}${b.padStart(24)}${c.padStart(28)}`);
+console.log("\nQwen2.5-0.5B training memory, estimated (GiB; rollouts of 64 × 512+512 tokens):\n");
+console.log(planTable());
 model.dispose();
