@@ -41,6 +41,7 @@ export const PLAN_SETTINGS: { name: string; options: TrainingMemoryOptions }[] =
 ];
 
 const gib = (bytes: number) => (bytes / GiB).toFixed(2);
+const fits = (peak: number) => (peak > BUDGET ? "no" : BUDGET - peak < GiB ? "barely" : "yes");
 
 /** One row per setting: the terms that move, the two peaks, and whether it fits the budget. */
 export function planTable(): string {
@@ -56,7 +57,7 @@ export function planTable(): string {
     });
     const b = e.bytes;
     rows.push(
-      `| ${name} | ${gib(b.weights + b.masterWeights)} | ${gib(b.gradients)} | ${gib(b.optimizerState)} | ${gib(b.activations)} | ${gib(b.logits)} | ${gib(e.trainingPeak)} | ${gib(e.rolloutPeak)} | ${e.peak <= BUDGET ? "yes" : "no"} |`,
+      `| ${name} | ${gib(b.weights + b.masterWeights)} | ${gib(b.gradients)} | ${gib(b.optimizerState)} | ${gib(b.activations)} | ${gib(b.logits)} | ${gib(e.trainingPeak)} | ${gib(e.rolloutPeak)} | ${fits(e.peak)} |`,
     );
   }
   return rows.join("\n");
