@@ -57,7 +57,7 @@ function row(table: string, env: string): string[] {
 
 describe("eval-openai against a scripted OpenAI-compatible server", () => {
   it("evaluates three envs, reports success, format errors and usage, and writes the files", async () => {
-    server = await startFakeOpenAIServer({ delayMs: 30 });
+    server = await startFakeOpenAIServer({ delayMs: 50 });
     const run = await cli(
       [
         "--model",
