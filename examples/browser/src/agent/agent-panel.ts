@@ -8,14 +8,19 @@ import { LocalModelPolicy } from "@ragen/rollout";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import { AGENT_CHECKPOINTS, type AgentCheckpoint } from "../checkpoints.js";
 import { h, svgNode } from "../dom.js";
-import { AgentEpisode, type AgentTurn } from "./agent-episode.js";
+import { AgentEpisode, type AgentTurn, type EpisodeEnd } from "./agent-episode.js";
 import { type LoadedCheckpoint, loadCheckpoint } from "./load-checkpoint.js";
-import { hasWebGpu, pageBackend, WEBGPU_HELP } from "./webgpu.js";
+import { hasWebGpu, missingWebGpuMessage, pageBackend } from "./webgpu.js";
 
 interface LoadedAgent {
   checkpoint: AgentCheckpoint;
   loaded: LoadedCheckpoint;
   policy: LocalModelPolicy;
+}
+
+function episodeEndText(end: EpisodeEnd, success: boolean): string {
+  if (end === "done") return success ? "solved" : "the env ended it without success";
+  return end === "budget" ? "the action budget is spent" : "the turns are used up";
 }
 
 type PanelState = "idle" | "loading" | "running" | "done" | "error" | "unavailable";
@@ -80,7 +85,7 @@ export class AgentPanel {
       this.turns,
     );
     if (!hasWebGpu()) {
-      this.setState("unavailable", `WebGPU is not available in this browser. ${WEBGPU_HELP}`);
+      this.setState("unavailable", missingWebGpuMessage());
     }
   }
 
@@ -198,7 +203,7 @@ export class AgentPanel {
         end === undefined ? "idle" : "done",
         end === undefined
           ? `Paused after turn ${episode.turns.length}: “One turn” or “Watch the agent play” goes on.`
-          : `Episode over (${end === "done" ? "the env ended it" : end === "budget" ? "action budget spent" : "turns used up"}).`,
+          : `Episode over: ${episodeEndText(end, episode.success)}.`,
       );
     } catch (error) {
       console.error(error);

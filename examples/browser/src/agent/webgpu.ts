@@ -17,14 +17,19 @@ export function hasWebGpu(): boolean {
   return typeof navigator !== "undefined" && "gpu" in navigator && navigator.gpu !== undefined;
 }
 
+/** Why navigator.gpu is missing, as far as the page can tell. */
+export function missingWebGpuMessage(): string {
+  // Browsers expose WebGPU only to secure contexts: https, or http on localhost.
+  if (typeof window !== "undefined" && !window.isSecureContext)
+    return `WebGPU is only offered to pages served over https or from localhost; this one is not (${location.origin}). ${WEBGPU_HELP}`;
+  return `This browser has no WebGPU (navigator.gpu is missing). ${WEBGPU_HELP}`;
+}
+
 let backend: Promise<WebGpuBackend> | undefined;
 
 export function pageBackend(): Promise<WebGpuBackend> {
   backend ??= (async () => {
-    if (!hasWebGpu())
-      throw new WebGpuUnavailableError(
-        `This browser has no WebGPU (navigator.gpu is missing). ${WEBGPU_HELP}`,
-      );
+    if (!hasWebGpu()) throw new WebGpuUnavailableError(missingWebGpuMessage());
     try {
       return await webGpuBackend();
     } catch (error) {
