@@ -40,7 +40,7 @@ const text = async (page: Page, selector: string) => (await page.textContent(sel
 let served: ServedPage | undefined;
 beforeAll(async () => {
   if (!skipWithoutChromium) served = await buildAndServe();
-}, 90_000);
+}, 180_000);
 afterAll(async () => served?.close());
 
 describe.skipIf(skipWithoutChromium)("the page, built by Vite, in headless Chromium", () => {
@@ -81,7 +81,7 @@ describe.skipIf(skipWithoutChromium)("the page, built by Vite, in headless Chrom
           document.querySelector("#agent-turns .turn[data-turn='1']") !== null ||
           ["error", "unavailable"].includes(document.getElementById("agent")!.dataset.state ?? ""),
         undefined,
-        { timeout: 100_000 },
+        { timeout: 200_000 },
       );
       expect(await text(page, "#agent-status")).not.toMatch(/Error/);
       expect(await text(page, "#agent-device")).toMatch(/^WebGPU adapter: .+/);
