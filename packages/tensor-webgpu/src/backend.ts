@@ -2,19 +2,23 @@
  * The list of primitive operations a backend provides (in the spirit of candle's backend trait): the
  * WebGPU backend runs the hand-written WGSL kernels, the CPU backend the pure-TS references. Ops and
  * autograd are written once against this interface. `B` is the backend's buffer type (GPUBuffer or
- * ArrayBuffer); every buffer holds contiguous row-major f32 (or i32 where the field says ids/positions).
+ * ArrayBuffer); every buffer holds contiguous row-major f32 (or i32 where the field says ids/positions),
+ * except where an op takes `dtype: "f16"`: then its float operands and result are f16 (computed in f32).
+ * The WebGPU backend stores f16 as halves; the CPU backend emulates it as f32 words rounded to halves.
  */
 
 import type { BinaryOp, UnaryOp } from "./kernels/elementwise.js";
-import type { DType } from "./kernels/layout.js";
+import type { DType, FloatDType } from "./kernels/layout.js";
 import type { ReduceOp } from "./kernels/reduce.js";
 import type { AttentionDims } from "./reference/attention.js";
 
 // The op vocabularies are the kernels' own; re-exported so users of the interface need one import.
-export type { AttentionDims, BinaryOp, DType, ReduceOp, UnaryOp };
+export type { AttentionDims, BinaryOp, DType, FloatDType, ReduceOp, UnaryOp };
 
 export interface Backend<B = unknown> {
   readonly name: "webgpu" | "cpu";
+  /** Bytes one element of `dtype` takes here; throws when this backend cannot hold `dtype` (f16 without shader-f16). */
+  elementBytes(dtype: DType): number;
   /** A buffer of at least `bytes` bytes (contents undefined). */
   alloc(bytes: number): B;
   free(buffer: B): void;
@@ -37,6 +41,8 @@ export interface Backend<B = unknown> {
     bBatchStride?: number;
     accumulate?: boolean;
     alpha?: number;
+    /** a, b and out are f16 (products still accumulate in f32). */
+    dtype?: FloatDType;
   }): void;
 
   binary(args: {
@@ -47,9 +53,10 @@ export interface Backend<B = unknown> {
     shape: number[];
     aStrides: number[];
     bStrides: number[];
+    dtype?: FloatDType;
   }): void;
-  unary(args: { op: UnaryOp; x: B; out: B; n: number }): void;
-  affine(args: { x: B; out: B; n: number; scale: number; shift: number }): void;
+  unary(args: { op: UnaryOp; x: B; out: B; n: number; dtype?: FloatDType }): void;
+  affine(args: { x: B; out: B; n: number; scale: number; shift: number; dtype?: FloatDType }): void;
   clamp(args: { x: B; out: B; n: number; min: number; max: number }): void;
   where(args: { cond: B; a: B; b: B; out: B; n: number }): void;
   reduce(args: { op: ReduceOp; x: B; out: B; outer: number; size: number; inner: number }): void;
@@ -115,7 +122,16 @@ export interface Backend<B = unknown> {
   logSoftmaxBackward(args: { y: B; dY: B; dX: B; rows: number; cols: number }): void;
   swiglu(args: { gate: B; up: B; out: B; n: number }): void;
   swigluBackward(args: { gate: B; up: B; dOut: B; dGate: B; dUp: B; n: number }): void;
-  embedding(args: { table: B; ids: B; out: B; count: number; dim: number; vocab: number }): void;
+  embedding(args: {
+    table: B;
+    ids: B;
+    out: B;
+    count: number;
+    dim: number;
+    vocab: number;
+    /** table and out are f16 (a gather copies halves as they are). */
+    dtype?: FloatDType;
+  }): void;
   embeddingBackward(args: {
     dOut: B;
     dTable: B;

@@ -10,10 +10,15 @@ export {
   record,
 } from "./autograd.js";
 // Tensors, memory scopes and autograd
-export type { Backend, BinaryOp, DType, ReduceOp, UnaryOp } from "./backend.js";
+export type { Backend, BinaryOp, DType, FloatDType, ReduceOp, UnaryOp } from "./backend.js";
 // Backends
 export { type CpuBackend, createCpuBackend } from "./backends/cpu.js";
-export { createWebGpuBackend, type WebGpuBackend, webGpuBackend } from "./backends/webgpu.js";
+export {
+  createWebGpuBackend,
+  MissingFeatureError,
+  type WebGpuBackend,
+  webGpuBackend,
+} from "./backends/webgpu.js";
 export { BufferPool, type PoolStats, sizeClass } from "./gpu/buffer-pool.js";
 export {
   type Binding,

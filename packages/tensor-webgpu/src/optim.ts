@@ -1,5 +1,5 @@
 import { noGrad } from "./autograd.js";
-import { emptyTensor, tensor, zerosLike } from "./runtime.js";
+import { emptyTensor, full, tensor } from "./runtime.js";
 import type { Tensor } from "./tensor.js";
 
 export interface AdamWOptions {
@@ -24,16 +24,38 @@ export interface StepResult {
 /** The optimizer's state on the host, for checkpoints: moments per parameter (by index in `params`). */
 export interface AdamWState {
   steps: number;
-  /** First and second moments; absent for parameters that never had a gradient. */
-  moments: ({ m: Float32Array; v: Float32Array } | undefined)[];
+  /**
+   * First and second moments; absent for parameters that never had a gradient. `master`: the f32 copy of
+   * an f16 parameter (what the updates accumulate into).
+   */
+  moments: ({ m: Float32Array; v: Float32Array; master?: Float32Array } | undefined)[];
+}
+
+interface ParamState {
+  m: Tensor;
+  v: Tensor;
+  /** The f32 master copy of an f16 parameter. */
+  master?: Tensor;
+}
+
+/** Raw (unrecorded) cast between f16 and f32. */
+function castRaw(x: Tensor, dtype: "f32" | "f16"): Tensor {
+  const out = emptyTensor(x.backend, x.shape, dtype);
+  x.backend.cast({ x: x.buffer, out: out.buffer, n: x.size, from: x.dtype, to: dtype });
+  return out;
 }
 
 /**
  * AdamW with decoupled weight decay (PyTorch's defaults: betas 0.9/0.999, eps 1e-8, weight decay 0.01),
  * global-norm clipping and non-finite-step skipping, all on the device: a step needs no readback.
+ *
+ * Mixed precision: an f16 parameter (whose gradient autograd leaves in f16) gets an f32 master copy,
+ * made from its values at its first step. Each step widens the gradient to f32, updates the master and
+ * the f32 moments, and writes the master rounded to f16 back into the parameter, so updates smaller than
+ * an f16 step are not lost. The gradient norm is taken over the widened gradients.
  */
 export class AdamW {
-  private readonly state = new Map<Tensor, { m: Tensor; v: Tensor }>();
+  private readonly state = new Map<Tensor, ParamState>();
   private stepCount = 0;
   readonly options: Required<AdamWOptions>;
 
@@ -67,23 +89,27 @@ export class AdamW {
       if (withGrad.length === 0)
         throw new Error("AdamW.step(): no parameter has a gradient; call backward() first");
       const backend = withGrad[0]!.backend;
+      // f16 gradients widened to f32 for the norm and the update.
+      const grads = withGrad.map((p) => (p.grad!.dtype === "f16" ? castRaw(p.grad!, "f32") : p.grad!));
       const sumSquares = emptyTensor(backend, [1], "f32");
       withGrad.forEach((p, i) => {
-        backend.sumOfSquares({ x: p.grad!.buffer, n: p.size, out: sumSquares.buffer, accumulate: i > 0 });
+        backend.sumOfSquares({ x: grads[i]!.buffer, n: p.size, out: sumSquares.buffer, accumulate: i > 0 });
       });
       const scale = emptyTensor(backend, [1], "f32");
       const maxNorm = this.options.maxGradNorm > 0 ? this.options.maxGradNorm : Number.MAX_VALUE;
       backend.clipScale({ sumSquares: sumSquares.buffer, out: scale.buffer, maxNorm });
       this.stepCount++;
-      for (const p of withGrad) {
+      withGrad.forEach((p, i) => {
         let s = this.state.get(p);
         if (!s) {
-          s = { m: zerosLike(p).keep(), v: zerosLike(p).keep() };
+          const zeros = () => full(p.shape, 0, { backend: p.backend, dtype: "f32" }).keep();
+          s = { m: zeros(), v: zeros(), master: p.dtype === "f16" ? castRaw(p, "f32").keep() : undefined };
           this.state.set(p, s);
         }
+        const target = s.master ?? p;
         backend.adamw({
-          param: p.buffer,
-          grad: p.grad!.buffer,
+          param: target.buffer,
+          grad: grads[i]!.buffer,
           m: s.m.buffer,
           v: s.v.buffer,
           n: p.size,
@@ -95,7 +121,9 @@ export class AdamW {
           step: this.stepCount,
           gradScale: scale.buffer,
         });
-      }
+        if (s.master) backend.cast({ x: s.master.buffer, out: p.buffer, n: p.size, from: "f32", to: "f16" });
+        if (grads[i] !== p.grad) grads[i]!.dispose();
+      });
       const gradNorm = emptyTensor(backend, [1], "f32");
       backend.unary({ op: "sqrt", x: sumSquares.buffer, out: gradNorm.buffer, n: 1 });
       sumSquares.dispose();
@@ -108,7 +136,9 @@ export class AdamW {
     const moments = await Promise.all(
       this.params.map(async (p) => {
         const s = this.state.get(p);
-        return s ? { m: await s.m.floats(), v: await s.v.floats() } : undefined;
+        if (!s) return undefined;
+        const moment = { m: await s.m.floats(), v: await s.v.floats() };
+        return s.master ? { ...moment, master: await s.master.floats() } : moment;
       }),
     );
     return { steps: this.stepCount, moments };
@@ -132,7 +162,10 @@ export class AdamW {
       if (!moment) return;
       const p = this.params[i]!;
       const make = (data: Float32Array) => tensor(data, p.shape, { backend: p.backend }).keep();
-      this.state.set(p, { m: make(moment.m), v: make(moment.v) });
+      // An f16 parameter's master copy: the saved one, else (a state saved in f32) its current values.
+      const master =
+        p.dtype !== "f16" ? undefined : moment.master ? make(moment.master) : castRaw(p, "f32").keep();
+      this.state.set(p, { m: make(moment.m), v: make(moment.v), master });
     });
     this.stepCount = state.steps;
   }
@@ -147,9 +180,10 @@ export class AdamW {
 
   /** Free the optimizer state. */
   dispose(): void {
-    for (const { m, v } of this.state.values()) {
+    for (const { m, v, master } of this.state.values()) {
       m.dispose();
       v.dispose();
+      master?.dispose();
     }
     this.state.clear();
   }

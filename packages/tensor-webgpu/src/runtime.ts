@@ -1,4 +1,5 @@
 import type { Backend, DType } from "./backend.js";
+import { roundToHalves } from "./reference/layout.js";
 import { Storage, shapeSize, Tensor } from "./tensor.js";
 
 /**
@@ -20,9 +21,12 @@ export function getDefaultBackend(): Backend {
   return defaultBackend;
 }
 
-/** A tensor with uninitialised contents (ops fill it). */
+/**
+ * A tensor with uninitialised contents (ops fill it). f16 on a backend without it (WebGPU without the
+ * shader-f16 feature) throws, naming the feature.
+ */
 export function emptyTensor(backend: Backend, shape: readonly number[], dtype: DType = "f32"): Tensor {
-  const bytes = Math.max(4, shapeSize(shape) * 4);
+  const bytes = Math.max(4, Math.ceil((shapeSize(shape) * backend.elementBytes(dtype)) / 4) * 4);
   return new Tensor(new Storage(backend, backend.alloc(bytes), bytes), shape, dtype);
 }
 
@@ -48,10 +52,26 @@ export function tensor(
   const backend = options.backend ?? getDefaultBackend();
   const t = emptyTensor(backend, finalShape, dtype);
   const typed = dtype === "i32" ? Int32Array.from(values) : Float32Array.from(values);
-  if (typed.length > 0) backend.write(t.buffer, typed);
+  if (typed.length > 0 && dtype === "f16") writeHalves(backend, t, typed as Float32Array);
+  else if (typed.length > 0) backend.write(t.buffer, typed);
   t.requiresGrad = options.requiresGrad ?? false;
   t.name = options.name;
   return t;
+}
+
+/** f16 from f32 values: halves on the device are made by its own cast (fast, round to nearest even). */
+function writeHalves(backend: Backend, t: Tensor, values: Float32Array): void {
+  if (backend.elementBytes("f16") === 4) {
+    backend.write(t.buffer, roundToHalves(values));
+    return;
+  }
+  const staging = backend.alloc(values.byteLength);
+  try {
+    backend.write(staging, values);
+    backend.cast({ x: staging, out: t.buffer, n: values.length, from: "f32", to: "f16" });
+  } finally {
+    backend.free(staging); // recorded work keeps using it safely (the pool reuses it only afterwards)
+  }
 }
 
 function flatten(data: ArrayLike<number> | readonly unknown[]): {

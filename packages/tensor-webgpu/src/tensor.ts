@@ -1,4 +1,5 @@
 import type { Backend, DType } from "./backend.js";
+import { decodeHalves } from "./reference/layout.js";
 
 /**
  * A reference-counted device buffer. Several tensors may share one (reshape is free); it returns to
@@ -113,16 +114,20 @@ export class Tensor {
     return `Tensor${this.name ? ` "${this.name}"` : ""} ${this.dtype}${shapeToString(this.shape)}`;
   }
 
-  /** Copy the values to the CPU. */
+  /** Copy the values to the CPU (f16 values widened to a Float32Array, exactly). */
   async data(): Promise<Float32Array | Int32Array> {
     this.assertAlive();
-    const bytes = await this.backend.read(this.storage.buffer, this.size * 4);
-    return this.dtype === "i32" ? new Int32Array(bytes) : new Float32Array(bytes);
+    const elementBytes = this.backend.elementBytes(this.dtype);
+    const bytes = await this.backend.read(this.storage.buffer, this.size * elementBytes);
+    if (this.dtype === "i32") return new Int32Array(bytes);
+    // Halves on the device; a backend that emulates f16 in f32 words reads like f32.
+    if (elementBytes === 2) return decodeHalves(new Uint16Array(bytes), this.size);
+    return new Float32Array(bytes);
   }
 
-  /** The values as a Float32Array (f32 tensors). */
+  /** The values as a Float32Array (f32 and f16 tensors). */
   async floats(): Promise<Float32Array> {
-    if (this.dtype !== "f32") throw new TypeError(`${this.describe()} is not f32`);
+    if (this.dtype === "i32") throw new TypeError(`${this.describe()} is not a float tensor`);
     return (await this.data()) as Float32Array;
   }
 

@@ -1,9 +1,9 @@
-import type { Backend } from "../backend.js";
+import type { Backend, DType } from "../backend.js";
 import { swigluBackwardRef, swigluRef } from "../reference/activation.js";
 import { attentionBackwardRef, attentionForwardRef, decodeAttentionRef } from "../reference/attention.js";
 import { affineRef, binaryRef, clampRef, unaryRef, whereRef } from "../reference/elementwise.js";
 import { embeddingBackwardRef, embeddingRef } from "../reference/embedding.js";
-import { castRef, fillRef, stridedCopyRef } from "../reference/layout.js";
+import { castRef, fillRef, roundToHalf, roundToHalves, stridedCopyRef } from "../reference/layout.js";
 import {
   crossEntropyBackwardRef,
   crossEntropyRef,
@@ -26,7 +26,9 @@ import {
 
 /**
  * The CPU backend: every op is the pure-TS reference on ArrayBuffers. It is the ground truth the tests
- * check the WGSL kernels against, and a slow fallback that needs no GPU at all.
+ * check the WGSL kernels against, and a slow fallback that needs no GPU at all. f16 is emulated: an f16
+ * tensor holds f32 words, every op that writes one rounds its results to the nearest half (as the f16
+ * WGSL kernels do on store), so values match f16 storage while the memory is f32's.
  */
 export interface CpuBackend extends Backend<ArrayBuffer> {
   readonly name: "cpu";
@@ -34,8 +36,11 @@ export interface CpuBackend extends Backend<ArrayBuffer> {
 
 const f32 = (buffer: ArrayBuffer, n?: number) => new Float32Array(buffer, 0, n ?? buffer.byteLength / 4);
 const i32 = (buffer: ArrayBuffer, n?: number) => new Int32Array(buffer, 0, n ?? buffer.byteLength / 4);
-const words = (buffer: ArrayBuffer, dtype: "f32" | "i32" = "f32") =>
-  dtype === "i32" ? i32(buffer) : f32(buffer);
+const words = (buffer: ArrayBuffer, dtype: DType = "f32") => (dtype === "i32" ? i32(buffer) : f32(buffer));
+/** Emulated f16 storage: round the first n results to halves. */
+const roundIfHalf = (buffer: ArrayBuffer, n: number, dtype: DType | undefined) => {
+  if (dtype === "f16") roundToHalves(f32(buffer, n));
+};
 /** Copy `values` into the start of `buffer`, as += when `accumulate`. */
 function store(buffer: ArrayBuffer, values: ArrayLike<number>, accumulate = false): void {
   const out = f32(buffer, values.length);
@@ -46,6 +51,7 @@ function store(buffer: ArrayBuffer, values: ArrayLike<number>, accumulate = fals
 export function createCpuBackend(): CpuBackend {
   return {
     name: "cpu",
+    elementBytes: () => 4,
     alloc: (bytes) => new ArrayBuffer(Math.ceil(bytes / 4) * 4),
     free: () => {},
     write: (buffer, data) =>
@@ -57,15 +63,23 @@ export function createCpuBackend(): CpuBackend {
       const n = a.batch * a.m * a.n;
       const result = matmulRef({ ...a, a: f32(a.a), b: f32(a.b), alpha: a.alpha });
       store(a.out, result.subarray(0, n), a.accumulate);
+      roundIfHalf(a.out, n, a.dtype);
     },
     binary: (a) => {
       binaryRef({ ...a, a: f32(a.a), b: f32(a.b), out: f32(a.out) });
+      roundIfHalf(
+        a.out,
+        a.shape.reduce((p, d) => p * d, 1),
+        a.dtype,
+      );
     },
     unary: (a) => {
       unaryRef({ ...a, x: f32(a.x), out: f32(a.out) });
+      roundIfHalf(a.out, a.n, a.dtype);
     },
     affine: (a) => {
       affineRef({ ...a, x: f32(a.x), out: f32(a.out) });
+      roundIfHalf(a.out, a.n, a.dtype);
     },
     clamp: (a) => {
       clampRef({ ...a, x: f32(a.x), out: f32(a.out) });
@@ -80,7 +94,11 @@ export function createCpuBackend(): CpuBackend {
       argmaxRef({ ...a, x: f32(a.x), out: i32(a.out) });
     },
     fill: (a) => {
-      fillRef({ ...a, out: words(a.out, a.dtype) });
+      fillRef({
+        ...a,
+        value: a.dtype === "f16" ? roundToHalf(a.value) : a.value,
+        out: words(a.out, a.dtype),
+      });
     },
     stridedCopy: (a) => {
       stridedCopyRef({ ...a, x: words(a.x, a.dtype), out: words(a.out, a.dtype) });
@@ -139,6 +157,7 @@ export function createCpuBackend(): CpuBackend {
       store(a.dGate, dGate);
       store(a.dUp, dUp);
     },
+    // A gather: emulated f16 rows are already rounded.
     embedding: (a) => store(a.out, embeddingRef({ ...a, table: f32(a.table), ids: i32(a.ids, a.count) })),
     embeddingBackward: (a) => {
       const dTable = f32(a.dTable);

@@ -3,10 +3,11 @@ import { type Binding, GpuContext } from "../gpu/context.js";
 import type { DeviceOptions } from "../gpu/device.js";
 import * as activation from "../kernels/activation.js";
 import * as attention from "../kernels/attention.js";
-import { batches, batchWindows, maxBindingBytes } from "../kernels/binding-windows.js";
+import { batches, bindingWindow, maxBindingBytes } from "../kernels/binding-windows.js";
 import * as elementwise from "../kernels/elementwise.js";
 import * as embedding from "../kernels/embedding.js";
 import * as layout from "../kernels/layout.js";
+import { dtypeBytes } from "../kernels/layout.js";
 import * as logprobs from "../kernels/logprobs.js";
 import * as matmul from "../kernels/matmul.js";
 import * as optimizer from "../kernels/optimizer.js";
@@ -16,25 +17,43 @@ import * as rope from "../kernels/rope.js";
 import * as softmax from "../kernels/softmax.js";
 
 /**
- * Run an element-wise kernel over `n` elements of `buffers` (all laid out alike). When a buffer is larger
- * than one storage binding may be (128 MiB on lavapipe: less than a 0.5B model's embedding gradient), the
- * elements are split into windows with aligned offsets, each a separate dispatch on byte ranges.
+ * Run an element-wise kernel over `n` elements of `buffers` (element i of each at byte i·bytes[k]). When a
+ * buffer is larger than one storage binding may be (128 MiB on lavapipe: less than a 0.5B model's embedding
+ * gradient), the elements are split into windows with aligned offsets, each a separate dispatch on byte
+ * ranges.
  */
 function elementWindows(
   ctx: GpuContext,
   n: number,
   buffers: readonly GPUBuffer[],
   run: (bindings: Binding[], count: number, index: number) => void,
+  bytes: number | readonly number[] = 4,
 ): void {
   const limit = maxBindingBytes(ctx);
   if (buffers.every((b) => b.size <= limit)) {
     run([...buffers], n, 0);
     return;
   }
-  const alignedElements = ctx.device.limits.minStorageBufferOffsetAlignment / 4;
-  batches(ctx, n, 4, alignedElements).forEach((batch, index) => {
-    run(batchWindows(ctx, [...buffers], batch, 4, 4).bindings, batch.count, index);
+  const sizes = buffers.map((_, k) => (typeof bytes === "number" ? bytes : bytes[k]!));
+  // Window starts aligned for the smallest element are aligned for every larger one.
+  const alignedElements = ctx.device.limits.minStorageBufferOffsetAlignment / Math.min(...sizes);
+  batches(ctx, n, Math.max(...sizes), alignedElements).forEach((batch, index) => {
+    const bindings = buffers.map(
+      (buffer, k) =>
+        bindingWindow(ctx, buffer, batch.first * sizes[k]!, batch.count * sizes[k]!, sizes[k]!).binding,
+    );
+    run(bindings, batch.count, index);
   });
+}
+
+export class MissingFeatureError extends Error {
+  constructor(
+    readonly feature: string,
+    why: string,
+  ) {
+    super(`This WebGPU device lacks the feature "${feature}": ${why}`);
+    this.name = "MissingFeatureError";
+  }
 }
 
 function isContiguous(shape: readonly number[], strides: readonly number[]): boolean {
@@ -56,6 +75,14 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
   return {
     name: "webgpu",
     ctx,
+    elementBytes: (dtype) => {
+      if (dtype === "f16" && !ctx.info.features.shaderF16)
+        throw new MissingFeatureError(
+          "shader-f16",
+          "f16 tensors need it (use f32 tensors here, or the CPU backend, which emulates f16 storage)",
+        );
+      return dtypeBytes(dtype);
+    },
     alloc: (bytes) => ctx.pool.acquire(bytes),
     free: (buffer) => ctx.pool.release(buffer),
     write: (buffer, data) => ctx.write(buffer, data),
@@ -65,29 +92,43 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     matmul: (args) => matmul.matmul(ctx, args),
     binary: (args) => {
       const n = args.shape.reduce((p, d) => p * d, 1);
+      const bytes = dtypeBytes(args.dtype ?? "f32");
       if (!isContiguous(args.shape, args.aStrides) || !isContiguous(args.shape, args.bStrides)) {
         elementwise.binary(ctx, args);
         return;
       }
-      elementWindows(ctx, n, [args.a, args.b, args.out], ([a, b, out], count) =>
-        elementwise.binary(ctx, {
-          ...args,
-          a: a!,
-          b: b!,
-          out: out!,
-          shape: [count],
-          aStrides: [1],
-          bStrides: [1],
-        }),
+      elementWindows(
+        ctx,
+        n,
+        [args.a, args.b, args.out],
+        ([a, b, out], count) =>
+          elementwise.binary(ctx, {
+            ...args,
+            a: a!,
+            b: b!,
+            out: out!,
+            shape: [count],
+            aStrides: [1],
+            bStrides: [1],
+          }),
+        bytes,
       );
     },
     unary: (args) =>
-      elementWindows(ctx, args.n, [args.x, args.out], ([x, out], n) =>
-        elementwise.unary(ctx, { ...args, x: x!, out: out!, n }),
+      elementWindows(
+        ctx,
+        args.n,
+        [args.x, args.out],
+        ([x, out], n) => elementwise.unary(ctx, { ...args, x: x!, out: out!, n }),
+        dtypeBytes(args.dtype ?? "f32"),
       ),
     affine: (args) =>
-      elementWindows(ctx, args.n, [args.x, args.out], ([x, out], n) =>
-        elementwise.affine(ctx, { ...args, x: x!, out: out!, n }),
+      elementWindows(
+        ctx,
+        args.n,
+        [args.x, args.out],
+        ([x, out], n) => elementwise.affine(ctx, { ...args, x: x!, out: out!, n }),
+        dtypeBytes(args.dtype ?? "f32"),
       ),
     clamp: (args) =>
       elementWindows(ctx, args.n, [args.x, args.out], ([x, out], n) =>
@@ -100,11 +141,21 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     reduce: (args) => reduce.reduce(ctx, args),
     argmax: (args) => reduce.argmax(ctx, args),
     fill: (args) =>
-      elementWindows(ctx, args.n, [args.out], ([out], n) => layout.fill(ctx, { ...args, out: out!, n })),
+      elementWindows(
+        ctx,
+        args.n,
+        [args.out],
+        ([out], n) => layout.fill(ctx, { ...args, out: out!, n }),
+        dtypeBytes(args.dtype ?? "f32"),
+      ),
     stridedCopy: (args) => layout.stridedCopy(ctx, args),
     cast: (args) =>
-      elementWindows(ctx, args.n, [args.x, args.out], ([x, out], n) =>
-        layout.cast(ctx, { ...args, x: x!, out: out!, n }),
+      elementWindows(
+        ctx,
+        args.n,
+        [args.x, args.out],
+        ([x, out], n) => layout.cast(ctx, { ...args, x: x!, out: out!, n }),
+        [dtypeBytes(args.from), dtypeBytes(args.to)],
       ),
     adamw: (args) =>
       elementWindows(ctx, args.n, [args.param, args.grad, args.m, args.v], ([param, grad, m, v], n) =>

@@ -154,9 +154,24 @@ export function checkCount(what: string, n: number): void {
 }
 
 /** WGSL type of `width` elements of `scalar`. */
-export function vectorOf(scalar: "f32" | "i32" | "u32", width: 1 | 4): string {
+export function vectorOf(scalar: "f32" | "i32" | "u32" | "f16", width: 1 | 4): string {
   return width === 4 ? `vec4<${scalar}>` : scalar;
 }
+
+/** Element type of float storage: kernels compute in f32 and convert at loads and stores. */
+export type FloatStorage = "f32" | "f16";
+
+/** WGSL prefix enabling f16 where the storage needs it. */
+export const enableFor = (storage: "f32" | "i32" | "f16"): string =>
+  storage === "f16" ? "enable f16;\n" : "";
+
+/** WGSL: `expr` (read from `storage`) as f32 of `width`. */
+export const loadF32 = (storage: FloatStorage, width: 1 | 4, expr: string): string =>
+  storage === "f32" ? expr : `${vectorOf("f32", width)}(${expr})`;
+
+/** WGSL: the f32 `expr` of `width` converted for storing into `storage`. */
+export const storeAs = (storage: FloatStorage, width: 1 | 4, expr: string): string =>
+  storage === "f32" ? expr : `${vectorOf(storage, width)}(${expr})`;
 
 /**
  * WGSL expression applying a scalar expression per component: `expr("")` for width 1, and
@@ -279,10 +294,11 @@ function fastOperand(
   binding: number,
   access: Access,
   width: 1 | 4,
+  storage: FloatStorage,
 ): { decl: string; load: string } {
   // Quad-wise operands (same layout, rows) bind as vec4; broadcast ones as scalars read once per item.
   const vectorLoad = width === 4 && (access.kind === "same" || access.kind === "row");
-  const type = vectorLoad ? "vec4<f32>" : "f32";
+  const type = vectorOf(storage, vectorLoad ? 4 : 1);
   const decl = `@group(0) @binding(${binding}) var<storage, read> ${name}: array<${type}>;`;
   const item = "params.start + i"; // quad index (width 4) or element index (width 1)
   const element = width === 4 ? `(${item}) * 4u` : item;
@@ -302,22 +318,28 @@ function fastOperand(
       index = `(${element}) / ${lengthField}`;
       break;
   }
-  return { decl, load: `let ${name}Item = ${name}[${index}];` };
+  return { decl, load: `let ${name}Item = ${loadF32(storage, vectorLoad ? 4 : 1, `${name}[${index}]`)};` };
 }
 
-function fastBinaryCode(op: BinaryOp, aAccess: Access, bAccess: Access, width: 1 | 4): string {
-  const a = fastOperand("a", 0, aAccess, width);
-  const b = fastOperand("b", 1, bAccess, width);
+function fastBinaryCode(
+  op: BinaryOp,
+  aAccess: Access,
+  bAccess: Access,
+  width: 1 | 4,
+  storage: FloatStorage,
+): string {
+  const a = fastOperand("a", 0, aAccess, width, storage);
+  const b = fastOperand("b", 1, bAccess, width, storage);
   const component = (access: Access) => (c: string) =>
     width === 4 && (access.kind === "same" || access.kind === "row") ? c : "";
   const ca = component(aAccess);
   const cb = component(bAccess);
-  return /* wgsl */ `
+  return /* wgsl */ `${enableFor(storage)}
 ${FLOAT_BITS_WGSL}
 ${op === "pow" ? POW_WGSL : ""}
 ${a.decl}
 ${b.decl}
-@group(0) @binding(2) var<storage, read_write> out: array<${vectorOf("f32", width)}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${vectorOf(storage, width)}>;
 struct Params { count: u32, start: u32, aLength: u32, bLength: u32 }
 @group(0) @binding(3) var<uniform> params: Params;
 
@@ -327,7 +349,11 @@ ${flatMain()}
   if (i >= params.count) { return; }
   ${a.load}
   ${b.load}
-  out[params.start + i] = ${perComponent("f32", width, (c) => `apply(aItem${ca(c)}, bItem${cb(c)})`)};
+  out[params.start + i] = ${storeAs(
+    storage,
+    width,
+    perComponent("f32", width, (c) => `apply(aItem${ca(c)}, bItem${cb(c)})`),
+  )};
 }`;
 }
 
@@ -343,6 +369,7 @@ function stridedBinaryCode(
   rank: number,
   width: 1 | 4,
   kinds: [StridedOperand, StridedOperand],
+  storage: FloatStorage,
 ): string {
   const steps: string[] = [];
   for (let d = rank - 1; d >= 0; d--) {
@@ -352,15 +379,15 @@ function stridedBinaryCode(
     ia += c * params.aStrides${at};
     ib += c * params.bStrides${at};${d > 0 ? `\n    rest = rest / params.shape${at};` : ""} }`);
   }
-  const typeOf = (kind: StridedOperand) => (kind === "vector" ? "vec4<f32>" : "f32");
+  const widthOf = (kind: StridedOperand) => (kind === "vector" ? 4 : 1);
   const component = (kind: StridedOperand) => (c: string) => (kind === "vector" ? c : "");
   const [ca, cb] = [component(kinds[0]), component(kinds[1])];
-  return /* wgsl */ `
+  return /* wgsl */ `${enableFor(storage)}
 ${FLOAT_BITS_WGSL}
 ${op === "pow" ? POW_WGSL : ""}
-@group(0) @binding(0) var<storage, read> a: array<${typeOf(kinds[0])}>;
-@group(0) @binding(1) var<storage, read> b: array<${typeOf(kinds[1])}>;
-@group(0) @binding(2) var<storage, read_write> out: array<${vectorOf("f32", width)}>;
+@group(0) @binding(0) var<storage, read> a: array<${vectorOf(storage, widthOf(kinds[0]))}>;
+@group(0) @binding(1) var<storage, read> b: array<${vectorOf(storage, widthOf(kinds[1]))}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${vectorOf(storage, width)}>;
 struct Params { count: u32, rank: u32, pad0: u32, pad1: u32,
   shape: array<vec4u, 2>, aStrides: array<vec4u, 2>, bStrides: array<vec4u, 2> }
 @group(0) @binding(3) var<uniform> params: Params;
@@ -373,9 +400,13 @@ ${flatMain()}
   var ia = 0u;
   var ib = 0u;
 ${steps.join("\n")}
-  let aItem = a[ia];
-  let bItem = b[ib];
-  out[i] = ${perComponent("f32", width, (c) => `apply(aItem${ca(c)}, bItem${cb(c)})`)};
+  let aItem = ${loadF32(storage, widthOf(kinds[0]), "a[ia]")};
+  let bItem = ${loadF32(storage, widthOf(kinds[1]), "b[ib]")};
+  out[i] = ${storeAs(
+    storage,
+    width,
+    perComponent("f32", width, (c) => `apply(aItem${ca(c)}, bItem${cb(c)})`),
+  )};
 }`;
 }
 
@@ -465,7 +496,8 @@ export function planBinary(
 
 /**
  * out[i] = a[i·aStrides] op b[i·bStrides] for every index i of `shape` (out is contiguous). A stride of 0
- * broadcasts. Comparisons give 1.0 or 0.0; max and min propagate NaN; pow follows Math.pow.
+ * broadcasts. Comparisons give 1.0 or 0.0; max and min propagate NaN; pow follows Math.pow. With
+ * dtype "f16" all three buffers hold halves (computed in f32, rounded on store).
  */
 export function binary(
   ctx: GpuContext,
@@ -477,9 +509,11 @@ export function binary(
     shape: readonly number[];
     aStrides: readonly number[];
     bStrides: readonly number[];
+    dtype?: FloatStorage;
   },
 ): void {
   const { op } = args;
+  const storage = args.dtype ?? "f32";
   if (!(op in BINARY_WGSL)) throw new RangeError(`binary: unknown op "${op}"`);
   const plan = planBinary(args.shape, args.aStrides, args.bStrides);
   const n = elementCount(args.shape);
@@ -487,7 +521,10 @@ export function binary(
   const bindings = [args.a, args.b, args.out];
   if (plan.kernel === "fast") {
     const record = (width: 1 | 4, start: number, count: number) => {
-      const pipeline = ctx.pipeline(`binary ${op}`, fastBinaryCode(op, plan.a, plan.b, width));
+      const pipeline = ctx.pipeline(
+        `binary ${op} ${storage}`,
+        fastBinaryCode(op, plan.a, plan.b, width, storage),
+      );
       const params = uniforms(count, start, accessLength(plan.a), accessLength(plan.b));
       ctx.dispatch(pipeline, bindings, params, workgroupsFor(count));
     };
@@ -497,8 +534,8 @@ export function binary(
   }
   const rank = plan.shape.length;
   const count = elementCount(plan.shape);
-  const code = stridedBinaryCode(op, rank, plan.width, plan.kinds);
-  const pipeline = ctx.pipeline(`binary ${op} strided`, code);
+  const code = stridedBinaryCode(op, rank, plan.width, plan.kinds, storage);
+  const pipeline = ctx.pipeline(`binary ${op} strided ${storage}`, code);
   const params = uniforms(
     count,
     rank,
@@ -570,12 +607,12 @@ fn reduceAngle(x: f32) -> f32 {
 }
 `;
 
-function unaryCode(op: UnaryOp, width: 1 | 4): string {
-  return /* wgsl */ `
+function unaryCode(op: UnaryOp, width: 1 | 4, storage: FloatStorage): string {
+  return /* wgsl */ `${enableFor(storage)}
 ${FLOAT_BITS_WGSL}
 ${UNARY_HELPERS_WGSL}
-@group(0) @binding(0) var<storage, read> x: array<${vectorOf("f32", width)}>;
-@group(0) @binding(1) var<storage, read_write> out: array<${vectorOf("f32", width)}>;
+@group(0) @binding(0) var<storage, read> x: array<${vectorOf(storage, width)}>;
+@group(0) @binding(1) var<storage, read_write> out: array<${vectorOf(storage, width)}>;
 struct Params { count: u32, start: u32 }
 @group(0) @binding(2) var<uniform> params: Params;
 
@@ -583,18 +620,26 @@ fn apply(x: f32) -> f32 { return ${UNARY_WGSL[op]}; }
 
 ${flatMain()}
   if (i >= params.count) { return; }
-  let item = x[params.start + i];
-  out[params.start + i] = ${perComponent("f32", width, (c) => `apply(item${c})`)};
+  let item = ${loadF32(storage, width, "x[params.start + i]")};
+  out[params.start + i] = ${storeAs(
+    storage,
+    width,
+    perComponent("f32", width, (c) => `apply(item${c})`),
+  )};
 }`;
 }
 
-/** out[i] = op(x[i]) for i < n. */
-export function unary(ctx: GpuContext, args: { op: UnaryOp; x: Binding; out: Binding; n: number }): void {
+/** out[i] = op(x[i]) for i < n (x and out f16 with dtype "f16": computed in f32). */
+export function unary(
+  ctx: GpuContext,
+  args: { op: UnaryOp; x: Binding; out: Binding; n: number; dtype?: FloatStorage },
+): void {
   const { op, n } = args;
+  const storage = args.dtype ?? "f32";
   if (!(op in UNARY_WGSL)) throw new RangeError(`unary: unknown op "${op}"`);
   checkCount("unary", n);
   recordBodyAndTail(n, (width, start, count) => {
-    const pipeline = ctx.pipeline(`unary ${op}`, unaryCode(op, width));
+    const pipeline = ctx.pipeline(`unary ${op} ${storage}`, unaryCode(op, width, storage));
     ctx.dispatch(pipeline, [args.x, args.out], uniforms(count, start), workgroupsFor(count));
   });
 }
@@ -602,9 +647,9 @@ export function unary(ctx: GpuContext, args: { op: UnaryOp; x: Binding; out: Bin
 // ---------------------------------------------------------------------------------------------------
 // affine, clamp, where
 
-function affineCode(width: 1 | 4): string {
-  const type = vectorOf("f32", width);
-  return /* wgsl */ `
+function affineCode(width: 1 | 4, storage: FloatStorage): string {
+  const type = vectorOf(storage, width);
+  return /* wgsl */ `${enableFor(storage)}
 @group(0) @binding(0) var<storage, read> x: array<${type}>;
 @group(0) @binding(1) var<storage, read_write> out: array<${type}>;
 struct Params { count: u32, start: u32, scale: f32, shift: f32 }
@@ -612,19 +657,21 @@ struct Params { count: u32, start: u32, scale: f32, shift: f32 }
 
 ${flatMain()}
   if (i >= params.count) { return; }
-  out[params.start + i] = x[params.start + i] * params.scale + params.shift;
+  out[params.start + i] = ${storeAs(storage, width, `${loadF32(storage, width, "x[params.start + i]")} * params.scale + params.shift`)};
 }`;
 }
 
-/** out[i] = x[i] * scale + shift for i < n (scale by a scalar, add a scalar, or both). */
+/** out[i] = x[i] * scale + shift for i < n (scale by a scalar, add a scalar, or both; f16 computes in f32). */
 export function affine(
   ctx: GpuContext,
-  args: { x: Binding; out: Binding; n: number; scale: number; shift: number },
+  args: { x: Binding; out: Binding; n: number; scale: number; shift: number; dtype?: FloatStorage },
 ): void {
   checkCount("affine", args.n);
+  const storage = args.dtype ?? "f32";
   recordBodyAndTail(args.n, (width, start, count) => {
     const params = uniforms(count, start, f32Bits(args.scale), f32Bits(args.shift));
-    ctx.dispatch(ctx.pipeline("affine", affineCode(width)), [args.x, args.out], params, workgroupsFor(count));
+    const pipeline = ctx.pipeline(`affine ${storage}`, affineCode(width, storage));
+    ctx.dispatch(pipeline, [args.x, args.out], params, workgroupsFor(count));
   });
 }
 

@@ -16,8 +16,11 @@ import { batches, bindingWindow, wholeBinding } from "./binding-windows.js";
 
 const LANES = 64;
 
-function vectorType(dim: number): { width: 1 | 4; alias: string } {
-  return dim % 4 === 0 ? { width: 4, alias: "alias V = vec4<f32>;" } : { width: 1, alias: "alias V = f32;" };
+function vectorType(dim: number, scalar: "f32" | "f16" = "f32"): { width: 1 | 4; alias: string } {
+  const enable = scalar === "f16" ? "enable f16;\n" : "";
+  return dim % 4 === 0
+    ? { width: 4, alias: `${enable}alias V = vec4<${scalar}>;` }
+    : { width: 1, alias: `${enable}alias V = ${scalar};` };
 }
 
 const FORWARD = (alias: string) => /* wgsl */ `
@@ -80,25 +83,44 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
   }
 }`;
 
-/** out [count, dim] = rows of table [vocab, dim] at ids (i32 [count]); zero rows for ids outside [0, vocab). */
+/**
+ * out [count, dim] = rows of table [vocab, dim] at ids (i32 [count]); zero rows for ids outside [0, vocab).
+ * With dtype "f16" table and out hold halves (a copy: no conversion).
+ */
 export function embedding(
   ctx: GpuContext,
-  a: { table: GPUBuffer; ids: GPUBuffer; out: GPUBuffer; count: number; dim: number; vocab: number },
+  a: {
+    table: GPUBuffer;
+    ids: GPUBuffer;
+    out: GPUBuffer;
+    count: number;
+    dim: number;
+    vocab: number;
+    dtype?: "f32" | "f16";
+  },
 ): void {
   const { count, dim, vocab } = a;
   if (count === 0 || dim === 0) return;
-  const { width, alias } = vectorType(dim);
-  const pipeline = ctx.pipeline("embedding", FORWARD(alias));
-  const slices = batches(ctx, vocab, dim * 4);
-  for (const tokens of batches(ctx, count, dim * 4)) {
-    const out = bindingWindow(ctx, a.out, tokens.first * dim * 4, tokens.count * dim * 4, width * 4);
+  const scalar = a.dtype ?? "f32";
+  const bytes = scalar === "f16" ? 2 : 4;
+  const { width, alias } = vectorType(dim, scalar);
+  const pipeline = ctx.pipeline(`embedding ${scalar}`, FORWARD(alias));
+  const slices = batches(ctx, vocab, dim * bytes);
+  for (const tokens of batches(ctx, count, dim * bytes)) {
+    const out = bindingWindow(
+      ctx,
+      a.out,
+      tokens.first * dim * bytes,
+      tokens.count * dim * bytes,
+      width * bytes,
+    );
     slices.forEach((slice, index) => {
       const table = bindingWindow(
         ctx,
         a.table,
-        slice.first * dim * 4,
-        Math.max(1, slice.count) * dim * 4,
-        width * 4,
+        slice.first * dim * bytes,
+        Math.max(1, slice.count) * dim * bytes,
+        width * bytes,
       );
       ctx.dispatch(
         pipeline,

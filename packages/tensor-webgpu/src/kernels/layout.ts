@@ -12,12 +12,15 @@
  * - the general kernel (one word per invocation, its index decomposed into coordinates, rank baked in).
  */
 import type { Binding, GpuContext } from "../gpu/context.js";
+import { toHalfBits } from "../reference/layout.js";
 import {
   checkCount,
   checkShape,
   contiguousStrides,
   elementCount,
+  enableFor,
   FLOAT_BITS_WGSL,
+  type FloatStorage,
   f32Bits,
   flatMain,
   MAX_RANK,
@@ -30,7 +33,17 @@ import {
   workgroupsFor,
 } from "./elementwise.js";
 
-export type DType = "f32" | "i32";
+/**
+ * Element types. f16 is stored as IEEE binary16, two per 32-bit word (WGSL `array<f16>`); kernels that
+ * read or write it natively need the device feature "shader-f16".
+ */
+export type DType = "f32" | "i32" | "f16";
+
+/** Float element types (what float tensors, and the kernels that compute in them, hold). */
+export type FloatDType = FloatStorage;
+
+/** Bytes per element of `dtype` in GPU storage. */
+export const dtypeBytes = (dtype: DType): number => (dtype === "f16" ? 2 : 4);
 
 // ---------------------------------------------------------------------------------------------------
 // fill
@@ -47,10 +60,19 @@ ${flatMain()}
 }`;
 }
 
-/** out[i] = value for i < n, stored as f32 (default) or i32 (value must then be a 32-bit integer). */
+/**
+ * out[i] = value for i < n, stored as f32 (default), i32 (value must then be a 32-bit integer) or f16
+ * (rounded to nearest even; written as whole words of two halves, so with odd n the half after the last
+ * element, inside the same word, is written too).
+ */
 export function fill(ctx: GpuContext, args: { out: Binding; n: number; value: number; dtype?: DType }): void {
   checkCount("fill", args.n);
   const dtype = args.dtype ?? "f32";
+  if (dtype === "f16") {
+    const half = toHalfBits(args.value);
+    fill(ctx, { out: args.out, n: Math.ceil(args.n / 2), value: half | (half << 16) | 0, dtype: "i32" });
+    return;
+  }
   let bits: number;
   if (dtype === "i32") {
     if (!Number.isInteger(args.value) || args.value < -(2 ** 31) || args.value >= 2 ** 31) {
@@ -80,8 +102,11 @@ function bufferOf(binding: Binding): { buffer: GPUBuffer; offset: number } {
     : { buffer: binding, offset: 0 };
 }
 
-function generalCopyCode(rank: number, width: 1 | 4): string {
-  const type = vectorOf("u32", width);
+/** The WGSL scalar a copy moves: 32-bit words for f32 and i32, halves for f16. */
+const copyScalar = (dtype: DType) => (dtype === "f16" ? "f16" : "u32");
+
+function generalCopyCode(rank: number, width: 1 | 4, dtype: DType): string {
+  const type = vectorOf(copyScalar(dtype), width);
   const steps: string[] = [];
   for (let d = rank - 1; d >= 0; d--) {
     const at = `[${d >> 2}][${d & 3}]`;
@@ -90,7 +115,7 @@ function generalCopyCode(rank: number, width: 1 | 4): string {
     source += c * params.xStrides${at};
     dest += c * params.outStrides${at};${d > 0 ? `\n    rest = rest / params.shape${at};` : ""} }`);
   }
-  return /* wgsl */ `
+  return /* wgsl */ `${enableFor(dtype)}
 @group(0) @binding(0) var<storage, read> x: array<${type}>;
 @group(0) @binding(1) var<storage, read_write> out: array<${type}>;
 struct Params { count: u32, xOffset: u32, outOffset: u32, pad: u32,
@@ -112,9 +137,9 @@ ${steps.join("\n")}
  * columns of x (contiguous along r) and storing 4 vec4 rows of out (contiguous along c). Consecutive
  * invocations walk r, so their loads are consecutive.
  */
-const TRANSPOSE_CODE = /* wgsl */ `
-@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> out: array<vec4<u32>>;
+const transposeCode = (dtype: DType) => /* wgsl */ `${enableFor(dtype)}
+@group(0) @binding(0) var<storage, read> x: array<vec4<${copyScalar(dtype)}>>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<${copyScalar(dtype)}>>;
 // Extents in elements (rows, cols multiples of 4); strides and offsets in vec4s.
 struct Params { count: u32, rowQuads: u32, colQuads: u32, xOffset: u32, outOffset: u32,
   xBatchStride: u32, xColStride: u32, outBatchStride: u32, outRowStride: u32 }
@@ -131,10 +156,10 @@ ${flatMain()}
   let c2 = x[source + 2u * params.xColStride];
   let c3 = x[source + 3u * params.xColStride];
   let dest = params.outOffset + b * params.outBatchStride + rq * 4u * params.outRowStride + cq;
-  out[dest] = vec4<u32>(c0.x, c1.x, c2.x, c3.x);
-  out[dest + params.outRowStride] = vec4<u32>(c0.y, c1.y, c2.y, c3.y);
-  out[dest + 2u * params.outRowStride] = vec4<u32>(c0.z, c1.z, c2.z, c3.z);
-  out[dest + 3u * params.outRowStride] = vec4<u32>(c0.w, c1.w, c2.w, c3.w);
+  out[dest] = vec4(c0.x, c1.x, c2.x, c3.x);
+  out[dest + params.outRowStride] = vec4(c0.y, c1.y, c2.y, c3.y);
+  out[dest + 2u * params.outRowStride] = vec4(c0.z, c1.z, c2.z, c3.z);
+  out[dest + 3u * params.outRowStride] = vec4(c0.w, c1.w, c2.w, c3.w);
 }`;
 
 /** How `stridedCopy` will run, over the simplified dimensions. */
@@ -274,7 +299,8 @@ export function planStridedCopy(args: {
  * out[outOffset + Σ idx·outStrides] = x[xOffset + Σ idx·xStrides] for every index idx of `shape` (strides
  * and offsets in elements; outStrides default to contiguous). Covers transpose/permute (permuted
  * xStrides), slice/narrow (xOffset and strides), concat (outOffset and outStrides of the whole output) and
- * expand (stride 0). x and out must be different buffers; f32 and i32 copy alike.
+ * expand (stride 0). x and out must be different buffers; f32 and i32 copy alike, f16 (dtype "f16")
+ * moves halves.
  */
 export function stridedCopy(
   ctx: GpuContext,
@@ -296,14 +322,23 @@ export function stridedCopy(
   const target = bufferOf(args.out);
   if (source.buffer === target.buffer)
     throw new RangeError("stridedCopy: x and out must be different buffers");
-  const plan = planFor(layout);
+  const dtype = args.dtype ?? "f32";
+  const bytes = dtypeBytes(dtype);
+  let plan = planFor(layout);
+  // Buffer copies move whole 4-byte words: halves at odd offsets or counts go through the kernel.
+  if (
+    plan.kernel === "buffer-copy" &&
+    bytes === 2 &&
+    [layout.xOffset, layout.outOffset, n].some((v) => v % 2)
+  )
+    plan = { kernel: "strided", width: 1, words: { ...layout, shape: [n], xStrides: [1], outStrides: [1] } };
   if (plan.kernel === "buffer-copy") {
     ctx.copy(
       source.buffer,
-      source.offset + layout.xOffset * 4,
+      source.offset + layout.xOffset * bytes,
       target.buffer,
-      target.offset + layout.outOffset * 4,
-      n * 4,
+      target.offset + layout.outOffset * bytes,
+      n * bytes,
     );
     return;
   }
@@ -323,7 +358,7 @@ export function stridedCopy(
       transpose.outRow / 4,
     );
     ctx.dispatch(
-      ctx.pipeline("transpose 4x4", TRANSPOSE_CODE),
+      ctx.pipeline(`transpose 4x4 ${dtype}`, transposeCode(dtype)),
       [args.x, args.out],
       params,
       workgroupsFor(count),
@@ -342,7 +377,10 @@ export function stridedCopy(
     ...rankWords(words.outStrides),
   );
   const rank = words.shape.length;
-  const pipeline = ctx.pipeline(`strided copy rank ${rank}`, generalCopyCode(rank, plan.width));
+  const pipeline = ctx.pipeline(
+    `strided copy rank ${rank} ${dtype}`,
+    generalCopyCode(rank, plan.width, dtype),
+  );
   ctx.dispatch(pipeline, [args.x, args.out], params, workgroupsFor(count));
 }
 
@@ -397,7 +435,11 @@ ${flatMain()}
 }`;
 }
 
-/** out[i] = x[i] converted: f32 -> i32 truncates toward zero (saturating, NaN -> 0); i32 -> f32 rounds. */
+/**
+ * out[i] = x[i] converted: f32 -> i32 truncates toward zero (saturating, NaN -> 0); i32 -> f32 rounds;
+ * f32 -> f16 rounds to nearest even (overflow to infinity), f16 -> f32 is exact. i32 <-> f16 is not a
+ * cast of its own: go through f32.
+ */
 export function cast(
   ctx: GpuContext,
   args: { x: Binding; out: Binding; n: number; from: DType; to: DType },
@@ -405,9 +447,16 @@ export function cast(
   const { from, to, n } = args;
   checkCount("cast", n);
   for (const t of [from, to])
-    if (t !== "f32" && t !== "i32") throw new RangeError(`cast: unknown dtype "${t}"`);
+    if (t !== "f32" && t !== "i32" && t !== "f16") throw new RangeError(`cast: unknown dtype "${t}"`);
   if (from === to) {
-    stridedCopy(ctx, { x: args.x, out: args.out, shape: [n], xStrides: [1] });
+    stridedCopy(ctx, { x: args.x, out: args.out, shape: [n], xStrides: [1], dtype: from });
+    return;
+  }
+  if (from === "f16" || to === "f16") {
+    if (from === "i32" || to === "i32") throw new RangeError(`cast: ${from} -> ${to} must go through f32`);
+    // The f16 storage is packF16's layout; pack2x16float needs no shader-f16.
+    if (to === "f16") packF16(ctx, { x: args.x, out: args.out, n });
+    else unpackF16(ctx, { x: args.x, out: args.out, n });
     return;
   }
   recordBodyAndTail(n, (width, start, count) => {

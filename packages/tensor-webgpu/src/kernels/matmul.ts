@@ -43,6 +43,7 @@
 import type { Binding, GpuContext } from "../gpu/context.js";
 import type { PooledTexture } from "../gpu/texture-pool.js";
 import { bindingWindow } from "./binding-windows.js";
+import { enableFor, type FloatStorage } from "./elementwise.js";
 
 export type MatmulVariant = "texture" | "tiled" | "buffer";
 
@@ -68,6 +69,11 @@ export interface MatmulArgs {
   alpha?: number;
   /** Force a variant (tests, benchmarks); by default `matmulVariant` chooses. */
   variant?: MatmulVariant;
+  /**
+   * Element type of a, b and out (default f32). With "f16" (needs shader-f16) the operands are read as
+   * halves and converted, products accumulate in f32, and the result is rounded to f16 once on store.
+   */
+  dtype?: FloatStorage;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -84,6 +90,9 @@ interface Problem {
   bBatchStride: number;
   accumulate: boolean;
   alpha: number;
+  dtype: FloatStorage;
+  /** Bytes per element of a, b and out. */
+  bytes: number;
 }
 
 /** A piece of the problem: batches [batch0, batch0 + batches), rows [m0, m0 + m), columns, and k range. */
@@ -154,7 +163,7 @@ function spans(p: Problem, c: Chunk): { a: [number, number]; b: [number, number]
 function bindingOverflow(ctx: GpuContext, p: Problem, c: Chunk): Axis | undefined {
   const limit = limits(ctx).bindingBytes;
   const s = spans(p, c);
-  const over = (span: [number, number]) => (span[1] - span[0]) * 4 > limit;
+  const over = (span: [number, number]) => (span[1] - span[0]) * p.bytes > limit;
   if (c.batches > 1 && (over(s.a) || over(s.b) || over(s.out))) return "batch";
   if (over(s.out)) return c.m > 1 ? "m" : "n";
   if (over(s.a)) return p.transA ? (c.k > 1 ? "k" : "m") : c.m > 1 ? "m" : "k";
@@ -207,8 +216,9 @@ function windowFor(
   ctx: GpuContext,
   buffer: GPUBuffer,
   span: [number, number],
+  bytes: number,
 ): { binding: Binding; base: number } {
-  const window = bindingWindow(ctx, buffer, span[0] * 4, Math.max(span[1] - span[0], 1) * 4, 4);
+  const window = bindingWindow(ctx, buffer, span[0] * bytes, Math.max(span[1] - span[0], 1) * bytes, bytes);
   return { binding: window.binding, base: window.shift };
 }
 
@@ -235,7 +245,10 @@ function params(u32s: number[], f32s: number[] = []): Uint32Array {
 // ---------------------------------------------------------------------------------------------------------
 // Shared WGSL pieces
 
-/** WGSL expression for element (row, col) of op(A) or op(B) given a base index and leading dimension. */
+/**
+ * WGSL expression for element (row, col) of op(A) or op(B) given a base index and leading dimension, as
+ * an f32 (halves are converted on load).
+ */
 function element(
   array: string,
   base: string,
@@ -243,21 +256,27 @@ function element(
   row: string,
   col: string,
   transposed: boolean,
+  storage: FloatStorage,
 ): string {
-  return transposed
+  const load = transposed
     ? `${array}[${base} + (${col}) * ${ld} + (${row})]`
     : `${array}[${base} + (${row}) * ${ld} + (${col})]`;
+  return storage === "f32" ? load : `f32(${load})`;
 }
 
-/** The store epilogue shared by the buffer-based kernels: out = alpha·acc (+ out). */
-const STORE_FN = /* wgsl */ `
+/** The store epilogue shared by the kernels: out = alpha·acc (+ out), rounded once to f16 for f16 out. */
+function storeFn(storage: FloatStorage): string {
+  const read = storage === "f32" ? "out[index]" : "f32(out[index])";
+  const write = (value: string) => (storage === "f32" ? value : `f16(${value})`);
+  return /* wgsl */ `
 fn storeOut(index: u32, value: f32) {
   if (p.accumulate != 0u) {
-    out[index] = out[index] + p.alpha * value;
+    out[index] = ${write(`${read} + p.alpha * value`)};
   } else {
-    out[index] = p.alpha * value;
+    out[index] = ${write("p.alpha * value")};
   }
 }`;
+}
 
 // Uniform struct shared by the "buffer" and "tiled" kernels.
 const GEMM_PARAMS = /* wgsl */ `
@@ -303,16 +322,16 @@ function gemmParams(
 const BUFFER_TILE = 4;
 const BUFFER_WORKGROUP = 8; // 8 x 8 invocations = a 32 x 32 tile per workgroup
 
-function bufferKernel(transA: boolean, transB: boolean): string {
-  const a = (row: string, col: string) => element("a", "aBase", "p.lda", row, col, transA);
-  const b = (row: string, col: string) => element("b", "bBase", "p.ldb", row, col, transB);
-  return /* wgsl */ `
+function bufferKernel(transA: boolean, transB: boolean, storage: FloatStorage): string {
+  const a = (row: string, col: string) => element("a", "aBase", "p.lda", row, col, transA, storage);
+  const b = (row: string, col: string) => element("b", "bBase", "p.ldb", row, col, transB, storage);
+  return /* wgsl */ `${enableFor(storage)}
 ${GEMM_PARAMS}
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> a: array<${storage}>;
+@group(0) @binding(1) var<storage, read> b: array<${storage}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
 @group(0) @binding(3) var<uniform> p: Params;
-${STORE_FN}
+${storeFn(storage)}
 
 @compute @workgroup_size(${BUFFER_WORKGROUP}, ${BUFFER_WORKGROUP})
 fn main(@builtin(global_invocation_id) id: vec3u) {
@@ -346,7 +365,7 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
 function runBuffer(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
   const pipeline = ctx.pipeline(
     `matmul buffer ${code(p)}`,
-    source(`buffer ${code(p)}`, () => bufferKernel(p.transA, p.transB)),
+    source(`buffer ${code(p)}`, () => bufferKernel(p.transA, p.transB, p.dtype)),
   );
   const perGroup = BUFFER_TILE * BUFFER_WORKGROUP;
   const overflow = (c: Chunk): Axis | undefined =>
@@ -354,9 +373,9 @@ function runBuffer(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
   for (const c of plan(p, overflow)) {
     const s = spans(p, c);
     const [a, b, out] = [
-      windowFor(ctx, args.a, s.a),
-      windowFor(ctx, args.b, s.b),
-      windowFor(ctx, args.out, s.out),
+      windowFor(ctx, args.a, s.a, p.bytes),
+      windowFor(ctx, args.b, s.b, p.bytes),
+      windowFor(ctx, args.out, s.out, p.bytes),
     ];
     const accumulate = p.accumulate || c.k0 > 0;
     ctx.dispatch(
@@ -382,7 +401,7 @@ function dispatchOverflow(
 }
 
 function code(p: Problem): string {
-  return `${p.transA ? "Aᵀ" : "A"}·${p.transB ? "Bᵀ" : "B"}`;
+  return `${p.transA ? "Aᵀ" : "A"}·${p.transB ? "Bᵀ" : "B"} ${p.dtype}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -391,20 +410,20 @@ function code(p: Problem): string {
 const TILE = 64;
 const TILE_K = 16;
 
-function tiledKernel(transA: boolean, transB: boolean): string {
-  const a = (row: string, col: string) => element("a", "aBase", "p.lda", row, col, transA);
-  const b = (row: string, col: string) => element("b", "bBase", "p.ldb", row, col, transB);
+function tiledKernel(transA: boolean, transB: boolean, storage: FloatStorage): string {
+  const a = (row: string, col: string) => element("a", "aBase", "p.lda", row, col, transA, storage);
+  const b = (row: string, col: string) => element("b", "bBase", "p.ldb", row, col, transB, storage);
   // Each invocation fills one vec4 of each tile per k-step. The (k, quad) it takes is chosen so that
   // neighbouring invocations read neighbouring addresses of the stored layout.
   const aSlot = transA ? "let aq = t % 16u; let ak = t / 16u;" : "let ak = t % 16u; let aq = t / 16u;";
   const bSlot = transB ? "let bk = t % 16u; let bq = t / 16u;" : "let bq = t % 16u; let bk = t / 16u;";
-  return /* wgsl */ `
+  return /* wgsl */ `${enableFor(storage)}
 ${GEMM_PARAMS}
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> a: array<${storage}>;
+@group(0) @binding(1) var<storage, read> b: array<${storage}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
 @group(0) @binding(3) var<uniform> p: Params;
-${STORE_FN}
+${storeFn(storage)}
 
 // aTile[k][q] holds rows 4q..4q+3 of the tile at k; bTile[k][q] holds columns 4q..4q+3.
 var<workgroup> aTile: array<vec4f, ${TILE_K * (TILE / 4)}>;
@@ -464,16 +483,16 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec
 function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
   const pipeline = ctx.pipeline(
     `matmul tiled ${code(p)}`,
-    source(`tiled ${code(p)}`, () => tiledKernel(p.transA, p.transB)),
+    source(`tiled ${code(p)}`, () => tiledKernel(p.transA, p.transB, p.dtype)),
   );
   const overflow = (c: Chunk): Axis | undefined =>
     bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, TILE, TILE);
   for (const c of plan(p, overflow)) {
     const s = spans(p, c);
     const [a, b, out] = [
-      windowFor(ctx, args.a, s.a),
-      windowFor(ctx, args.b, s.b),
-      windowFor(ctx, args.out, s.out),
+      windowFor(ctx, args.a, s.a, p.bytes),
+      windowFor(ctx, args.b, s.b, p.bytes),
+      windowFor(ctx, args.out, s.out, p.bytes),
     ];
     const accumulate = p.accumulate || c.k0 > 0;
     ctx.dispatch(
@@ -494,16 +513,18 @@ const TEX_MAX_BYTES = 64 * 1024 * 1024; // per scratch texture; bigger operands 
 // L2 cache (measured on lavapipe: [512x4864]·[4864x896]ᵀ 33 -> 46 GFLOP/s; no change at 2048³).
 const TEX_MAX_K = 1280;
 const COPY_SRC = 0x4;
+/** Texture format the operands of each element type are staged in (f16 operands stay halves). */
+const TEXTURE_FORMAT: Record<FloatStorage, GPUTextureFormat> = { f32: "rgba32float", f16: "rgba16float" };
 
 /**
  * Copies a stored row-major matrix (per batch: rows x cols at base + batch·batchStride, row stride ld) into
  * texels of 4 consecutive columns; zero outside rows x cols. For operands a plain copyBufferToTexture cannot
  * move (row stride not a multiple of 64 floats, k not a multiple of 4, misaligned start, no COPY_SRC).
  */
-const REPACK_KERNEL = /* wgsl */ `
+const repackKernel = (storage: FloatStorage) => /* wgsl */ `${enableFor(storage)}
 struct Params { rows: u32, cols: u32, texelsPerRow: u32, rowsPerBatch: u32, texels: u32, base: u32, batchStride: u32, ld: u32 }
-@group(0) @binding(0) var<storage, read> src: array<f32>;
-@group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
+@group(0) @binding(0) var<storage, read> src: array<${storage}>;
+@group(0) @binding(1) var dst: texture_storage_2d<${TEXTURE_FORMAT[storage]}, write>;
 @group(0) @binding(2) var<uniform> p: Params;
 
 @compute @workgroup_size(64)
@@ -517,7 +538,7 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   var v = vec4f(0.0);
   for (var i = 0u; i < 4u; i++) {
     let col = x * 4u + i;
-    v[i] = select(0.0, src[rowStart + min(col, p.cols - 1u)], row < p.rows && col < p.cols);
+    v[i] = select(0.0, f32(src[rowStart + min(col, p.cols - 1u)]), row < p.rows && col < p.cols);
   }
   textureStore(dst, vec2u(x, y), v);
 }`;
@@ -527,7 +548,8 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
  * [k][m/4] when transA; B as [k][n/4], or [n][k/4] when transB. Per 4 k-steps each lane loads rows/lanes
  * texels of A and 4 of B, then does rows x 4 x 4 multiply-adds.
  */
-function textureKernel(lanes: number, transA: boolean, transB: boolean): string {
+function textureKernel(lanes: number, transA: boolean, transB: boolean, storage: FloatStorage): string {
+  const format = TEXTURE_FORMAT[storage];
   const rows = Math.max(TEX_ROWS, lanes);
   const loadsA = rows / lanes;
   const comp = ["x", "y", "z", "w"];
@@ -570,16 +592,16 @@ function textureKernel(lanes: number, transA: boolean, transB: boolean): string 
     for (let r = 0; r < rows; r++) body.push(`    acc${r} += ${aValue(r, q)} * b${q};`);
   }
   const accs = Array.from({ length: rows }, (_, r) => `acc${r}`);
-  return /* wgsl */ `enable subgroups;
+  return /* wgsl */ `${enableFor(storage)}enable subgroups;
 struct Params {
   m: u32, n: u32, k4: u32, aRowsPerBatch: u32, bRowsPerBatch: u32,
   outBase: u32, outBatchStride: u32, ldo: u32, accumulate: u32, alpha: f32,
 }
-@group(0) @binding(0) var aTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(1) var bTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var aTex: texture_storage_2d<${format}, read>;
+@group(0) @binding(1) var bTex: texture_storage_2d<${format}, read>;
+@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
 @group(0) @binding(3) var<uniform> p: Params;
-${STORE_FN}
+${storeFn(storage)}
 
 @compute @workgroup_size(${lanes})
 fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -699,14 +721,15 @@ function textureBlocks(p: Problem, c: Chunk, lanes: number) {
 const textureBytes = (block: OperandBlock) => block.width * block.batches * block.rowsPerBatch * 16;
 
 /**
- * Whether copyBufferToTexture can fill the block: rows 256-byte aligned (ld a multiple of 64 floats),
+ * Whether copyBufferToTexture can fill the block: rows 256-byte aligned (ld a multiple of 64 floats or
+ * 128 halves),
  * whole texels, a 16-byte aligned start, and no k padding to zero. Rows and texels past the block along m
  * or n keep stale values: they only reach outputs that are never stored.
  */
-function copyable(buffer: GPUBuffer, block: OperandBlock): boolean {
+function copyable(buffer: GPUBuffer, block: OperandBlock, bytes: number): boolean {
   return (
     (buffer.usage & COPY_SRC) !== 0 &&
-    block.ld % 64 === 0 &&
+    (block.ld * bytes) % 256 === 0 &&
     block.cols % 4 === 0 &&
     block.origin % 4 === 0 &&
     block.batchStride % 4 === 0 &&
@@ -758,16 +781,23 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     return undefined;
   };
 
-  const repack = ctx.pipeline("matmul repack", REPACK_KERNEL);
+  const repack = ctx.pipeline(
+    `matmul repack ${p.dtype}`,
+    source(`repack ${p.dtype}`, () => repackKernel(p.dtype)),
+  );
   const multiply = ctx.pipeline(
     `matmul texture L${lanes} ${code(p)}`,
-    source(`texture ${lanes} ${code(p)}`, () => textureKernel(lanes, p.transA, p.transB)),
+    source(`texture ${lanes} ${code(p)}`, () => textureKernel(lanes, p.transA, p.transB, p.dtype)),
   );
   const fill = (buffer: GPUBuffer, block: OperandBlock, target: PooledTexture) => {
-    if (copyable(buffer, block)) {
+    if (copyable(buffer, block, p.bytes)) {
       for (let batch = 0; batch < block.batches; batch++) {
         ctx.copyToTexture(
-          { buffer, offset: (block.origin + batch * block.batchStride) * 4, bytesPerRow: block.ld * 4 },
+          {
+            buffer,
+            offset: (block.origin + batch * block.batchStride) * p.bytes,
+            bytesPerRow: block.ld * p.bytes,
+          },
           target.texture,
           { x: 0, y: batch * block.rowsPerBatch },
           [block.cols / 4, block.rows],
@@ -776,7 +806,7 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
       return;
     }
     const last = (block.batches - 1) * block.batchStride + (block.rows - 1) * block.ld + block.cols;
-    const window = windowFor(ctx, buffer, [block.origin, block.origin + last]);
+    const window = windowFor(ctx, buffer, [block.origin, block.origin + last], p.bytes);
     const texels = block.width * block.batches * block.rowsPerBatch;
     ctx.dispatch(
       repack,
@@ -797,11 +827,21 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
   const textures = ctx.textures;
   for (const c of plan(p, overflow)) {
     const t = textureBlocks(p, c, lanes);
-    const aTexture = textures.acquire("rgba32float", t.a.width, t.a.batches * t.a.rowsPerBatch, "matmul a");
-    const bTexture = textures.acquire("rgba32float", t.b.width, t.b.batches * t.b.rowsPerBatch, "matmul b");
+    const aTexture = textures.acquire(
+      TEXTURE_FORMAT[p.dtype],
+      t.a.width,
+      t.a.batches * t.a.rowsPerBatch,
+      "matmul a",
+    );
+    const bTexture = textures.acquire(
+      TEXTURE_FORMAT[p.dtype],
+      t.b.width,
+      t.b.batches * t.b.rowsPerBatch,
+      "matmul b",
+    );
     fill(args.a, t.a, aTexture);
     fill(args.b, t.b, bTexture);
-    const out = windowFor(ctx, args.out, spans(p, c).out);
+    const out = windowFor(ctx, args.out, spans(p, c).out, p.bytes);
     const accumulate = p.accumulate || c.k0 > 0;
     ctx.dispatch(
       multiply,
@@ -854,13 +894,16 @@ function problemOf(args: MatmulArgs): Problem {
     bBatchStride: args.bBatchStride ?? k * n,
     accumulate: args.accumulate ?? false,
     alpha: args.alpha ?? 1,
+    dtype: args.dtype ?? "f32",
+    bytes: args.dtype === "f16" ? 2 : 4,
   };
+  if (p.dtype !== "f32" && p.dtype !== "f16") throw new RangeError(`matmul: unsupported dtype "${p.dtype}"`);
   if (p.aBatchStride < 0 || p.bBatchStride < 0) throw new RangeError("matmul: batch strides must be >= 0");
   if (batch * m * n === 0) return p;
   const need = (name: string, buffer: GPUBuffer, elements: number) => {
-    if (buffer.size < elements * 4) {
+    if (buffer.size < elements * p.bytes) {
       throw new RangeError(
-        `matmul: buffer ${name} holds ${buffer.size} bytes, the problem reads or writes ${elements * 4}`,
+        `matmul: buffer ${name} holds ${buffer.size} bytes, the problem reads or writes ${elements * p.bytes}`,
       );
     }
   };

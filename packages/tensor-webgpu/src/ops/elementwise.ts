@@ -1,17 +1,30 @@
 import { record, setAutogradHelpers } from "../autograd.js";
-import type { BinaryOp, UnaryOp } from "../backend.js";
+import type { BinaryOp, FloatDType, UnaryOp } from "../backend.js";
 import { emptyTensor, full, onesLike } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
+import { inF32, isHalf, promoted } from "./precision.js";
 import { sumToShape } from "./reduce.js";
-import { backendOf, broadcastShapes, broadcastStrides, expectDType, sameShape } from "./util.js";
+import { backendOf, broadcastShapes, broadcastStrides, sameShape } from "./util.js";
+
+/** The float dtype of an element-wise op's operands (both f32, or both f16: the kernels run natively on f16). */
+function floatDType(op: string, ...tensors: Tensor[]): FloatDType {
+  const dtype = tensors[0]!.dtype;
+  for (const t of tensors) {
+    if (t.dtype === "i32" || t.dtype !== dtype)
+      throw new TypeError(
+        `${op}: expected f32 or f16 operands of one dtype, got ${tensors.map((x) => x.describe()).join(" and ")}`,
+      );
+  }
+  return dtype as FloatDType;
+}
 
 function binaryRaw(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const backend = backendOf(op, a, b);
-  expectDType(op, a, "f32");
-  expectDType(op, b, "f32");
+  const dtype = floatDType(op, a, b);
   const shape = broadcastShapes(op, a.shape, b.shape);
-  const out = emptyTensor(backend, shape, "f32");
+  const out = emptyTensor(backend, shape, dtype);
   backend.binary({
+    dtype,
     op,
     a: a.buffer,
     b: b.buffer,
@@ -25,9 +38,9 @@ function binaryRaw(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
 
 function unaryRaw(op: UnaryOp, x: Tensor): Tensor {
   const backend = backendOf(op, x);
-  expectDType(op, x, "f32");
-  const out = emptyTensor(backend, x.shape, "f32");
-  backend.unary({ op, x: x.buffer, out: out.buffer, n: x.size });
+  const dtype = floatDType(op, x);
+  const out = emptyTensor(backend, x.shape, dtype);
+  backend.unary({ op, x: x.buffer, out: out.buffer, n: x.size, dtype });
   return out;
 }
 
@@ -36,7 +49,7 @@ type Operand = Tensor | number;
 /** Run `fn` with `value` as a tensor; a scalar made here is disposed after (the graph keeps its own alias). */
 function withOperand(value: Operand, like: Tensor, fn: (t: Tensor) => Tensor): Tensor {
   if (typeof value !== "number") return fn(value);
-  const t = full([], value, { backend: like.backend });
+  const t = full([], value, { backend: like.backend, dtype: like.dtype === "f16" ? "f16" : "f32" });
   try {
     return fn(t);
   } finally {
@@ -47,6 +60,7 @@ function withOperand(value: Operand, like: Tensor, fn: (t: Tensor) => Tensor): T
 /** a + b (broadcasting). */
 export function add(a: Tensor, b: Operand): Tensor {
   if (typeof b === "number") return affine(a, 1, b);
+  if (a.dtype !== b.dtype) return promoted(a, b, add);
   const out = binaryRaw("add", a, b);
   return record("add", out, [a, b], [], (g) => [sumToShape(g, a.shape), sumToShape(g, b.shape)]);
 }
@@ -54,6 +68,7 @@ export function add(a: Tensor, b: Operand): Tensor {
 /** a - b (broadcasting). */
 export function sub(a: Tensor, b: Operand): Tensor {
   if (typeof b === "number") return affine(a, 1, -b);
+  if (a.dtype !== b.dtype) return promoted(a, b, sub);
   const out = binaryRaw("sub", a, b);
   return record("sub", out, [a, b], [], (g) => [sumToShape(g, a.shape), sumToShape(scale(g, -1), b.shape)]);
 }
@@ -61,6 +76,7 @@ export function sub(a: Tensor, b: Operand): Tensor {
 /** a * b (broadcasting). */
 export function mul(a: Tensor, b: Operand): Tensor {
   if (typeof b === "number") return scale(a, b);
+  if (a.dtype !== b.dtype) return promoted(a, b, mul);
   const out = binaryRaw("mul", a, b);
   return record("mul", out, [a, b], [a, b], (g, [sa, sb]) => [
     a.requiresGrad ? sumToShape(binaryRaw("mul", g, sb!), a.shape) : null,
@@ -71,6 +87,7 @@ export function mul(a: Tensor, b: Operand): Tensor {
 /** a / b (broadcasting). */
 export function div(a: Tensor, b: Operand): Tensor {
   if (typeof b === "number") return scale(a, 1 / b);
+  if (a.dtype !== b.dtype) return promoted(a, b, div);
   const out = binaryRaw("div", a, b);
   return record("div", out, [a, b], [b, out], (g, [sb, so]) => [
     a.requiresGrad ? sumToShape(binaryRaw("div", g, sb!), a.shape) : null,
@@ -81,6 +98,7 @@ export function div(a: Tensor, b: Operand): Tensor {
 
 /** Element-wise maximum (the gradient goes to the larger; to a on ties). */
 export function maximum(a: Tensor, b: Operand): Tensor {
+  if (typeof b !== "number" && a.dtype !== b.dtype) return promoted(a, b, maximum);
   return withOperand(b, a, (bt) => maximumOf(a, bt));
 }
 
@@ -97,6 +115,7 @@ function maximumOf(a: Tensor, bt: Tensor): Tensor {
 
 /** Element-wise minimum (the gradient goes to the smaller; to a on ties). */
 export function minimum(a: Tensor, b: Operand): Tensor {
+  if (typeof b !== "number" && a.dtype !== b.dtype) return promoted(a, b, minimum);
   return withOperand(b, a, (bt) => minimumOf(a, bt));
 }
 
@@ -111,28 +130,34 @@ function minimumOf(a: Tensor, bt: Tensor): Tensor {
   });
 }
 
+/** A comparison of a and b (promoted to one dtype): 1 where true, 0 where false, in that dtype. */
+function compare(op: BinaryOp, a: Tensor, b: Operand): Tensor {
+  if (typeof b !== "number" && a.dtype !== b.dtype) return promoted(a, b, (pa, pb) => compare(op, pa, pb));
+  return withOperand(b, a, (bt) => binaryRaw(op, a, bt));
+}
+
 /** Comparisons: 1 where true, 0 where false (not differentiable). */
-export const greater = (a: Tensor, b: Operand): Tensor => withOperand(b, a, (bt) => binaryRaw("gt", a, bt));
-export const greaterEqual = (a: Tensor, b: Operand): Tensor =>
-  withOperand(b, a, (bt) => binaryRaw("ge", a, bt));
-export const less = (a: Tensor, b: Operand): Tensor => withOperand(b, a, (bt) => binaryRaw("lt", a, bt));
-export const lessEqual = (a: Tensor, b: Operand): Tensor => withOperand(b, a, (bt) => binaryRaw("le", a, bt));
-export const equal = (a: Tensor, b: Operand): Tensor => withOperand(b, a, (bt) => binaryRaw("eq", a, bt));
+export const greater = (a: Tensor, b: Operand): Tensor => compare("gt", a, b);
+export const greaterEqual = (a: Tensor, b: Operand): Tensor => compare("ge", a, b);
+export const less = (a: Tensor, b: Operand): Tensor => compare("lt", a, b);
+export const lessEqual = (a: Tensor, b: Operand): Tensor => compare("le", a, b);
+export const equal = (a: Tensor, b: Operand): Tensor => compare("eq", a, b);
 
 /** x * scale + shift. */
 export function affine(x: Tensor, scaleBy: number, shift: number): Tensor {
   const backend = backendOf("affine", x);
-  expectDType("affine", x, "f32");
-  const out = emptyTensor(backend, x.shape, "f32");
-  backend.affine({ x: x.buffer, out: out.buffer, n: x.size, scale: scaleBy, shift });
+  const dtype = floatDType("affine", x);
+  const out = emptyTensor(backend, x.shape, dtype);
+  backend.affine({ x: x.buffer, out: out.buffer, n: x.size, scale: scaleBy, shift, dtype });
   return record("affine", out, [x], [], (g) => [scaleBy === 1 ? g : affine(g, scaleBy, 0)]);
 }
 
 export const scale = (x: Tensor, by: number): Tensor => affine(x, by, 0);
 export const neg = (x: Tensor): Tensor => affine(x, -1, 0);
 
-/** Clamp into [min, max] (gradient 0 outside). */
+/** Clamp into [min, max] (gradient 0 outside; f16 runs in f32). */
 export function clamp(x: Tensor, lo: number, hi: number): Tensor {
+  if (x.dtype === "f16") return inF32([x], ([wide]) => clamp(wide, lo, hi));
   const backend = backendOf("clamp", x);
   const out = emptyTensor(backend, x.shape, "f32");
   backend.clamp({ x: x.buffer, out: out.buffer, n: x.size, min: lo, max: hi });
@@ -146,8 +171,9 @@ export function clamp(x: Tensor, lo: number, hi: number): Tensor {
   });
 }
 
-/** cond != 0 ? a : b (all the same shape; the gradient flows to the chosen side). */
+/** cond != 0 ? a : b (all the same shape; the gradient flows to the chosen side; f16 runs in f32). */
 export function where(cond: Tensor, a: Tensor, b: Tensor): Tensor {
+  if ([cond, a, b].some(isHalf)) return inF32([cond, a, b], ([c, wa, wb]) => where(c, wa, wb));
   const backend = backendOf("where", cond, a, b);
   sameShape("where", cond, a);
   sameShape("where", a, b);
@@ -213,7 +239,7 @@ export function sigmoid(x: Tensor): Tensor {
 export function relu(x: Tensor): Tensor {
   const out = unaryRaw("relu", x);
   return record("relu", out, [x], [x], (g, [sx]) => [
-    binaryRaw("mul", g, binaryRaw("gt", sx!, full([], 0, { backend: x.backend }))),
+    binaryRaw("mul", g, binaryRaw("gt", sx!, full([], 0, { backend: x.backend, dtype: sx!.dtype }))),
   ]);
 }
 

@@ -2,6 +2,7 @@ export * from "./elementwise.js";
 export * from "./losses.js";
 export * from "./matmul.js";
 export * from "./nn.js";
+export { inF32, isHalf } from "./precision.js";
 export * from "./reduce.js";
 export * from "./shape.js";
 export { ShapeError } from "./util.js";

@@ -1,6 +1,7 @@
 import { record } from "../autograd.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
+import { inF32 } from "./precision.js";
 import { backendOf, expectDType, ShapeError } from "./util.js";
 
 function rowsAndVocab(
@@ -21,6 +22,10 @@ function rowsAndVocab(
 
 /** log softmax(logits / T)[id] for each row: the log-probability of the chosen tokens (PPO's log π). */
 export function tokenLogProbs(logits: Tensor, ids: Tensor, temperature = 1): Tensor {
+  return inF32([logits], ([wide]) => tokenLogProbsF32(wide, ids, temperature), "f32");
+}
+
+function tokenLogProbsF32(logits: Tensor, ids: Tensor, temperature: number): Tensor {
   const backend = backendOf("tokenLogProbs", logits, ids);
   const { rows, vocab, shape } = rowsAndVocab("tokenLogProbs", logits, ids);
   const out = emptyTensor(backend, shape, "f32");
@@ -54,6 +59,10 @@ export function tokenLogProbs(logits: Tensor, ids: Tensor, temperature = 1): Ten
 
 /** Entropy of softmax(logits / T) per row. */
 export function entropy(logits: Tensor, temperature = 1): Tensor {
+  return inF32([logits], ([wide]) => entropyF32(wide, temperature), "f32");
+}
+
+function entropyF32(logits: Tensor, temperature: number): Tensor {
   const backend = backendOf("entropy", logits);
   const { rows, vocab, shape } = rowsAndVocab("entropy", logits);
   const out = emptyTensor(backend, shape, "f32");
@@ -78,6 +87,10 @@ export function entropy(logits: Tensor, temperature = 1): Tensor {
 
 /** Per-row cross-entropy against i32 `targets` (-100 = ignored: loss 0 and no gradient). */
 export function crossEntropy(logits: Tensor, targets: Tensor): Tensor {
+  return inF32([logits], ([wide]) => crossEntropyF32(wide, targets), "f32");
+}
+
+function crossEntropyF32(logits: Tensor, targets: Tensor): Tensor {
   const backend = backendOf("crossEntropy", logits, targets);
   const { rows, vocab, shape } = rowsAndVocab("crossEntropy", logits, targets);
   const out = emptyTensor(backend, shape, "f32");

@@ -2,9 +2,10 @@ import { record } from "../autograd.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
 import { add } from "./elementwise.js";
+import { promoted } from "./precision.js";
 import { sumToShape } from "./reduce.js";
 import { reshape } from "./shape.js";
-import { backendOf, expectDType, ShapeError } from "./util.js";
+import { backendOf, ShapeError } from "./util.js";
 
 export interface MatmulOptions {
   /** Use the transpose of a's last two dimensions. */
@@ -15,12 +16,16 @@ export interface MatmulOptions {
 
 /**
  * Matrix product over the last two dimensions. a: [..., m, k] (or [..., k, m] with transA); b: [k, n]
- * (shared by every batch: the weight case) or [..., k, n] with the same leading dimensions as a.
+ * (shared by every batch: the weight case) or [..., k, n] with the same leading dimensions as a. Two f16
+ * operands give an f16 result (products accumulated in f32); f16 with f32 is computed in f32.
  */
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
   const backend = backendOf("matmul", a, b);
-  expectDType("matmul", a, "f32");
-  expectDType("matmul", b, "f32");
+  if (a.dtype === "i32" || b.dtype === "i32")
+    throw new TypeError(`matmul: expected float tensors, got ${a.describe()} and ${b.describe()}`);
+  // f16 · f16 runs the f16 kernel (f32 accumulation, f16 result); f16 with f32 promotes to f32.
+  if (a.dtype !== b.dtype) return promoted(a, b, (pa, pb) => matmul(pa, pb, options));
+  const dtype = a.dtype;
   const { transA = false, transB = false } = options;
   if (a.rank < 2 || b.rank < 2)
     throw new ShapeError(`matmul: needs rank >= 2, got ${a.describe()} and ${b.describe()}`);
@@ -40,8 +45,9 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   if (!sharedB && (b.rank !== a.rank || b.shape.slice(0, -2).some((d, i) => d !== batchDims[i]))) {
     throw new ShapeError(`matmul: batch dimensions of ${a.describe()} and ${b.describe()} differ`);
   }
-  const out = emptyTensor(backend, [...batchDims, m, n], "f32");
+  const out = emptyTensor(backend, [...batchDims, m, n], dtype);
   backend.matmul({
+    dtype,
     a: a.buffer,
     b: b.buffer,
     out: out.buffer,

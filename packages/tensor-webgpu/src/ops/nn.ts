@@ -3,13 +3,19 @@ import type { Backend } from "../backend.js";
 import { groupTokenPositions } from "../kernels/embedding.js";
 import { emptyTensor, tensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
+import { inF32 } from "./precision.js";
+import { cast } from "./shape.js";
 import { backendOf, expectDType, ShapeError, sameShape } from "./util.js";
 
 const rowsOf = (x: Tensor) => x.size / Math.max(1, x.shape[x.rank - 1]!);
 const lastDim = (x: Tensor) => x.shape[x.rank - 1]!;
 
-/** RMSNorm over the last dimension: x · rsqrt(mean(x²) + eps) · weight (Qwen2's norm). */
+/** RMSNorm over the last dimension: x · rsqrt(mean(x²) + eps) · weight (Qwen2's norm; f16 runs in f32). */
 export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-6): Tensor {
+  return inF32([x, weight], ([wx, ww]) => rmsNormF32(wx, ww, eps));
+}
+
+function rmsNormF32(x: Tensor, weight: Tensor, eps: number): Tensor {
   const backend = backendOf("rmsNorm", x, weight);
   const dim = lastDim(x);
   if (weight.rank !== 1 || weight.shape[0] !== dim) {
@@ -42,9 +48,13 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-6): Tensor {
 
 /**
  * Rotary position embedding (rotate-half convention, as Qwen2/Llama) on x [batch, seqLen, heads, headDim]
- * at the absolute `positions` (i32 [batch, seqLen]; left-padded rows start later).
+ * at the absolute `positions` (i32 [batch, seqLen]; left-padded rows start later). f16 runs in f32.
  */
 export function rope(x: Tensor, positions: Tensor, theta: number): Tensor {
+  return inF32([x], ([wx]) => ropeF32(wx, positions, theta));
+}
+
+function ropeF32(x: Tensor, positions: Tensor, theta: number): Tensor {
   const backend = backendOf("rope", x, positions);
   expectDType("rope", positions, "i32");
   if (x.rank !== 4)
@@ -80,9 +90,14 @@ export interface AttentionOptions {
 
 /**
  * Fused attention. q: [batch, seqLen, numHeads·headDim] (or [..., numHeads, headDim]); k, v: [batch, kvLen,
- * numKvHeads·headDim]. Causal masks align the queries with the last seqLen keys. Returns q's shape.
+ * numKvHeads·headDim]. Causal masks align the queries with the last seqLen keys. Returns q's shape (and
+ * dtype: f16 q, k, v run the f32 kernels on f32 copies).
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions): Tensor {
+  return inF32([q, k, v], ([wq, wk, wv]) => attentionF32(wq, wk, wv, options));
+}
+
+function attentionF32(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions): Tensor {
   const backend = backendOf("attention", q, k, v, options.kvStart);
   sameShape("attention", k, v);
   const { numHeads, numKvHeads } = options;
@@ -155,6 +170,10 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
 
 /** silu(gate) · up — the SwiGLU of Qwen2's MLP. */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
+  return inF32([gate, up], ([wg, wu]) => swigluF32(wg, wu));
+}
+
+function swigluF32(gate: Tensor, up: Tensor): Tensor {
   const backend = backendOf("swiglu", gate, up);
   sameShape("swiglu", gate, up);
   const out = emptyTensor(backend, gate.shape, "f32");
@@ -174,14 +193,20 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   });
 }
 
-/** Rows of `table` [vocab, dim] for token `ids` (host ids, shaped `shape`, default [ids.length]). */
+/**
+ * Rows of `table` [vocab, dim] for token `ids` (host ids, shaped `shape`, default [ids.length]). An f16
+ * table gives f16 rows (gathered as they are); its gradient is accumulated in f32 and rounded to f16 once.
+ */
 export function embedding(table: Tensor, ids: Int32Array, shape: readonly number[] = [ids.length]): Tensor {
   const backend = backendOf("embedding", table);
   if (table.rank !== 2)
     throw new ShapeError(`embedding: table must be [vocab, dim], got ${table.describe()}`);
+  if (table.dtype === "i32")
+    throw new TypeError(`embedding: the table must be f32 or f16, got ${table.describe()}`);
+  const dtype = table.dtype;
   const [vocab, dim] = table.shape as [number, number];
   const idsTensor = tensor(ids, [ids.length], { backend, dtype: "i32" });
-  const out = emptyTensor(backend, [...shape, dim], "f32");
+  const out = emptyTensor(backend, [...shape, dim], dtype);
   backend.embedding({
     table: table.buffer,
     ids: idsTensor.buffer,
@@ -189,9 +214,18 @@ export function embedding(table: Tensor, ids: Int32Array, shape: readonly number
     count: ids.length,
     dim,
     vocab,
+    dtype,
   });
   idsTensor.dispose();
-  return record("embedding", out, [table], [], (g) => [embeddingGrad(backend, g, ids, vocab, dim)]);
+  return record("embedding", out, [table], [], (g) => {
+    if (g.dtype !== "f16") return [embeddingGrad(backend, g, ids, vocab, dim)];
+    const wide = cast(g, "f32");
+    const grad = embeddingGrad(backend, wide, ids, vocab, dim);
+    const half = cast(grad, "f16");
+    wide.dispose();
+    grad.dispose();
+    return [half];
+  });
 }
 
 function embeddingGrad(backend: Backend, g: Tensor, ids: Int32Array, vocab: number, dim: number): Tensor {
@@ -217,6 +251,10 @@ function embeddingGrad(backend: Backend, g: Tensor, ids: Int32Array, vocab: numb
 
 /** Softmax over the last dimension. */
 export function softmax(x: Tensor): Tensor {
+  return inF32([x], ([wx]) => softmaxF32(wx));
+}
+
+function softmaxF32(x: Tensor): Tensor {
   const backend = backendOf("softmax", x);
   const rows = rowsOf(x);
   const cols = lastDim(x);
@@ -231,6 +269,10 @@ export function softmax(x: Tensor): Tensor {
 
 /** Log-softmax over the last dimension. */
 export function logSoftmax(x: Tensor): Tensor {
+  return inF32([x], ([wx]) => logSoftmaxF32(wx));
+}
+
+function logSoftmaxF32(x: Tensor): Tensor {
   const backend = backendOf("logSoftmax", x);
   const rows = rowsOf(x);
   const cols = lastDim(x);
@@ -258,6 +300,15 @@ export interface DecodeAttentionOptions {
  * generation; not differentiable). q: [batch, numHeads·headDim] or [batch, 1, numHeads, headDim].
  */
 export function decodeAttention(
+  q: Tensor,
+  kCache: Tensor,
+  vCache: Tensor,
+  options: DecodeAttentionOptions,
+): Tensor {
+  return inF32([q, kCache, vCache], ([wq, wk, wv]) => decodeAttentionF32(wq, wk, wv, options));
+}
+
+function decodeAttentionF32(
   q: Tensor,
   kCache: Tensor,
   vCache: Tensor,

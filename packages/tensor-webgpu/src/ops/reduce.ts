@@ -5,7 +5,23 @@ import type { Tensor } from "../tensor.js";
 import { broadcastTo, reshape, setSumToShape } from "./shape.js";
 import { axisOf, backendOf, ShapeError } from "./util.js";
 
+/** Raw (unrecorded) cast between f16 and f32, for kernels that only read and write f32. */
+function castRaw(x: Tensor, dtype: "f32" | "f16"): Tensor {
+  const out = emptyTensor(x.backend, x.shape, dtype);
+  x.backend.cast({ x: x.buffer, out: out.buffer, n: x.size, from: x.dtype, to: dtype });
+  return out;
+}
+
 function reduceAxis(op: ReduceOp, x: Tensor, axis: number, keepDims: boolean): Tensor {
+  if (x.dtype === "f16") {
+    // The reduction kernels are f32: sum an f32 copy (so long sums do not accumulate f16 rounding).
+    const wide = castRaw(x, "f32");
+    const reduced = reduceAxis(op, wide, axis, keepDims);
+    const out = castRaw(reduced, "f16");
+    wide.dispose();
+    reduced.dispose();
+    return out;
+  }
   const backend = backendOf(op, x);
   const a = axisOf(op, axis, x.rank);
   const outer = x.shape.slice(0, a).reduce((p, d) => p * d, 1);
@@ -60,8 +76,15 @@ export function mean(x: Tensor, axis?: number | readonly number[], keepDims = fa
   return record("mean", out, [x], [], (g) => {
     const spread = broadcastTo(reshape(g, keptShape(x, axis)), x.shape);
     const backend = spread.backend;
-    const scaled = emptyTensor(backend, x.shape, "f32");
-    backend.affine({ x: spread.buffer, out: scaled.buffer, n: spread.size, scale: 1 / count, shift: 0 });
+    const scaled = emptyTensor(backend, x.shape, spread.dtype);
+    backend.affine({
+      x: spread.buffer,
+      out: scaled.buffer,
+      n: spread.size,
+      scale: 1 / count,
+      shift: 0,
+      dtype: spread.dtype === "f16" ? "f16" : "f32",
+    });
     spread.dispose();
     return [scaled];
   });
@@ -79,6 +102,12 @@ export function min(x: Tensor, axis?: number | readonly number[], keepDims = fal
 
 /** Index of the largest entry along the last axis (i32). */
 export function argmax(x: Tensor): Tensor {
+  if (x.dtype === "f16") {
+    const wide = castRaw(x, "f32");
+    const out = argmax(wide);
+    wide.dispose();
+    return out;
+  }
   const backend = backendOf("argmax", x);
   if (x.rank === 0) throw new ShapeError("argmax: needs at least one dimension");
   const size = x.shape[x.rank - 1]!;

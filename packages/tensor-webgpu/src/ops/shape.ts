@@ -1,4 +1,5 @@
 import { record } from "../autograd.js";
+import type { DType } from "../backend.js";
 import { emptyTensor } from "../runtime.js";
 import { shapeSize, shapeToString, type Tensor, Tensor as TensorClass } from "../tensor.js";
 import {
@@ -82,8 +83,8 @@ export function narrow(x: Tensor, axis: number, start: number, length: number): 
     dtype: x.dtype,
   });
   return record("narrow", out, [x], [], (g) => {
-    const grad = emptyTensor(backend, x.shape, "f32");
-    backend.fill({ out: grad.buffer, n: grad.size, value: 0 });
+    const grad = emptyTensor(backend, x.shape, g.dtype);
+    backend.fill({ out: grad.buffer, n: grad.size, value: 0, dtype: g.dtype });
     backend.stridedCopy({
       x: g.buffer,
       out: grad.buffer,
@@ -91,6 +92,7 @@ export function narrow(x: Tensor, axis: number, start: number, length: number): 
       xStrides: contiguousStrides(shape),
       outStrides: strides,
       outOffset: start * strides[a]!,
+      dtype: g.dtype,
     });
     return [grad];
   });
@@ -158,13 +160,24 @@ export function setSumToShape(fn: (g: Tensor, shape: readonly number[]) => Tenso
   sumToShapeHook = fn;
 }
 
-/** Convert between f32 and i32 (not differentiable). */
-export function cast(x: Tensor, dtype: "f32" | "i32"): Tensor {
+/**
+ * Convert between dtypes: f32 <-> f16 (rounding to nearest even; differentiable: the gradient is cast
+ * back to the input's dtype) and f32 <-> i32 (not differentiable). i32 <-> f16 goes through f32.
+ */
+export function cast(x: Tensor, dtype: DType): Tensor {
   const backend = backendOf("cast", x);
   if (x.dtype === dtype) return reshape(x, x.shape);
+  if (x.dtype === "i32" || dtype === "i32") {
+    if (x.dtype === "f16" || dtype === "f16")
+      throw new TypeError(`cast: ${x.describe()} to ${dtype} must go through f32`);
+    const out = emptyTensor(backend, x.shape, dtype);
+    backend.cast({ x: x.buffer, out: out.buffer, n: x.size, from: x.dtype, to: dtype });
+    return out;
+  }
   const out = emptyTensor(backend, x.shape, dtype);
   backend.cast({ x: x.buffer, out: out.buffer, n: x.size, from: x.dtype, to: dtype });
-  return out;
+  const from = x.dtype;
+  return record("cast", out, [x], [], (g) => [cast(g, from)]);
 }
 
 /**

@@ -70,8 +70,13 @@ export function permuteRef(args: {
   });
 }
 
-/** f32 -> i32 truncates toward zero, saturating at the i32 range, NaN -> 0; i32 -> f32 rounds to nearest. */
+/**
+ * f32 -> i32 truncates toward zero, saturating at the i32 range, NaN -> 0; i32 -> f32 rounds to nearest;
+ * -> f16 rounds to the nearest half (f16 held as f32 words, as the CPU backend emulates it).
+ */
 export function castRef(args: { x: Words; out: Words; n: number; from: DType; to: DType }): Words {
+  if ((args.from === "f16" && args.to === "i32") || (args.from === "i32" && args.to === "f16"))
+    throw new RangeError(`cast: ${args.from} -> ${args.to} must go through f32`);
   for (let i = 0; i < args.n; i++) {
     const v = args.x[i]!;
     args.out[i] =
@@ -79,7 +84,9 @@ export function castRef(args: { x: Words; out: Words; n: number; from: DType; to
         ? Number.isNaN(v)
           ? 0
           : Math.min(2 ** 31 - 1, Math.max(-(2 ** 31), Math.trunc(v)))
-        : v;
+        : args.to === "f16"
+          ? roundToHalf(v)
+          : v;
   }
   return args.out;
 }
@@ -103,6 +110,30 @@ export function toHalfBits(value: number): number {
   while (2 ** (e + 1) <= rounded) e++;
   const mantissa = rounded / 2 ** (e - 10) - 1024;
   return sign | ((e + 15) << 10) | mantissa;
+}
+
+/** `value` rounded to the nearest binary16 value (ties to even; overflow to infinity): f16 storage emulated in f32. */
+export function roundToHalf(value: number): number {
+  return fromHalfBits(toHalfBits(value));
+}
+
+/** Round the first n entries of `values` to binary16 values in place. */
+export function roundToHalves(values: Float32Array, n = values.length): Float32Array {
+  for (let i = 0; i < n; i++) values[i] = roundToHalf(values[i]!);
+  return values;
+}
+
+let halfTable: Float32Array | undefined;
+
+/** Decode n halves (binary16 bit patterns) to f32, through a table of all 65536 values. */
+export function decodeHalves(bits: Uint16Array, n = bits.length): Float32Array {
+  if (!halfTable) {
+    halfTable = new Float32Array(65536);
+    for (let h = 0; h < 65536; h++) halfTable[h] = fromHalfBits(h);
+  }
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = halfTable[bits[i]!]!;
+  return out;
 }
 
 /** The value of a binary16 bit pattern. */

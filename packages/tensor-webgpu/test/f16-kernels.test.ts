@@ -1,0 +1,176 @@
+import { describe, expect, it } from "vitest";
+import type { GpuContext } from "../src/gpu/context.js";
+import { affine, binary, unary } from "../src/kernels/elementwise.js";
+import { cast, fill, stridedCopy } from "../src/kernels/layout.js";
+import { type MatmulVariant, matmul, textureVariantAvailable } from "../src/kernels/matmul.js";
+import { affineRef, binaryRef, unaryRef } from "../src/reference/elementwise.js";
+import {
+  fromHalfBits,
+  packF16Ref,
+  stridedCopyRef,
+  toHalfBits,
+  unpackF16Ref,
+} from "../src/reference/layout.js";
+import { matmulRef } from "../src/reference/matmul.js";
+import { expectClose, randomArray, testContext } from "./helpers.js";
+
+/** The values f16 storage holds for `values` (each rounded to the nearest half). */
+const halves = (values: Float32Array) => values.map((v) => fromHalfBits(toHalfBits(v)));
+
+function uploadHalves(ctx: GpuContext, values: Float32Array): GPUBuffer {
+  return ctx.upload(
+    packF16Ref({ x: values, out: new Uint32Array(Math.ceil(values.length / 2)), n: values.length }),
+  );
+}
+
+async function readHalves(ctx: GpuContext, buffer: GPUBuffer, n: number): Promise<Float32Array> {
+  const words = new Uint32Array(await ctx.read(buffer, Math.ceil(n / 2) * 4));
+  return unpackF16Ref({ x: words, out: new Float32Array(n), n });
+}
+
+/** Rounding of the one f16 store (rel 2^-11) plus f32 accumulation of f16 products: well inside 1e-2. */
+const F16 = { atol: 2e-3, rtol: 1e-2 };
+
+async function withF16(run: (ctx: GpuContext) => Promise<void>): Promise<void> {
+  const ctx = await testContext();
+  if (!ctx.info.features.shaderF16) return; // covered by the f16 tensor tests' missing-feature case
+  await run(ctx);
+}
+
+describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () => {
+  const cases = [
+    { batch: 1, m: 17, n: 33, k: 65 },
+    { batch: 2, m: 40, n: 72, k: 96, transB: true, bBatchStride: 0 },
+    { batch: 1, m: 48, n: 128, k: 256, transA: true },
+    { batch: 1, m: 64, n: 256, k: 128 }, // rows of 128 and 256 halves: copied into textures, not repacked
+    { batch: 2, m: 33, n: 31, k: 29, accumulate: true, alpha: 0.5, transA: true, transB: true },
+  ];
+  const variants: MatmulVariant[] = ["buffer", "tiled", "texture"];
+  for (const variant of variants) {
+    it.each(cases.map((c) => [JSON.stringify(c), c] as const))(`"${variant}" %s`, async (_, c) => {
+      await withF16(async (ctx) => {
+        if (variant === "texture" && !textureVariantAvailable(ctx)) return;
+        const aLength = c.batch * c.m * c.k;
+        const bLength = (c.bBatchStride === 0 ? 1 : c.batch) * c.k * c.n;
+        const a = halves(randomArray(aLength, c.m));
+        const b = halves(randomArray(bLength, c.n));
+        const init = halves(randomArray(c.batch * c.m * c.n, c.k));
+        const buffers = [uploadHalves(ctx, a), uploadHalves(ctx, b), uploadHalves(ctx, init)] as const;
+        matmul(ctx, { ...c, a: buffers[0], b: buffers[1], out: buffers[2], variant, dtype: "f16" });
+        const actual = await readHalves(ctx, buffers[2], init.length);
+        const expected = matmulRef({ ...c, a, b, accumulateInto: c.accumulate ? init.slice() : undefined });
+        expectClose(actual, expected, F16.atol * Math.sqrt(c.k), F16.rtol);
+        // The result really is f16: every value is a half.
+        expect(Array.from(actual.subarray(0, 64)).every((v) => fromHalfBits(toHalfBits(v)) === v)).toBe(true);
+        for (const buffer of buffers) ctx.pool.release(buffer);
+      });
+    });
+  }
+});
+
+describe("f16 element-wise kernels (computed in f32, rounded on store)", () => {
+  it("binary ops, contiguous, broadcast rows and strided", async () => {
+    await withF16(async (ctx) => {
+      const shape = [5, 6, 12];
+      const n = 5 * 6 * 12;
+      const a = halves(randomArray(n, 3));
+      const row = halves(randomArray(12, 4));
+      const layouts = [
+        { b: halves(randomArray(n, 5)), bStrides: [72, 12, 1] },
+        { b: row, bStrides: [0, 0, 1] },
+        { b: halves(randomArray(5 * 12, 6)), bStrides: [12, 0, 1] }, // [5, 1, 12]: the strided kernel
+      ];
+      for (const op of ["add", "sub", "mul", "div", "max", "gt"] as const) {
+        for (const { b, bStrides } of layouts) {
+          const [aBuffer, bBuffer] = [uploadHalves(ctx, a), uploadHalves(ctx, b)];
+          const out = ctx.pool.acquire(n * 2);
+          const args = { op, shape, aStrides: [72, 12, 1], bStrides };
+          binary(ctx, { ...args, a: aBuffer, b: bBuffer, out, dtype: "f16" });
+          const expected = new Float32Array(n);
+          binaryRef({ ...args, a, b, out: expected });
+          expectClose(await readHalves(ctx, out, n), halves(expected), 1e-3, 1e-3);
+          for (const buffer of [aBuffer, bBuffer, out]) ctx.pool.release(buffer);
+        }
+      }
+    });
+  });
+
+  it("unary ops and affine, with a vec4 body and a scalar tail", async () => {
+    await withF16(async (ctx) => {
+      const n = 1027;
+      const x = halves(randomArray(n, 7, 3));
+      const xBuffer = uploadHalves(ctx, x);
+      const out = ctx.pool.acquire(n * 2);
+      for (const op of ["exp", "tanh", "sigmoid", "silu", "square", "neg"] as const) {
+        unary(ctx, { op, x: xBuffer, out, n, dtype: "f16" });
+        const expected = new Float32Array(n);
+        unaryRef({ op, x, out: expected, n });
+        expectClose(await readHalves(ctx, out, n), expected, 1e-3, 1e-2);
+      }
+      affine(ctx, { x: xBuffer, out, n, scale: 0.75, shift: -0.5, dtype: "f16" });
+      const expected = new Float32Array(n);
+      affineRef({ x, out: expected, n, scale: 0.75, shift: -0.5 });
+      expectClose(await readHalves(ctx, out, n), expected, 1e-3, 1e-2);
+      ctx.pool.release(xBuffer);
+      ctx.pool.release(out);
+    });
+  });
+});
+
+describe("f16 layout kernels", () => {
+  it("casts f32 <-> f16 with round-to-nearest-even, and f16 -> f32 exactly", async () => {
+    const ctx = await testContext();
+    const values = Float32Array.from([
+      0,
+      -0,
+      1,
+      1 + 2 ** -11,
+      1 + 3 * 2 ** -11,
+      65504,
+      65520,
+      1e-8,
+      -2.5,
+      3e-5,
+    ]);
+    const n = values.length;
+    const source = ctx.upload(values);
+    const halfBuffer = ctx.pool.acquire(n * 2);
+    const back = ctx.pool.acquire(n * 4);
+    cast(ctx, { x: source, out: halfBuffer, n, from: "f32", to: "f16" });
+    cast(ctx, { x: halfBuffer, out: back, n, from: "f16", to: "f32" });
+    const expected = Array.from(values, (v) => fromHalfBits(toHalfBits(v)));
+    expect(Array.from(new Float32Array(await ctx.read(back, n * 4)))).toEqual(expected);
+    expect(() => cast(ctx, { x: source, out: back, n, from: "i32", to: "f16" })).toThrow(/through f32/);
+    for (const buffer of [source, halfBuffer, back]) ctx.pool.release(buffer);
+  });
+
+  it("fills and strided-copies halves (odd offsets and counts, transposes, vec4 rows)", async () => {
+    await withF16(async (ctx) => {
+      const out = ctx.pool.acquire(64);
+      fill(ctx, { out, n: 13, value: 0.1, dtype: "f16" });
+      expect(Array.from(await readHalves(ctx, out, 13))).toEqual(
+        new Array(13).fill(fromHalfBits(toHalfBits(0.1))),
+      );
+      ctx.pool.release(out);
+      const x = halves(randomArray(8 * 12, 9));
+      const layouts = [
+        { shape: [8, 12], xStrides: [12, 1], xOffset: 0 }, // a plain copy
+        { shape: [12, 8], xStrides: [1, 12], xOffset: 0 }, // transpose by 4x4 blocks
+        { shape: [6, 12], xStrides: [12, 1], xOffset: 12 }, // rows, as vec4s
+        { shape: [3, 5], xStrides: [12, 1], xOffset: 3 }, // odd offset and count
+        { shape: [7], xStrides: [1], xOffset: 1 }, // contiguous but not word-aligned: no buffer copy
+      ];
+      for (const layout of layouts) {
+        const n = layout.shape.reduce((p, d) => p * d, 1);
+        const xBuffer = uploadHalves(ctx, x);
+        const target = ctx.pool.acquire(n * 2);
+        stridedCopy(ctx, { ...layout, x: xBuffer, out: target, dtype: "f16" });
+        const expected = new Float32Array(n);
+        stridedCopyRef({ ...layout, x, out: expected });
+        expect(Array.from(await readHalves(ctx, target, n))).toEqual(Array.from(expected));
+        ctx.pool.release(xBuffer);
+        ctx.pool.release(target);
+      }
+    });
+  });
+});

@@ -1,0 +1,288 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { backward } from "../src/autograd.js";
+import type { Backend } from "../src/backend.js";
+import { createCpuBackend } from "../src/backends/cpu.js";
+import { createWebGpuBackend } from "../src/backends/webgpu.js";
+import { GpuContext } from "../src/gpu/context.js";
+import * as ops from "../src/ops/index.js";
+import { AdamW } from "../src/optim.js";
+import { roundToHalf } from "../src/reference/layout.js";
+import { onesLike, tensor, zeros } from "../src/runtime.js";
+import { asyncScope, scope, type Tensor } from "../src/tensor.js";
+import { expectClose, randomArray, testContext } from "./helpers.js";
+
+const halves = (values: Float32Array) => values.map(roundToHalf);
+const size = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
+
+let gpu: Backend | undefined;
+const cpu = createCpuBackend();
+beforeAll(async () => {
+  const ctx = await testContext();
+  if (ctx.info.features.shaderF16) gpu = createWebGpuBackend(ctx);
+});
+
+/** Both backends that hold f16 here: the WebGPU one (when the adapter has shader-f16) and the CPU one. */
+const backends = (): [string, Backend][] => [
+  ...(gpu ? [["webgpu", gpu] as [string, Backend]] : []),
+  ["cpu", cpu],
+];
+
+describe("f16 tensors", () => {
+  it("store halves: values round to nearest even, and take 2 bytes per element on WebGPU", async () => {
+    const values = Float32Array.from([0.1, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 65504, 70000, -3e-8, 12345.678]);
+    for (const [name, backend] of backends()) {
+      const t = tensor(values, [7], { backend, dtype: "f16" });
+      expect(t.dtype).toBe("f16");
+      expect(Array.from(await t.floats()), name).toEqual(Array.from(values, roundToHalf));
+      expect(t.storage.bytes).toBe(name === "webgpu" ? 16 : 28);
+      const filled = onesLike(t);
+      expect(filled.dtype).toBe("f16");
+      expect(Array.from(await filled.floats())).toEqual(new Array(7).fill(1));
+      t.dispose();
+      filled.dispose();
+    }
+  });
+
+  it("on WebGPU without shader-f16, creating one fails naming the feature", async () => {
+    const ctx = await GpuContext.create({ disableFeatures: ["shader-f16"] });
+    try {
+      const backend = createWebGpuBackend(ctx);
+      expect(() => tensor([1, 2], [2], { backend, dtype: "f16" })).toThrow(/"shader-f16"/);
+      expect(() => zeros([3], { backend, dtype: "f16" })).toThrow(
+        /lacks the feature "shader-f16": f16 tensors need it/,
+      );
+      const f32 = tensor([1, 2], [2], { backend });
+      expect(() => ops.cast(f32, "f16")).toThrow(/shader-f16/);
+      f32.dispose();
+    } finally {
+      ctx.destroy();
+    }
+  });
+
+  it("cast f32 <-> f16: forward rounds, the gradient of a cast is a cast back", async () => {
+    for (const [name, backend] of backends()) {
+      await asyncScope(async () => {
+        const values = randomArray(10, 3, 4);
+        const x = tensor(values, [10], { backend, requiresGrad: true });
+        const half = ops.cast(x, "f16");
+        expect(half.dtype).toBe("f16");
+        expect(Array.from(await half.floats()), name).toEqual(Array.from(values, roundToHalf));
+        const weights = tensor(randomArray(10, 4), [10], { backend, dtype: "f16" });
+        backward(ops.sum(ops.cast(ops.mul(half, weights), "f32")));
+        expect(x.grad!.dtype).toBe("f32");
+        expect(Array.from(await x.grad!.floats())).toEqual(Array.from(await weights.floats()));
+        // And the other way: an f16 leaf gets an f16 gradient.
+        const leaf = tensor(values, [10], { backend, dtype: "f16", requiresGrad: true });
+        backward(ops.sum(ops.scale(ops.cast(leaf, "f32"), 3)));
+        expect(leaf.grad!.dtype).toBe("f16");
+        expect(Array.from(await leaf.grad!.floats())).toEqual(new Array(10).fill(3));
+        expect(() => ops.cast(leaf, "i32")).toThrow(/through f32/);
+      });
+    }
+  });
+
+  it("mixing f16 and f32 operands promotes to f32", async () => {
+    for (const [, backend] of backends()) {
+      await asyncScope(async () => {
+        const a = tensor([1.5, 2.25], [2], { backend, dtype: "f16", requiresGrad: true });
+        const b = tensor([0.1, 0.2], [2], { backend, requiresGrad: true });
+        const sum = ops.add(a, b);
+        expect(sum.dtype).toBe("f32");
+        expectClose(await sum.floats(), [1.6, 2.45], 1e-6);
+        backward(ops.sum(ops.mul(sum, b)));
+        expect(a.grad!.dtype).toBe("f16");
+        expect(b.grad!.dtype).toBe("f32");
+        expectClose(await a.grad!.floats(), [roundToHalf(0.1), roundToHalf(0.2)], 0);
+        expect(ops.matmul(ops.reshape(a, [1, 2]), ops.reshape(b, [2, 1])).dtype).toBe("f32");
+      });
+    }
+  });
+});
+
+/**
+ * One op's forward and its gradients with f16 inputs against the same op on f32 copies of the same
+ * (rounded) values: the f16 results may differ by f16 rounding of the output and of intermediate
+ * activations, so they are compared at rel 1e-2.
+ */
+async function compareWithF32(
+  backend: Backend,
+  shapes: number[][],
+  op: (inputs: Tensor[]) => Tensor,
+  seed: number,
+  scale = 1,
+): Promise<void> {
+  const values = shapes.map((shape, i) => halves(randomArray(size(shape), seed + i, scale)));
+  const run = async (dtype: "f32" | "f16") =>
+    asyncScope(async () => {
+      const inputs = shapes.map((shape, i) =>
+        tensor(values[i]!, shape, { backend, dtype, requiresGrad: true }),
+      );
+      const out = op(inputs);
+      expect(out.dtype).toBe(dtype);
+      const weights = tensor(randomArray(out.size, seed + 99), out.shape, { backend, dtype });
+      backward(ops.sum(ops.cast(ops.mul(out, weights), "f32")));
+      for (const input of inputs) expect(input.grad!.dtype).toBe(dtype);
+      return {
+        out: await out.floats(),
+        grads: await Promise.all(inputs.map((input) => input.grad!.floats())),
+      };
+    });
+  const wide = await run("f32");
+  const half = await run("f16");
+  expectClose(half.out, wide.out, 2e-2, 1e-2);
+  for (const [i, g] of half.grads.entries()) expectClose(g, wide.grads[i]!, 5e-2, 2e-2);
+}
+
+describe("f16 ops match their f32 results within f16 tolerance (forward and backward)", () => {
+  const cases: [string, number[][], (inputs: Tensor[]) => Tensor, number?][] = [
+    [
+      "matmul (x · Wᵀ, shared weight)",
+      [
+        [2, 20, 48],
+        [36, 48],
+      ],
+      ([x, w]) => ops.linear(x!, w!),
+    ],
+    [
+      "matmul, batched with transposed a",
+      [
+        [3, 24, 17],
+        [3, 24, 40],
+      ],
+      ([a, b]) => ops.matmul(a!, b!, { transA: true }),
+    ],
+    ["add with a broadcast bias", [[6, 40], [40]], ([a, b]) => ops.add(a!, b!)],
+    [
+      "mul",
+      [
+        [6, 40],
+        [6, 40],
+      ],
+      ([a, b]) => ops.mul(a!, b!),
+    ],
+    ["scale", [[6, 41]], ([a]) => ops.scale(a!, -0.75)],
+    ["rmsNorm", [[5, 64], [64]], ([x, w]) => ops.rmsNorm(x!, w!)],
+    ["silu", [[7, 33]], ([x]) => ops.silu(x!), 3],
+    [
+      "swiglu",
+      [
+        [7, 32],
+        [7, 32],
+      ],
+      ([g, u]) => ops.swiglu(g!, u!),
+      2,
+    ],
+    ["softmax", [[4, 50]], ([x]) => ops.softmax(x!), 3],
+    ["sum over an axis", [[6, 70]], ([x]) => ops.sum(x!, 1)],
+  ];
+  for (const [name, shapes, op, scale] of cases) {
+    it(name, async () => {
+      for (const [, backend] of backends()) await compareWithF32(backend, shapes, op, name.length, scale);
+    });
+  }
+
+  it("rope", async () => {
+    for (const [, backend] of backends()) {
+      const positions = tensor(Int32Array.from([0, 1, 2, 3, 7, 8, 9, 10]), [2, 4], { backend, dtype: "i32" });
+      await compareWithF32(backend, [[2, 4, 3, 16]], ([x]) => ops.rope(x!, positions, 10000), 5);
+      positions.dispose();
+    }
+  });
+
+  it("embedding gather (f16 rows copied as they are; the table gradient summed in f32)", async () => {
+    for (const [, backend] of backends()) {
+      const ids = Int32Array.from([3, 0, 3, 5, 1, 3, 9]);
+      await compareWithF32(backend, [[10, 24]], ([table]) => ops.embedding(table!, ids), 6);
+      const table = tensor(halves(randomArray(40, 8)), [10, 4], { backend, dtype: "f16" });
+      const rows = ops.embedding(table, Int32Array.from([2]));
+      expect(rows.dtype).toBe("f16");
+      expect(Array.from(await rows.floats())).toEqual(Array.from((await table.floats()).subarray(8, 12)));
+      table.dispose();
+      rows.dispose();
+    }
+  });
+
+  it("fused causal attention with grouped KV heads", async () => {
+    for (const [, backend] of backends()) {
+      await compareWithF32(
+        backend,
+        [
+          [2, 5, 4 * 8],
+          [2, 5, 2 * 8],
+          [2, 5, 2 * 8],
+        ],
+        ([q, k, v]) => ops.attention(q!, k!, v!, { numHeads: 4, numKvHeads: 2 }),
+        7,
+      );
+    }
+  });
+});
+
+describe("mixed-precision training", () => {
+  it("AdamW keeps an f32 master copy of an f16 parameter: updates below an f16 step accumulate", async () => {
+    for (const [name, backend] of backends()) {
+      const p = tensor([1, -1], [2], { backend, dtype: "f16", requiresGrad: true }).keep();
+      // Adam's step is about lr per step: 1e-4 is a fifth of half an f16 step at 1 (2^-11).
+      const optimizer = new AdamW([p], { lr: 1e-4, weightDecay: 0 });
+      for (let step = 0; step < 20; step++) {
+        scope(() => {
+          backward(ops.sum(ops.cast(ops.mul(p, tensor([1, -1], [2], { backend, dtype: "f16" })), "f32")));
+          const { gradNorm, clipScale } = optimizer.step();
+          optimizer.zeroGrad();
+          gradNorm.dispose();
+          clipScale.dispose();
+        });
+      }
+      const state = await optimizer.stateDict();
+      expectClose(state.moments[0]!.master!, [1 - 2e-3, -1 + 2e-3], 1e-5, 0);
+      // The parameter is the master rounded: it moved by 2e-3, four f16 steps, not zero.
+      expect(Array.from(await p.floats()), name).toEqual([roundToHalf(1 - 2e-3), roundToHalf(-1 + 2e-3)]);
+      // A restored optimizer carries on from the master copy.
+      const restored = new AdamW([p], { lr: 1e-4, weightDecay: 0 });
+      restored.loadStateDict(state);
+      expect((await restored.stateDict()).moments[0]!.master).toEqual(state.moments[0]!.master);
+      optimizer.dispose();
+      restored.dispose();
+      p.dispose();
+    }
+  });
+
+  it("a small MLP with f16 weights and activations trains: its loss falls 5x", async () => {
+    for (const [name, backend] of backends()) {
+      const n = 64;
+      const xs = randomArray(n * 2, 7);
+      const ys = Float32Array.from({ length: n }, (_, i) => Math.sin(3 * xs[2 * i]!) * xs[2 * i + 1]!);
+      const half = { backend, dtype: "f16" as const };
+      const x = tensor(xs, [n, 2], half).keep();
+      const y = tensor(ys, [n, 1], half).keep();
+      const param = (shape: number[], seed: number, scale: number) =>
+        tensor(randomArray(size(shape), seed, scale), shape, { ...half, requiresGrad: true }).keep();
+      const w1 = param([32, 2], 1, 1);
+      const b1 = param([32], 2, 0.1);
+      const w2 = param([1, 32], 3, 0.2);
+      const optimizer = new AdamW([w1, b1, w2], { lr: 0.02, weightDecay: 0, maxGradNorm: 1 });
+      const losses: number[] = [];
+      const steps = name === "cpu" ? 120 : 200;
+      for (let step = 0; step < steps; step++) {
+        losses.push(
+          await asyncScope(async () => {
+            const hidden = ops.tanh(ops.linear(x, w1, b1));
+            expect(hidden.dtype).toBe("f16");
+            const error = ops.sub(ops.linear(hidden, w2), y);
+            const loss = ops.mean(ops.cast(ops.square(error), "f32"));
+            backward(loss);
+            const { gradNorm, clipScale } = optimizer.step();
+            optimizer.zeroGrad();
+            gradNorm.dispose();
+            clipScale.dispose();
+            return loss.item();
+          }),
+        );
+      }
+      expect(w1.dtype).toBe("f16");
+      expect(losses.at(-1)!, name).toBeLessThan(losses[0]! / 5);
+      optimizer.dispose();
+      for (const t of [x, y, w1, b1, w2]) t.dispose();
+    }
+  });
+});
