@@ -191,7 +191,9 @@ export class AgentPanel {
         this.setState("running", writing);
         const started = performance.now();
         const ticker = setInterval(() => {
-          this.status.textContent = `${writing} ${Math.round((performance.now() - started) / 1000)} s`;
+          // After a reset the panel shows the new start; this turn finishes unseen.
+          if (this.episode === episode)
+            this.status.textContent = `${writing} ${Math.round((performance.now() - started) / 1000)} s`;
         }, 1000);
         const turn = await episode.playTurn(agent.policy).finally(() => clearInterval(ticker));
         if (this.episode !== episode) return; // reset while generating: drop the stale turn
