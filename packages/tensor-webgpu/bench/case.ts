@@ -10,5 +10,7 @@ export interface BenchCase {
   flops?: number;
   /** Bytes read + written per iteration (for GB/s), for memory-bound kernels. */
   bytes?: number;
+  /** A reason this adapter cannot run the case (a missing feature), or undefined. */
+  skip?(ctx: GpuContext): string | undefined;
   setup(ctx: GpuContext): { run: () => void; dispose: () => void };
 }

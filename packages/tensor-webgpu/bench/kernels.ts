@@ -1,6 +1,7 @@
 /**
- * `pnpm bench:kernels [--only matmul,attention] [--min-time 1] [--json out.json]`: GFLOP/s (or GB/s) per
- * kernel and shape, dispatches per iteration, on whatever adapter this machine has.
+ * `pnpm bench:kernels [--only matmul,attention] [--match 1024,f16] [--min-time 1] [--json out.json]`:
+ * GFLOP/s (or GB/s) per kernel and shape, dispatches per iteration, on whatever adapter this machine has.
+ * --match keeps the cases whose name contains every one of the given substrings.
  */
 import { mkdirSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -12,6 +13,7 @@ import type { BenchCase } from "./case.js";
 const { values } = parseArgs({
   options: {
     only: { type: "string" },
+    match: { type: "string" },
     "min-time": { type: "string", default: "1" },
     json: { type: "string" },
   },
@@ -26,7 +28,10 @@ for (const file of readdirSync(join(here, "cases"))
   cases.push(...module.cases);
 }
 const families = values.only?.split(",");
-const selected = families ? cases.filter((c) => families.includes(c.family)) : cases;
+const patterns = values.match?.split(",") ?? [];
+const selected = cases.filter(
+  (c) => (!families || families.includes(c.family)) && patterns.every((p) => c.name.includes(p)),
+);
 const minTime = Number(values["min-time"]) * 1000;
 
 const ctx = await GpuContext.create();
@@ -45,6 +50,11 @@ interface Result {
 }
 const results: Result[] = [];
 for (const c of selected) {
+  const skipped = c.skip?.(ctx);
+  if (skipped) {
+    console.log(`${c.family.padEnd(10)} ${c.name.padEnd(48)} skipped: ${skipped}`);
+    continue;
+  }
   const { run, dispose } = c.setup(ctx);
   run(); // compile and warm up (Mesa JIT-compiles on first dispatch)
   await ctx.sync();

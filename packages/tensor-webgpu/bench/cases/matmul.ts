@@ -3,8 +3,11 @@
  * model for 512 tokens (forward x · Wᵀ, backward dX = dY · W and dW = dYᵀ · X). "auto" is what `matmul`
  * picks on this adapter; selected shapes are repeated with every variant forced, for comparison.
  * Texture-variant timings include repacking the operands into textures. flops = 2·m·n·k·batch.
+ * Shapes marked f16 are measured again with f16 operands and result (f32 accumulation), next to the f32
+ * row, when the adapter has shader-f16.
  */
 import type { GpuContext } from "../../src/gpu/context.js";
+import { cast } from "../../src/kernels/layout.js";
 import { type MatmulArgs, type MatmulVariant, matmul, matmulVariant } from "../../src/kernels/matmul.js";
 import type { BenchCase } from "../case.js";
 
@@ -18,6 +21,8 @@ interface Shape {
   transB?: boolean;
   /** Also run every variant forced. */
   compare?: boolean;
+  /** Also run with f16 operands. */
+  f16?: boolean;
 }
 
 const HIDDEN = 896;
@@ -27,11 +32,11 @@ const TOKENS = 512;
 const shapes: Shape[] = [
   { label: "256^3", m: 256, n: 256, k: 256 },
   { label: "512^3", m: 512, n: 512, k: 512 },
-  { label: "1024^3", m: 1024, n: 1024, k: 1024, compare: true },
-  { label: "2048^3", m: 2048, n: 2048, k: 2048 },
+  { label: "1024^3", m: 1024, n: 1024, k: 1024, compare: true, f16: true },
+  { label: "2048^3", m: 2048, n: 2048, k: 2048, f16: true },
   { label: "[4096x128]·[128x384]", m: 4096, n: 384, k: 128, compare: true },
   { label: "[4096x384]·[384x128]", m: 4096, n: 128, k: 384, compare: true },
-  { label: "qwen x·Wqᵀ [512x896]·[896x896]ᵀ", m: TOKENS, n: HIDDEN, k: HIDDEN, transB: true },
+  { label: "qwen x·Wqᵀ [512x896]·[896x896]ᵀ", m: TOKENS, n: HIDDEN, k: HIDDEN, transB: true, f16: true },
   {
     label: "qwen x·Wupᵀ [512x896]·[4864x896]ᵀ",
     m: TOKENS,
@@ -39,33 +44,40 @@ const shapes: Shape[] = [
     k: HIDDEN,
     transB: true,
     compare: true,
+    f16: true,
   },
   { label: "qwen h·Wdownᵀ [512x4864]·[896x4864]ᵀ", m: TOKENS, n: HIDDEN, k: INTERMEDIATE, transB: true },
   { label: "qwen dX=dY·Wup [512x4864]·[4864x896]", m: TOKENS, n: HIDDEN, k: INTERMEDIATE },
   { label: "qwen dWup=dYᵀ·X [4864x512]ᵀ·[512x896]", m: INTERMEDIATE, n: HIDDEN, k: TOKENS, transA: true },
-  { label: "qwen dWq=dYᵀ·X [896x512]ᵀ·[512x896]", m: HIDDEN, n: HIDDEN, k: TOKENS, transA: true },
+  { label: "qwen dWq=dYᵀ·X [896x512]ᵀ·[512x896]", m: HIDDEN, n: HIDDEN, k: TOKENS, transA: true, f16: true },
   // Decoding: one new token for each of 16 sequences, and for a single sequence.
   { label: "qwen decode x16 [16x896]·[4864x896]ᵀ", m: 16, n: INTERMEDIATE, k: HIDDEN, transB: true },
   { label: "qwen decode x1 [1x896]·[4864x896]ᵀ", m: 1, n: INTERMEDIATE, k: HIDDEN, transB: true },
 ];
 
-function filled(ctx: GpuContext, n: number, seed: number): GPUBuffer {
+function filled(ctx: GpuContext, n: number, seed: number, dtype: "f32" | "f16"): GPUBuffer {
   const data = new Float32Array(n);
   for (let i = 0; i < n; i++) data[i] = Math.sin(i * 0.37 + seed) * 0.5;
-  return ctx.upload(data);
+  const wide = ctx.upload(data);
+  if (dtype === "f32") return wide;
+  const half = ctx.pool.acquire(n * 2);
+  cast(ctx, { x: wide, out: half, n, from: "f32", to: "f16" });
+  ctx.pool.release(wide);
+  return half;
 }
 
-function caseFor(shape: Shape, variant?: MatmulVariant): BenchCase {
+function caseFor(shape: Shape, variant?: MatmulVariant, dtype: "f32" | "f16" = "f32"): BenchCase {
   const batch = shape.batch ?? 1;
   return {
     family: "matmul",
-    name: `${shape.label} [${variant ?? "auto"}]`,
+    name: `${shape.label} [${variant ?? "auto"}${dtype === "f16" ? " f16" : ""}]`,
     flops: 2 * batch * shape.m * shape.n * shape.k,
+    skip: (ctx) => (dtype === "f16" && !ctx.info.features.shaderF16 ? "no shader-f16" : undefined),
     setup(ctx) {
-      const a = filled(ctx, batch * shape.m * shape.k, 1);
-      const b = filled(ctx, batch * shape.k * shape.n, 2);
-      const out = ctx.pool.acquire(batch * shape.m * shape.n * 4);
-      const args: MatmulArgs = { a, b, out, batch, m: shape.m, n: shape.n, k: shape.k, variant };
+      const a = filled(ctx, batch * shape.m * shape.k, 1, dtype);
+      const b = filled(ctx, batch * shape.k * shape.n, 2, dtype);
+      const out = ctx.pool.acquire(batch * shape.m * shape.n * (dtype === "f16" ? 2 : 4));
+      const args: MatmulArgs = { a, b, out, batch, m: shape.m, n: shape.n, k: shape.k, variant, dtype };
       if (shape.transA) args.transA = true;
       if (shape.transB) args.transB = true;
       if (!variant) console.log(`  (auto picks "${matmulVariant(ctx, args)}" for ${shape.label})`);
@@ -82,6 +94,14 @@ function caseFor(shape: Shape, variant?: MatmulVariant): BenchCase {
 const variants: MatmulVariant[] = ["texture", "tiled", "buffer"];
 
 export const cases: BenchCase[] = [
-  ...shapes.map((shape) => caseFor(shape)),
-  ...shapes.filter((shape) => shape.compare).flatMap((shape) => variants.map((v) => caseFor(shape, v))),
+  ...shapes.flatMap((shape) =>
+    shape.f16 ? [caseFor(shape), caseFor(shape, undefined, "f16")] : [caseFor(shape)],
+  ),
+  ...shapes
+    .filter((shape) => shape.compare)
+    .flatMap((shape) =>
+      variants.flatMap((v) =>
+        shape.f16 ? [caseFor(shape, v), caseFor(shape, v, "f16")] : [caseFor(shape, v)],
+      ),
+    ),
 ];

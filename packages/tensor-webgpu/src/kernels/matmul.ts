@@ -726,9 +726,10 @@ const textureBytes = (block: OperandBlock) => block.width * block.batches * bloc
  * whole texels, a 16-byte aligned start, and no k padding to zero. Rows and texels past the block along m
  * or n keep stale values: they only reach outputs that are never stored.
  */
-function copyable(buffer: GPUBuffer, block: OperandBlock, bytes: number): boolean {
+function copyable(buffer: GPUBuffer, block: OperandBlock, bytes: number, format: GPUTextureFormat): boolean {
   return (
     (buffer.usage & COPY_SRC) !== 0 &&
+    (format === "rgba32float" ? bytes === 4 : bytes === 2) && // a copy cannot convert
     (block.ld * bytes) % 256 === 0 &&
     block.cols % 4 === 0 &&
     block.origin % 4 === 0 &&
@@ -790,7 +791,7 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     source(`texture ${lanes} ${code(p)}`, () => textureKernel(lanes, p.transA, p.transB, p.dtype)),
   );
   const fill = (buffer: GPUBuffer, block: OperandBlock, target: PooledTexture) => {
-    if (copyable(buffer, block, p.bytes)) {
+    if (copyable(buffer, block, p.bytes, TEXTURE_FORMAT[p.dtype])) {
       for (let batch = 0; batch < block.batches; batch++) {
         ctx.copyToTexture(
           {
