@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { evalCommand } from "./eval.js";
+import { sftCommand } from "./sft.js";
 import { trainCommand } from "./train.js";
 import { UsageError } from "./usage.js";
 
@@ -15,6 +16,10 @@ const SUBCOMMANDS: Record<string, { summary: string; run: (args: string[]) => Pr
   eval: {
     summary: "evaluate a checkpoint or model on the validation seeds, beside oracle and random",
     run: evalCommand,
+  },
+  sft: {
+    summary: "supervised fine-tuning: data from env oracles, full or LoRA training, adapter merging",
+    run: sftCommand,
   },
 };
 
