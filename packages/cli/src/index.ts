@@ -1,6 +1,7 @@
 // The job behind `ragen train` and `npm run quest` (StarPO / A*-PO on multi-turn envs), its evaluation and
 // supervised fine-tuning, for examples and users to run their own experiments with.
 
+export { runRagen } from "./commands/main.js";
 export { type ArmExperiment, type ArmResult, type ArmRun, resolveArmConfigs, runArms } from "./job/arms.js";
 export { type CheckpointState, checkpointActorDir, findCheckpoint } from "./job/checkpoint.js";
 export {

@@ -2,31 +2,33 @@
  * `ragen <subcommand> ...`: dispatch to the subcommands, `--version` and `--help`. Exit codes: 0 done,
  * 1 the work failed, 2 the command line or a config was wrong (the message says which part).
  */
-import { readFileSync } from "node:fs";
-import { evalCommand } from "./eval.js";
-import { sftCommand } from "./sft.js";
-import { trainCommand } from "./train.js";
+import { packageVersion } from "../version.js";
 import { UsageError } from "./usage.js";
+
+// Each command is imported when it runs: `ragen envs` and `ragen play` need no GPU code loaded.
 
 const SUBCOMMANDS: Record<string, { summary: string; run: (args: string[]) => Promise<void> }> = {
   train: {
     summary: "train an agent with StarPO or A*-PO from a config file and key=value overrides",
-    run: trainCommand,
+    run: async (args) => (await import("./train.js")).trainCommand(args),
   },
   eval: {
     summary: "evaluate a checkpoint or model on the validation seeds, beside oracle and random",
-    run: evalCommand,
+    run: async (args) => (await import("./eval.js")).evalCommand(args),
   },
   sft: {
     summary: "supervised fine-tuning: data from env oracles, full or LoRA training, adapter merging",
-    run: sftCommand,
+    run: async (args) => (await import("./sft.js")).sftCommand(args),
+  },
+  play: {
+    summary: "play an env or preset in the terminal (? asks the oracle)",
+    run: async (args) => (await import("./play.js")).playCommand(args),
+  },
+  envs: {
+    summary: "list the envs and presets (--budgets: oracle and random success)",
+    run: async (args) => (await import("./envs.js")).envsCommand(args),
   },
 };
-
-export function packageVersion(): string {
-  const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-  return String(manifest.version);
-}
 
 function usage(): string {
   const width = Math.max(...Object.keys(SUBCOMMANDS).map((name) => name.length));
