@@ -1,4 +1,5 @@
 import { noGrad } from "./autograd.js";
+import { castUnrecorded } from "./ops/precision.js";
 import { emptyTensor, full, tensor } from "./runtime.js";
 import type { Tensor } from "./tensor.js";
 
@@ -36,13 +37,6 @@ interface ParamState {
   v: Tensor;
   /** The f32 master copy of an f16 parameter. */
   master?: Tensor;
-}
-
-/** Raw (unrecorded) cast between f16 and f32. */
-function castRaw(x: Tensor, dtype: "f32" | "f16"): Tensor {
-  const out = emptyTensor(x.backend, x.shape, dtype);
-  x.backend.cast({ x: x.buffer, out: out.buffer, n: x.size, from: x.dtype, to: dtype });
-  return out;
 }
 
 /**
@@ -90,7 +84,7 @@ export class AdamW {
         throw new Error("AdamW.step(): no parameter has a gradient; call backward() first");
       const backend = withGrad[0]!.backend;
       // f16 gradients widened to f32 for the norm and the update.
-      const grads = withGrad.map((p) => (p.grad!.dtype === "f16" ? castRaw(p.grad!, "f32") : p.grad!));
+      const grads = withGrad.map((p) => (p.grad!.dtype === "f16" ? castUnrecorded(p.grad!, "f32") : p.grad!));
       const sumSquares = emptyTensor(backend, [1], "f32");
       withGrad.forEach((p, i) => {
         backend.sumOfSquares({ x: grads[i]!.buffer, n: p.size, out: sumSquares.buffer, accumulate: i > 0 });
@@ -103,7 +97,11 @@ export class AdamW {
         let s = this.state.get(p);
         if (!s) {
           const zeros = () => full(p.shape, 0, { backend: p.backend, dtype: "f32" }).keep();
-          s = { m: zeros(), v: zeros(), master: p.dtype === "f16" ? castRaw(p, "f32").keep() : undefined };
+          s = {
+            m: zeros(),
+            v: zeros(),
+            master: p.dtype === "f16" ? castUnrecorded(p, "f32").keep() : undefined,
+          };
           this.state.set(p, s);
         }
         const target = s.master ?? p;
@@ -164,7 +162,7 @@ export class AdamW {
       const make = (data: Float32Array) => tensor(data, p.shape, { backend: p.backend }).keep();
       // An f16 parameter's master copy: the saved one, else (a state saved in f32) its current values.
       const master =
-        p.dtype !== "f16" ? undefined : moment.master ? make(moment.master) : castRaw(p, "f32").keep();
+        p.dtype !== "f16" ? undefined : moment.master ? make(moment.master) : castUnrecorded(p, "f32").keep();
       this.state.set(p, { m: make(moment.m), v: make(moment.v), master });
     });
     this.stepCount = state.steps;

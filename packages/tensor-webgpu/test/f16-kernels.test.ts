@@ -7,6 +7,7 @@ import { affineRef, binaryRef, unaryRef } from "../src/reference/elementwise.js"
 import {
   fromHalfBits,
   packF16Ref,
+  roundToHalf,
   stridedCopyRef,
   toHalfBits,
   unpackF16Ref,
@@ -172,5 +173,37 @@ describe("f16 layout kernels", () => {
         ctx.pool.release(target);
       }
     });
+  });
+});
+
+describe("roundToHalf (the CPU backend's f16 emulation)", () => {
+  it("equals decoding the nearest half's bit pattern, at edges and on random values", () => {
+    const edges = [
+      0,
+      -0,
+      1,
+      -1,
+      2 ** -24,
+      2 ** -25,
+      3 * 2 ** -26,
+      2 ** -14,
+      2 ** -14 - 2 ** -25,
+      65504,
+      65519.99,
+      65520,
+      -70000,
+      1 + 2 ** -11,
+      1 + 3 * 2 ** -11,
+      2048 + 1,
+      2048 + 3,
+      0.1,
+      Number.POSITIVE_INFINITY,
+      Number.NaN,
+    ];
+    const random = Array.from(randomArray(4000, 11), (v, i) => v * 2 ** ((i % 48) - 30));
+    for (const v of [...edges, ...random, ...Array.from(randomArray(2000, 12, 70000))]) {
+      const f = Math.fround(v);
+      expect(Object.is(roundToHalf(f), fromHalfBits(toHalfBits(f))), `value ${f}`).toBe(true);
+    }
   });
 });

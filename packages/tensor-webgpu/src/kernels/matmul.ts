@@ -36,7 +36,9 @@
  *   storage buffers. The portable fallback, and the faster choice on lavapipe for small products.
  *
  * All variants handle any m, n, k (edges are clamped on load and guarded on store), any batch strides, the
- * four transpose combinations, alpha and accumulate. Problems too large for one storage binding
+ * four transpose combinations, alpha and accumulate, and f16 operands (dtype "f16": halves converted on
+ * load, f32 accumulation, one rounding on store; the texture variant stages them as rgba16float texels,
+ * which halves staging memory and measured on par with f32 staging on lavapipe). Problems too large for one storage binding
  * (maxStorageBufferBindingSize), texture (maxTextureDimension2D, 64 MiB) or dispatch are split into
  * chunks over batch, m, n and k (k-chunks after the first accumulate).
  */

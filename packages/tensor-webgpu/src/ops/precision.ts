@@ -4,8 +4,16 @@
  * casts (so gradients flow back through a cast to f16) and casts the result back to f16. Ops that mix an
  * f16 and an f32 operand promote the f16 one to f32, as PyTorch does.
  */
+import { emptyTensor } from "../runtime.js";
 import { scope, type Tensor } from "../tensor.js";
 import { cast } from "./shape.js";
+
+/** A cast between f16 and f32 that autograd does not record (optimizer state, f32-only kernels' inputs). */
+export function castUnrecorded(x: Tensor, dtype: "f32" | "f16"): Tensor {
+  const out = emptyTensor(x.backend, x.shape, dtype);
+  x.backend.cast({ x: x.buffer, out: out.buffer, n: x.size, from: x.dtype, to: dtype });
+  return out;
+}
 
 export const isHalf = (t: Tensor | undefined): boolean => t?.dtype === "f16";
 
@@ -28,7 +36,7 @@ export function inF32<const T extends readonly (Tensor | undefined)[]>(
 }
 
 /** a and b in one float dtype: f16 when both are, else f32 (an f16 one cast, differentiably). */
-export function promote(a: Tensor, b: Tensor): [Tensor, Tensor, Tensor[]] {
+function promote(a: Tensor, b: Tensor): [Tensor, Tensor, Tensor[]] {
   if (a.dtype === b.dtype || a.dtype === "i32" || b.dtype === "i32") return [a, b, []];
   const made: Tensor[] = [];
   const widen = (t: Tensor) => {

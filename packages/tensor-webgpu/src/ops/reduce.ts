@@ -2,22 +2,16 @@ import { record } from "../autograd.js";
 import type { ReduceOp } from "../backend.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
+import { castUnrecorded } from "./precision.js";
 import { broadcastTo, reshape, setSumToShape } from "./shape.js";
 import { axisOf, backendOf, ShapeError } from "./util.js";
-
-/** Raw (unrecorded) cast between f16 and f32, for kernels that only read and write f32. */
-function castRaw(x: Tensor, dtype: "f32" | "f16"): Tensor {
-  const out = emptyTensor(x.backend, x.shape, dtype);
-  x.backend.cast({ x: x.buffer, out: out.buffer, n: x.size, from: x.dtype, to: dtype });
-  return out;
-}
 
 function reduceAxis(op: ReduceOp, x: Tensor, axis: number, keepDims: boolean): Tensor {
   if (x.dtype === "f16") {
     // The reduction kernels are f32: sum an f32 copy (so long sums do not accumulate f16 rounding).
-    const wide = castRaw(x, "f32");
+    const wide = castUnrecorded(x, "f32");
     const reduced = reduceAxis(op, wide, axis, keepDims);
-    const out = castRaw(reduced, "f16");
+    const out = castUnrecorded(reduced, "f16");
     wide.dispose();
     reduced.dispose();
     return out;
@@ -103,7 +97,7 @@ export function min(x: Tensor, axis?: number | readonly number[], keepDims = fal
 /** Index of the largest entry along the last axis (i32). */
 export function argmax(x: Tensor): Tensor {
   if (x.dtype === "f16") {
-    const wide = castRaw(x, "f32");
+    const wide = castUnrecorded(x, "f32");
     const out = argmax(wide);
     wide.dispose();
     return out;
