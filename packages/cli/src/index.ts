@@ -1,7 +1,9 @@
 // The job behind `ragen train` and `npm run quest` (StarPO / A*-PO on multi-turn envs), its evaluation and
 // supervised fine-tuning, for examples and users to run their own experiments with.
 
+export { type EnvListing, formatEnvListing, listEnvironments } from "./commands/envs.js";
 export { runRagen } from "./commands/main.js";
+export { type PlayStreams, playCommand } from "./commands/play.js";
 export { type ArmExperiment, type ArmResult, type ArmRun, resolveArmConfigs, runArms } from "./job/arms.js";
 export { type CheckpointState, checkpointActorDir, findCheckpoint } from "./job/checkpoint.js";
 export {
@@ -44,7 +46,24 @@ export {
   validationManager,
   validationSeeds,
 } from "./job/validate.js";
+export { readSftJsonl, writeSftJsonl } from "./sft/data-file.js";
+export { generateSftDataset, type SftDatasetOptions } from "./sft/dataset.js";
+export {
+  type FineTuneOptions,
+  type FineTuneResult,
+  fineTune,
+  type LoraTarget,
+  saveMergedPolicy,
+} from "./sft/fine-tune.js";
 export { guideAction, movesTowardsGoal } from "./sft/guide.js";
+export {
+  ADAPTER_CONFIG_FILE,
+  ADAPTER_WEIGHTS_FILE,
+  type AdapterConfig,
+  loadLoraAdapter,
+  readAdapterConfig,
+  saveLoraAdapter,
+} from "./sft/lora-adapter.js";
 export {
   DEFAULT_SFT_FORMAT,
   generateReadingDrills,
