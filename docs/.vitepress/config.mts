@@ -1,24 +1,29 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { defineConfig } from "vitepress";
 import { keepQuotedMarkupAsText } from "./quoted-markup";
+import { readmeLinksToPages } from "./readme-links";
 
 interface SidebarItem {
   text: string;
   link: string;
 }
 
-/** One page per public package, in the order of docs/packages/*.md, titled with the package name. */
-function packagePages(): SidebarItem[] {
-  const dir = new URL("../packages/", import.meta.url);
+/** The pages of a docs/ folder, titled by their "title:" front matter or the included README's heading. */
+function pagesIn(folder: "packages" | "examples"): SidebarItem[] {
+  const dir = new URL(`../${folder}/`, import.meta.url);
   return readdirSync(dir)
     .filter((file) => file.endsWith(".md"))
     .sort()
     .map((file) => {
-      const title = /^title:\s*(.+)$/m
-        .exec(readFileSync(new URL(file, dir), "utf8"))?.[1]
-        ?.replace(/^"(.*)"$/, "$1");
-      if (!title) throw new Error(`docs/packages/${file} needs a "title:" line in its front matter`);
-      return { text: title, link: `/packages/${file.replace(/\.md$/, "")}` };
+      const page = readFileSync(new URL(file, dir), "utf8");
+      const include = /<!--@include:\s*(\S+?)\s*-->/.exec(page)?.[1];
+      const heading = include
+        ? /^# (.+)$/m.exec(readFileSync(new URL(include, new URL(file, dir)), "utf8"))?.[1]
+        : undefined;
+      const title = /^title:\s*"?(.+?)"?$/m.exec(page)?.[1] ?? heading;
+      if (!title)
+        throw new Error(`docs/${folder}/${file} needs a "title:" in its front matter or an included heading`);
+      return { text: title, link: `/${folder}/${file.replace(/\.md$/, "")}` };
     });
 }
 
@@ -41,7 +46,12 @@ export default defineConfig({
   lastUpdated: false,
   // Every dead link fails the build; nothing is exempt.
   ignoreDeadLinks: false,
-  markdown: { config: keepQuotedMarkupAsText },
+  markdown: {
+    config(md) {
+      keepQuotedMarkupAsText(md);
+      readmeLinksToPages(md);
+    },
+  },
   // The local search index of the API pages is one large chunk; that is expected.
   vite: { build: { chunkSizeWarningLimit: 4096 } },
   themeConfig: {
@@ -62,16 +72,8 @@ export default defineConfig({
             { text: "The Quest homework", link: "/guide/quest-homework" },
           ],
         },
-        { text: "Packages", items: packagePages() },
-        {
-          text: "Examples",
-          items: [
-            { text: "Quest: FrozenLake + Bandit", link: "/examples/quest-frozenlake" },
-            { text: "Bandit generalisation", link: "/examples/bandit-generalisation" },
-            { text: "Sokoban: StarPO-S vs PPO", link: "/examples/sokoban-starpo" },
-            { text: "WebShop: A*-PO vs StarPO", link: "/examples/webshop-apo" },
-          ],
-        },
+        { text: "Packages", items: pagesIn("packages") },
+        { text: "Examples", items: pagesIn("examples") },
         { text: "API reference", link: "/api/" },
       ],
     },
