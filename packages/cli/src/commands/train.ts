@@ -5,7 +5,7 @@ import { commandCwd } from "./usage.js";
 export async function trainCommand(args: readonly string[]): Promise<void> {
   const parsed = parseJobArgs(args, { positionalFile: true });
   if (parsed.help) {
-    console.log(jobHelp("ragen train"));
+    console.log(jobHelp("ragen train [config.yaml] [key=value ...]"));
     return;
   }
   await runJob(resolveJobConfig(parsed, { cwd: commandCwd() }), "train");

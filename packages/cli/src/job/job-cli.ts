@@ -91,10 +91,10 @@ export function resolveJobConfig(
   }
 }
 
-/** `--help` of a job: how to call it and every config field with its default. */
-export function jobHelp(command: string): string {
+/** `--help` of a job: how to call it (`usage`, e.g. "ragen train [config.yaml] [key=value ...]") and every field. */
+export function jobHelp(usage: string): string {
   return [
-    `usage: ${command} [config.yaml] [key=value ...]`,
+    `usage: ${usage}`,
     "",
     "A config file (YAML or JSON) sets any of the fields below; key=value overrides after it win.",
     "Nested fields are written section.key=value (e.g. starpo.actorLr=1e-5); lists as a,b.",
@@ -131,7 +131,7 @@ export async function runQuestCli(
   try {
     const parsed = parseJobArgs(args);
     if (parsed.help) {
-      console.log(jobHelp(options.title.toLowerCase()));
+      console.log(jobHelp(`${options.title.toLowerCase()} [config=<file.yaml>] [key=value ...]`));
       return undefined;
     }
     // npm and pnpm run scripts inside the package; paths on the command line mean where the user typed it.
