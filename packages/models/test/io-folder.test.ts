@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -224,6 +224,15 @@ describe("writing and reading back", () => {
     await expect(
       writeModelFolder(freshPath(), { ...contents, files: { "config.json": "" } }),
     ).rejects.toThrow(/replace/);
+  });
+  it("refuses a config it could not load back, before writing anything", async () => {
+    const target = freshPath();
+    // The 0.5B config shrunk to a tiny vocabulary but still naming Qwen's token ids.
+    const shrunk: Qwen2Config = { ...tinyConfig, bosTokenId: QWEN2_5_0_5B_INSTRUCT_CONFIG.bosTokenId };
+    await expect(writeModelFolder(target, { config: shrunk, tensors: tinyTensors() })).rejects.toThrow(
+      /bos_token_id/,
+    );
+    expect(existsSync(target)).toBe(false);
   });
 });
 

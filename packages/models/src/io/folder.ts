@@ -403,6 +403,11 @@ export async function writeModelFolder(
   if (options.maxShardBytes !== undefined && !(options.maxShardBytes > 0)) {
     throw new RangeError(`maxShardBytes must be positive, got ${options.maxShardBytes}`);
   }
+  // The reader's checks, before anything is written: a folder that could not be loaded back (e.g. a
+  // token id outside a shrunk vocabulary) is refused here, naming the field, instead of at load time.
+  parseQwen2Config(JSON.parse(serializeQwen2Config(contents.config)), {
+    fileName: `${join(target, CONFIG_FILE)} (to be written)`,
+  });
   if (!options.overwrite && (await exists(target))) {
     throw new ModelFolderError(target, "already exists (pass overwrite: true to replace it)");
   }
