@@ -157,9 +157,10 @@ describe("WandbSink when W&B is unreachable", () => {
       timeoutMs: 500,
       warn: (m) => warnings.push(m),
     });
-    const started = performance.now();
-    for (let step = 0; step < 50; step++) sink.log(step, { x: step });
-    expect(performance.now() - started).toBeLessThan(50);
+    // log() hands the row to a background queue: it returns nothing to await, and the failure is only
+    // seen later, off the caller's path (no clock here: timings on a loaded machine prove nothing).
+    for (let step = 0; step < 50; step++) expect(sink.log(step, { x: step })).toBeUndefined();
+    expect(warnings).toEqual([]);
     await sink.close();
     for (let step = 50; step < 60; step++) sink.log(step, { x: step });
     await sink.flush();
