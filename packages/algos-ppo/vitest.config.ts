@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    testTimeout: 20_000,
+    // Safety nets, not timings: kernels on a software GPU share 2 cores with the other packages' tests.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
   },
 });
