@@ -13,6 +13,7 @@ import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./checkpoint.js";
 import { EMBEDDED_MODEL, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy } from "./model.js";
+import { percent, plainTable } from "./success-table.js";
 import { actionBudget, validate, validationManager, validationSeeds } from "./validate.js";
 
 export interface EvalRow {
@@ -102,7 +103,6 @@ function evalRows(baselines: readonly EnvBaselines[], metrics: Record<string, nu
 
 /** The table `ragen eval` prints. */
 export function formatEvalSummary(summary: EvalSummary): string {
-  const percent = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : "-");
   const header = ["env", "budget", "random", "model", "oracle (ceiling)"];
   const rows = summary.rows.map((r) => [
     r.env,
@@ -111,7 +111,5 @@ export function formatEvalSummary(summary: EvalSummary): string {
     `${percent(r.success)} ± ${percent(r.stderr)}`,
     percent(r.oracle),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+  return plainTable(header, rows);
 }

@@ -19,6 +19,7 @@ import {
 import { learningRates, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy } from "./model.js";
 import { toTrajectoryRecord } from "./records.js";
+import { percent, plainTable } from "./success-table.js";
 import { createTrainer } from "./trainer.js";
 import { actionBudget, rolloutOptions, validate, validationManager, validationSeeds } from "./validate.js";
 
@@ -248,7 +249,6 @@ function summaryRows(
 
 /** The table printed at the end of a run. */
 export function formatQuestSummary(summary: QuestSummary): string {
-  const percent = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : "-");
   const header = ["env", "budget", "random", "start", "end", "oracle (ceiling)"];
   const rows = summary.rows.map((r) => [
     r.env,
@@ -258,7 +258,5 @@ export function formatQuestSummary(summary: QuestSummary): string {
     `${percent(r.end)} ± ${percent(r.endStderr)}`,
     percent(r.oracle),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+  return plainTable(header, rows);
 }
