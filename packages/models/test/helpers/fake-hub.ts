@@ -62,10 +62,13 @@ function sendFile(request: IncomingMessage, response: ServerResponse, content: U
     return;
   }
   response.writeHead(200, { ...headers, "Content-Length": String(content.length) });
-  // Two writes with a pause between, so a client sees the body arrive in more than one chunk.
+  // Two writes, so a client sees the body arrive in more than one chunk. The second goes out from a
+  // setImmediate queued by a timer: the event loop runs timers, then polls sockets (the client, in this
+  // same process, reads the first half there), then runs immediates — so the halves cannot be read as
+  // one, however late a loaded machine fires the timer (a plain timer could fire before that poll).
   const half = Math.floor(content.length / 2);
   response.write(Buffer.from(content.subarray(0, half)));
-  setTimeout(() => response.end(Buffer.from(content.subarray(half))), 5);
+  setTimeout(() => setImmediate(() => response.end(Buffer.from(content.subarray(half)))), 5);
 }
 
 export async function startFakeHub(repos: readonly FakeRepo[]): Promise<FakeHub> {
