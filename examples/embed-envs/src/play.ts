@@ -1,33 +1,4 @@
-import { createEnv, type Env, listPresets, oracleAction, Rng, randomAction } from "@ragen/envs";
-
-/** Anything that picks the next action: the built-in oracle, a random clicker, or your own agent. */
-export type ChooseAction = (env: Env, rng: Rng) => string;
-
-export interface EpisodeResult {
-  seed: number;
-  success: boolean;
-  /** Sum of the step rewards. */
-  reward: number;
-  actions: number;
-}
-
-/**
- * The loop every agent plugs into: reset from a seed, then step until the env is done or the action
- * budget runs out. The same seed and the same actions always replay the same episode.
- */
-export function playEpisode(env: Env, seed: number, choose: ChooseAction, maxActions: number): EpisodeResult {
-  // A random stream of the policy's own, so a policy's draws never shift the env's.
-  const rng = new Rng(seed, "policy");
-  env.reset(seed);
-  const result: EpisodeResult = { seed, success: false, reward: 0, actions: 0 };
-  while (!env.done && result.actions < maxActions) {
-    const { reward, info } = env.step(choose(env, rng));
-    result.actions++;
-    result.reward += reward;
-    result.success = info.success;
-  }
-  return result;
-}
+import { evaluatePolicy, listPresets, type PolicyEvaluation } from "@ragen/envs";
 
 export interface PolicyScore {
   successRate: number;
@@ -44,31 +15,30 @@ export interface SuccessRow {
   random: PolicyScore;
 }
 
-function score(episodes: readonly EpisodeResult[]): PolicyScore {
-  const n = Math.max(episodes.length, 1);
-  return {
-    successRate: episodes.filter((e) => e.success).length / n,
-    meanReward: episodes.reduce((sum, e) => sum + e.reward, 0) / n,
-  };
-}
+const score = ({ successRate, meanReward }: PolicyEvaluation): PolicyScore => ({ successRate, meanReward });
 
-/** The oracle and a random policy on seeds 0..seeds-1 of each preset, within the preset's action budget. */
+/**
+ * The oracle and a random policy on seeds 0..seeds-1 of each preset, within the preset's action budget.
+ * `evaluatePolicy` plays each episode with `runEpisode`, the loop any agent plugs into: reset from a
+ * seed, then step until the env is done or the budget runs out.
+ */
 export function successTable(presets: readonly string[], seeds: number): SuccessRow[] {
   const known = listPresets();
   return presets.map((preset) => {
     const spec = known[preset];
     if (spec === undefined)
       throw new Error(`unknown preset "${preset}"; known presets: ${Object.keys(known).join(", ")}`);
-    const env = createEnv(preset);
-    const play = (choose: ChooseAction) =>
-      Array.from({ length: seeds }, (_, seed) => playEpisode(env, seed, choose, spec.maxActionsPerTraj));
+    const options = {
+      seeds: Array.from({ length: seeds }, (_, seed) => seed),
+      maxActions: spec.maxActionsPerTraj,
+    };
     return {
       preset,
       env: spec.env,
       maxActions: spec.maxActionsPerTraj,
       seeds,
-      oracle: score(play((e, rng) => oracleAction(e, rng))),
-      random: score(play((e, rng) => randomAction(e, rng))),
+      oracle: score(evaluatePolicy(preset, "oracle", options)),
+      random: score(evaluatePolicy(preset, "random", options)),
     };
   });
 }

@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { createEnv, oracleAction } from "@ragen/envs";
+import { createEnv, oracleAction, runEpisode } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
 import { HAND_STEPS, handSteppedEpisode, parseNodeDemoArgs } from "../src/node.js";
-import { formatSuccessTable, playEpisode, successTable } from "../src/play.js";
+import { formatSuccessTable, successTable } from "../src/play.js";
 
 const ROOT = join(import.meta.dirname, "..");
 
@@ -28,10 +28,10 @@ describe("playing presets from Node", () => {
 
   it("an episode replays exactly from its seed and stops at the action budget", () => {
     const env = createEnv("FrozenLake");
-    const first = playEpisode(env, 7, (e, rng) => oracleAction(e, rng), 10);
-    const again = playEpisode(env, 7, (e, rng) => oracleAction(e, rng), 10);
+    const first = runEpisode(env, 7, (e, rng) => oracleAction(e, rng), 10);
+    const again = runEpisode(env, 7, (e, rng) => oracleAction(e, rng), 10);
     expect(again).toEqual(first);
-    const capped = playEpisode(createEnv("SimpleSokoban"), 0, () => "Left", 3);
+    const capped = runEpisode(createEnv("SimpleSokoban"), 0, () => "Left", 3);
     expect(capped).toMatchObject({ actions: 3, success: false });
   });
 
