@@ -6,7 +6,11 @@ const EMBEDDED_SOURCE = "../../examples/quest-frozenlake/model";
 const EMBEDDED_TARGET = "embedded-model";
 
 function copyEmbeddedModel(): void {
-  if (!existsSync(EMBEDDED_SOURCE)) return;
+  // Without it `model=embedded` could not load, so a build that cannot copy it fails here, by name.
+  if (!existsSync(EMBEDDED_SOURCE))
+    throw new Error(
+      `@ragen/cli build: the embedded model is missing at ${EMBEDDED_SOURCE} (made by examples/quest-frozenlake)`,
+    );
   const partial = `${EMBEDDED_TARGET}.partial`;
   rmSync(partial, { recursive: true, force: true });
   cpSync(EMBEDDED_SOURCE, partial, { recursive: true });
