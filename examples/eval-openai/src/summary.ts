@@ -145,12 +145,7 @@ export function summaryRows(summaries: readonly EnvSummary[]): string[][] {
 
 /** The summary table with every column padded to its widest cell, for a terminal. */
 export function alignedSummaryTable(summaries: readonly EnvSummary[]): string {
-  const rows = summaryRows(summaries);
-  const widths = SUMMARY_HEADER.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const pad = (row: readonly string[]) => row.map((cell, i) => cell.padEnd(widths[i]!));
-  const lines = markdownTable(pad(SUMMARY_HEADER), rows.map(pad)).split("\n");
-  lines[1] = `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`;
-  return lines.join("\n");
+  return markdownTable(SUMMARY_HEADER, summaryRows(summaries), { aligned: true });
 }
 
 export interface RunDescription {

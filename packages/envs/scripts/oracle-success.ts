@@ -6,7 +6,7 @@
  */
 import { renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { ProgressBar } from "@ragen/logging";
+import { markdownTable, ProgressBar, textTable } from "@ragen/logging";
 import { evaluatePolicy, hasOracle, listPresets, type PolicyEvaluation } from "../src/index.js";
 
 const { values } = parseArgs({
@@ -87,16 +87,10 @@ const table = rows.map((r) => [
 ]);
 
 if (values.markdown) {
-  console.log(`| ${header.join(" | ")} |`);
-  console.log(`|${header.map(() => "---").join("|")}|`);
-  for (const row of table) console.log(`| ${row.join(" | ")} |`);
+  console.log(markdownTable(header, table));
 } else {
-  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
   console.log(`\nSuccess over seeds 0..${count - 1} (± one standard error)\n`);
-  console.log(line(header));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of table) console.log(line(row));
+  console.log(textTable(header, table));
 }
 
 if (values.json) {

@@ -4,6 +4,8 @@
  */
 import { parseArgs } from "node:util";
 import { evaluatePolicy, getEnvSpec, hasOracle, listEnvs, listPresets } from "@ragen/envs";
+import { textTable } from "@ragen/logging";
+import { percent } from "../job/percent.js";
 import { UsageError } from "./usage.js";
 
 export const ENVS_USAGE = "usage: ragen envs [--budgets] [--seeds N]";
@@ -41,28 +43,29 @@ export function listEnvironments(seeds = 0): EnvListing {
 }
 
 export function formatEnvListing(listing: EnvListing): string {
-  const percent = (x: number | undefined) => (x === undefined ? "" : `${(100 * x).toFixed(1)}%`);
+  const rate = (x: number | undefined) => (x === undefined ? "" : percent(x));
   const withBudgets = listing.presets.some((p) => p.oracle !== undefined);
-  const envWidth = Math.max(...listing.envs.map((e) => e.name.length));
-  const lines = [
-    "envs:",
-    ...listing.envs.map((e) => `  ${e.name.padEnd(envWidth)}  ${e.description}`),
-    "",
-    "presets:",
-  ];
+  const envs = textTable(
+    ["env", "description"],
+    listing.envs.map((e) => [e.name, e.description]),
+    { indent: "  ", rule: false },
+  );
   const header = ["tag", "env", "budget", ...(withBudgets ? ["oracle", "random"] : []), "description"];
   const rows = listing.presets.map((p) => [
     p.tag,
     p.env,
     String(p.budget),
-    ...(withBudgets ? [percent(p.oracle), percent(p.random)] : []),
+    ...(withBudgets ? [rate(p.oracle), rate(p.random)] : []),
     p.description,
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) =>
-    `  ${cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")}`;
-  lines.push(line(header), ...rows.map(line));
-  return lines.join("\n");
+  // The env table's header line is dropped: "envs:" names it.
+  return [
+    "envs:",
+    ...envs.split("\n").slice(1),
+    "",
+    "presets:",
+    textTable(header, rows, { indent: "  ", rule: false }),
+  ].join("\n");
 }
 
 export async function envsCommand(args: readonly string[]): Promise<void> {

@@ -6,6 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
+import { textTable } from "@ragen/logging";
 import { RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
 import { LocalModelPolicy } from "@ragen/rollout";
 import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
@@ -13,7 +14,7 @@ import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./checkpoint.js";
 import { EMBEDDED_MODEL, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy } from "./model.js";
-import { percent, plainTable } from "./success-table.js";
+import { percent } from "./percent.js";
 import { actionBudget, validate, validationManager, validationSeeds } from "./validate.js";
 
 export interface EvalRow {
@@ -111,5 +112,5 @@ export function formatEvalSummary(summary: EvalSummary): string {
     `${percent(r.success)} ± ${percent(r.stderr)}`,
     percent(r.oracle),
   ]);
-  return plainTable(header, rows);
+  return textTable(header, rows);
 }

@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ProgressBar } from "@ragen/logging";
+import { ProgressBar, textTable } from "@ragen/logging";
 import { RUN_FILES, RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
 import { EnvManager, LocalModelPolicy, runRollout } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
@@ -18,8 +18,8 @@ import {
 } from "./checkpoint.js";
 import { learningRates, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy } from "./model.js";
+import { percent } from "./percent.js";
 import { toTrajectoryRecord } from "./records.js";
-import { percent, plainTable } from "./success-table.js";
 import { createTrainer } from "./trainer.js";
 import { actionBudget, rolloutOptions, validate, validationManager, validationSeeds } from "./validate.js";
 
@@ -258,5 +258,5 @@ export function formatQuestSummary(summary: QuestSummary): string {
     `${percent(r.end)} ± ${percent(r.endStderr)}`,
     percent(r.oracle),
   ]);
-  return plainTable(header, rows);
+  return textTable(header, rows);
 }
