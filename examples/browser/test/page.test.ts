@@ -1,13 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createEnv, type Env, listPresets } from "@ragen/envs";
-import type { Page } from "playwright-core";
+import type { Page } from "@ragen/test-chromium";
+import { launchChromium, skipWithoutChromium, warnIfSkipped } from "@ragen/test-chromium";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, skipWithoutChromium } from "./helpers/chromium.js";
 import { buildAndServe, EXAMPLE_ROOT, type ServedPage } from "./helpers/page-server.js";
 
-if (skipWithoutChromium)
-  console.warn("page.test.ts skipped: /usr/bin/chromium is absent (as root: apt-get install -y chromium)");
+warnIfSkipped("page.test.ts");
 
 // Screenshots to look at when changing the page (gitignored).
 const OUTPUT_DIR = join(EXAMPLE_ROOT, "test-output");

@@ -1,19 +1,13 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, launchChromium, skipWithoutChromium, warnIfSkipped } from "@ragen/test-chromium";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserBundle, bundleBrowserPage } from "../scripts/bundle-browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-// In CI the setup script installs Chromium, so its absence there is a failure, not a skip.
-const skipChromium = !existsSync(CHROMIUM) && !process.env.CI;
-if (skipChromium)
-  console.warn(
-    `browser-bundle.test.ts: page tests skipped, ${CHROMIUM} is absent (apt-get install -y chromium)`,
-  );
+warnIfSkipped("browser-bundle.test.ts (its page tests)");
 
 const NODE_BUILTINS = new Set([...builtinModules, ...builtinModules.map((name) => `node:${name}`)]);
 
@@ -45,19 +39,10 @@ describe("the browser bundle", () => {
   });
 });
 
-describe.skipIf(skipChromium)("the page in headless Chromium", () => {
+describe.skipIf(skipWithoutChromium)("the page in headless Chromium", () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-      ],
-    });
+    browser = await launchChromium({ webgpu: false });
   });
   afterAll(async () => browser?.close());
 

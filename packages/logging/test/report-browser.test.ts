@@ -1,36 +1,16 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { launchChromium, skipWithoutChromium, warnIfSkipped } from "@ragen/test-chromium";
 import { describe, expect, it } from "vitest";
 import { buildReport } from "../src/index.js";
 import { syntheticMetrics, syntheticTrajectories } from "./fixtures/synthetic-run.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-// In CI the setup script installs Chromium, so its absence there is a failure, not a skip.
-const skip = !hasChromium && !process.env.CI;
-if (skip) {
-  console.warn(
-    `report-browser.test.ts skipped: ${CHROMIUM} is absent (as root: apt-get install -y chromium)`,
-  );
-}
+warnIfSkipped("report-browser.test.ts");
 
-describe.skipIf(skip)("HTML report in headless Chromium", () => {
+describe.skipIf(skipWithoutChromium)("HTML report in headless Chromium", () => {
   it("renders charts and images, runs no model-written script, and filters the viewer", async () => {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    const browser = await launchChromium({ webgpu: false });
     try {
       const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
       const requests: string[] = [];

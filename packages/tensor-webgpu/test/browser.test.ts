@@ -1,21 +1,19 @@
-import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { launchChromium, skipWithoutChromium, warnIfSkipped } from "@ragen/test-chromium";
 import { build } from "esbuild";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The browser half of "one call acquires a device in Node or a browser": the package is bundled for the
 // browser and run in headless Chromium, whose WebGPU adapter is its own SwiftShader (a fallback adapter
 // with 4-lane subgroups and no shader-f16) — a different driver from lavapipe, running the same WGSL.
-const CHROMIUM = "/usr/bin/chromium";
-const skip = !existsSync(CHROMIUM) && !process.env.CI; // in CI setup installs it: absence must fail
+warnIfSkipped("browser.test.ts");
 let server: Server | undefined;
 let url = "";
 
 beforeAll(async () => {
-  if (skip) return;
+  if (skipWithoutChromium) return;
   const bundle = await build({
     entryPoints: [join(import.meta.dirname, "browser", "page-main.ts")],
     bundle: true,
@@ -36,22 +34,9 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-describe.skipIf(skip)("in a browser (headless Chromium, navigator.gpu)", () => {
+describe.skipIf(skipWithoutChromium)("in a browser (headless Chromium, navigator.gpu)", () => {
   it("acquires a device with the same call and trains through the same kernels as the CPU reference", async () => {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu-sandbox",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-quic",
-        "--enable-unsafe-webgpu",
-      ],
-    });
+    const browser = await launchChromium({ webgpu: true });
     try {
       const page = await browser.newPage();
       await page.goto(url);
