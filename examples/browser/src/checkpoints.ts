@@ -36,7 +36,7 @@ export const CHECKPOINT_FILES = [
 export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
   frozenlake: {
     folder: "frozenlake",
-    source: "../quest-frozenlake/model",
+    source: "../../packages/cli/embedded-model",
     trainedOn: "FrozenLake",
     example: "quest-frozenlake",
     maxTurns: 5,

@@ -4,7 +4,7 @@
  * warm-started on the chats, then validation on fixed seeds; the result is saved as a Hugging Face
  * folder (config.json, model.safetensors, tokenizer files).
  *
- *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out model] [--steps 120] [--batch 8]
+ *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/cli/embedded-model] [--steps 120] [--batch 8]
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
  *     [--oracle FrozenLake=0.3,Bandit=0.2] [--drills FrozenLake=8000] [--drill-steps 1600] [--drill-batch 16]
  *     [--drill-oracle FrozenLake=0.6]
@@ -32,7 +32,7 @@ import { QWEN2_SPLIT_PATTERN, trainBpeTokenizer } from "@ragen/tokenizer";
 
 const { values } = parseArgs({
   options: {
-    out: { type: "string", default: "model" },
+    out: { type: "string", default: "../../packages/cli/embedded-model" },
     steps: { type: "string", default: "120" },
     chats: { type: "string", default: "FrozenLakeGridCoord=400,Bandit=400" },
     vocab: { type: "string", default: "1024" },
