@@ -151,6 +151,28 @@ describe("npm run quest", () => {
     expect(rows[2]!.metrics["vstar/generated_tokens"]).toBeGreaterThan(0);
   });
 
+  it("with a token budget, estimates V* one step at a time, so states the run never reaches are not sampled", async () => {
+    const budgetDir = join(root, "apo-budget");
+    const summary = await quiet(() =>
+      runQuest(
+        smallRun(
+          budgetDir,
+          "steps=50",
+          "train.tokenBudget=1",
+          "algorithm=apo",
+          "train.groupSize=1",
+          "apo.samples=2",
+        ),
+      ),
+    );
+    // The budget ends the run after one step; stage 1 estimated that step's 2 states, not 50 steps' 100.
+    expect(summary.steps).toBe(1);
+    expect(readFileSync(join(budgetDir, "vstar.jsonl"), "utf8").trim().split("\n")).toHaveLength(2);
+    const rows = parseMetricsJsonl(readFileSync(join(budgetDir, "metrics.jsonl"), "utf8"));
+    expect(rows[1]!.metrics["vstar/states"]).toBe(2);
+    expect(rows[1]!.metrics["timing_s/vstar"]).toBeGreaterThan(0);
+  });
+
   it("names every bad config field", () => {
     expect(() => resolveQuestConfig(["train.envGroups=3"])).toThrow(/multiple of the number of envs/);
     expect(() => resolveQuestConfig(["starpo.advantageEstimator=ppo", "rollout.maxTurns=0"])).toThrow(

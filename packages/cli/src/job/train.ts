@@ -133,10 +133,10 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
       trajectories.append(...val.records);
       logger.log(0, val.metrics);
     }
-    let prepared: Record<string, number> | undefined;
     for (let step = lastStep + 1; step <= config.steps && !budgetSpent(); step++) {
+      // Timed apart from the step (timing_s/vstar), so the two add up to the run's time.
+      const stage1 = await trainer.beforeStep(trainManager.trainResets);
       const stepStart = performance.now();
-      prepared ??= await trainer.prepare(trainManager.trainResets);
       const rollout = await runRollout(
         trainManager,
         policy,
@@ -145,9 +145,8 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
       );
       const genSeconds = (performance.now() - stepStart) / 1000;
       const metrics: Record<string, number> = { ...rollout.metrics, ...(await trainer.update(rollout)) };
-      // Stage-1 metrics go with the first step this process trains.
-      Object.assign(metrics, prepared);
-      prepared = {};
+      // Stage-1 metrics (A*-PO) go with the step they were estimated for.
+      Object.assign(metrics, stage1);
       metrics["timing_s/gen"] = genSeconds;
       generatedTokens += rollout.trajectories.reduce((sum, t) => sum + t.responseLength, 0);
       metrics[GENERATED_TOKENS] = generatedTokens;

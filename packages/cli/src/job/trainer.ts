@@ -1,7 +1,7 @@
 /**
  * The update half of a training step, per algorithm: StarPO (PPO with a GAE critic, or GRPO) or A*-PO
- * (stage 1 estimates V* from the frozen start model for every start state training will visit, cached
- * on disk in the run folder; stage 2 regresses the policy's log-ratio onto r − V*, no critic).
+ * (stage 1 estimates V* from the frozen start model for the start states training visits, cached on
+ * disk in the run folder; stage 2 regresses the policy's log-ratio onto r − V*, no critic).
  */
 import { createHash } from "node:crypto";
 import { createReadStream, readdirSync } from "node:fs";
@@ -27,10 +27,10 @@ export interface QuestTrainer {
   /** The optimisers a checkpoint saves, by name. */
   readonly optimizers: Record<string, AdamW | undefined>;
   /**
-   * Work before the first training step of this process (A*-PO's stage 1 over the resets from
-   * `resetsDone` to `config.steps`); returns its metrics.
+   * Work before the training step whose rollout is reset number `resetsDone` (A*-PO's stage 1 for the
+   * start states not estimated yet); returns its metrics, empty when there was nothing to do.
    */
-  prepare(resetsDone: number): Promise<Record<string, number>>;
+  beforeStep(resetsDone: number): Promise<Record<string, number>>;
   update(rollout: TrajectoryBatch): Promise<Record<string, number>>;
   dispose(): void;
 }
@@ -82,7 +82,7 @@ async function createStarPOTrainer({ config, policy, backend, checkpointDir }: T
   return {
     critic,
     optimizers: { actor: starpo.actorOptimizer, critic: starpo.criticOptimizer },
-    prepare: async () => ({}),
+    beforeStep: async () => ({}),
     update: (rollout: TrajectoryBatch) => starpo.update(rollout),
     dispose: () => starpo.dispose(),
   } satisfies QuestTrainer;
@@ -106,13 +106,19 @@ async function createAStarPOTrainer({ config, policy, backend }: TrainerContext)
       shuffleSeed: config.seed,
     },
   });
-  let estimates: VStarEstimates | undefined;
+  // V* of every start state estimated so far, and the first reset not covered yet.
+  const entries: VStarEstimates["entries"] = new Map();
+  let coveredUntil = -1;
   return {
     critic: undefined,
     optimizers: { actor: apo.optimizer },
-    async prepare(resetsDone: number) {
+    async beforeStep(resetsDone: number) {
+      if (resetsDone < coveredUntil) return {};
+      // Stage 1 covers every step to come at once, with one progress bar and ETA — unless a token budget
+      // ends the run, whose number of steps is unknown: then it covers one step at a time, so that no
+      // state the run never reaches is sampled (the reference is frozen, so the estimates are the same).
+      const resets = config.train.tokenBudget > 0 ? 1 : Math.max(config.steps - resetsDone, 1);
       const cache = VStarFileCache.open(join(config.outDir, VSTAR_CACHE_FILE));
-      const resets = Math.max(config.steps - resetsDone, 0);
       const bar = new ProgressBar({
         label: "A*-PO stage 1: V* of start states",
         total: resets * config.train.envGroups,
@@ -121,7 +127,7 @@ async function createAStarPOTrainer({ config, policy, backend }: TrainerContext)
       try {
         const { mode: _mode, temperature: _t, seed: _s, ...rollout } = rolloutOptions(config, "train", 0);
         const perEnv = config.train.envGroups / config.envs.length;
-        estimates = await estimateVStarForStates({
+        const estimates = await estimateVStarForStates({
           policy: new LocalModelPolicy(reference.model, reference.tokenizer, {
             prefixCaching: config.rollout.prefixCaching,
           }),
@@ -142,14 +148,16 @@ async function createAStarPOTrainer({ config, policy, backend }: TrainerContext)
           onProgress: (done) => bar.update(done),
         });
         bar.finish();
+        for (const [key, entry] of estimates.entries) entries.set(key, entry);
+        coveredUntil = resetsDone + resets;
         return estimates.metrics;
       } finally {
         cache.close();
       }
     },
     async update(rollout: TrajectoryBatch) {
-      if (!estimates) throw new Error("A*-PO: stage 1 has not run (call prepare first)");
-      const lookup = vstarLookup(estimates);
+      if (coveredUntil < 0) throw new Error("A*-PO: stage 1 has not run (call beforeStep first)");
+      const lookup = vstarLookup({ entries });
       // States stage 1 dropped (all samples failed) are played but not trained on.
       const kept = rollout.trajectories.filter((t) => lookup(t) !== undefined);
       const metrics: Record<string, number> = {
