@@ -1,5 +1,5 @@
 import { evaluatePolicy, listPresets } from "@ragen/envs";
-import { markdownTable } from "@ragen/logging";
+import { formatPercent, markdownTable } from "@ragen/logging";
 import { parseResponse, type Trajectory } from "@ragen/rollout";
 import type { EnvEvaluation, RolloutSettings } from "./evaluate.js";
 
@@ -108,7 +108,6 @@ export function trajectoryRecord(model: string, trajectory: Trajectory, think: b
   };
 }
 
-const percent = (rate: number) => `${(rate * 100).toFixed(1)}%`;
 const count = (n: number) => n.toLocaleString("en-US");
 
 export const SUMMARY_HEADER = [
@@ -130,14 +129,14 @@ export function summaryRows(summaries: readonly EnvSummary[]): string[][] {
   return summaries.map((s) => [
     s.env,
     String(s.episodes),
-    `${percent(s.successRate)} ± ${(s.successStderr * 100).toFixed(1)}`,
-    percent(s.oracleSuccessRate),
+    `${formatPercent(s.successRate)} ± ${(s.successStderr * 100).toFixed(1)}`,
+    formatPercent(s.oracleSuccessRate),
     s.meanReward.toFixed(3),
-    percent(s.formatErrorRate),
-    percent(s.penalizedTurnRate),
+    formatPercent(s.formatErrorRate),
+    formatPercent(s.penalizedTurnRate),
     s.meanTurns.toFixed(2),
     s.meanActions.toFixed(2),
-    percent(s.validActionRate),
+    formatPercent(s.validActionRate),
     s.usage ? count(s.usage.promptTokens) : "not reported",
     s.usage ? count(s.usage.completionTokens) : "not reported",
   ]);

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ArmResult } from "@ragen/cli";
-import { markdownTable, parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
+import { formatPercent, markdownTable, parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
 import { csvField, RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
 import {
   auditEpisode,
@@ -81,15 +81,13 @@ const COLUMNS: [string, (o: ArmOutcome) => string][] = [
   ["steps", (o) => String(o.steps)],
   ["training tokens", (o) => String(o.trainingTokens)],
   ["stage-1 tokens", (o) => String(o.stage1Tokens)],
-  ["success start", (o) => percent(o.startSuccess)],
-  ["success end", (o) => percent(o.endSuccess)],
+  ["success start", (o) => formatPercent(o.startSuccess)],
+  ["success end", (o) => formatPercent(o.endSuccess)],
   ["mean reward start", (o) => o.startReward.toFixed(3)],
   ["mean reward end", (o) => o.endReward.toFixed(3)],
   ["wall time (min)", (o) => (o.wallSeconds / 60).toFixed(1)],
   ["peak memory (MiB)", (o) => (o.peakMemoryGiB * 1024).toFixed(1)],
 ];
-
-const percent = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : "-");
 
 export function resultsCsv(outcomes: readonly ArmOutcome[]): string {
   const lines = [COLUMNS.map(([name]) => csvField(name)).join(",")];

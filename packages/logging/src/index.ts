@@ -26,6 +26,12 @@ export {
 export { escapeHtml } from "./report/html.js";
 export { lineChart, niceTicks, type Series } from "./report/line-chart.js";
 export { buildReport, CHARTS, type ReportOptions } from "./report.js";
-export { type MarkdownTableOptions, markdownTable, type TextTableOptions, textTable } from "./tables.js";
+export {
+  formatPercent,
+  type MarkdownTableOptions,
+  markdownTable,
+  type TextTableOptions,
+  textTable,
+} from "./tables.js";
 export { parseTrajectoriesJsonl, type TrajectoryRecord, type TurnRecord } from "./trajectory.js";
 export { type WandbOptions, WandbSink, type WandbState } from "./wandb.js";

@@ -49,3 +49,8 @@ export function textTable(
   const ruleLine = rule ? [line(widths.map((w) => "-".repeat(w)))] : [];
   return [line(header), ...ruleLine, ...rows.map(line)].join("\n");
 }
+
+/** A rate as a table cell: "42.2%", or "-" where there is no figure (NaN, e.g. no episodes). */
+export function formatPercent(rate: number): string {
+  return Number.isFinite(rate) ? `${(100 * rate).toFixed(1)}%` : "-";
+}

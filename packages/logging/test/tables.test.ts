@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { markdownTable, textTable } from "../src/index.js";
+import { formatPercent, markdownTable, textTable } from "../src/index.js";
 
 const ROWS = [
   ["ppo", "12.5%"],
@@ -44,5 +44,15 @@ describe("textTable", () => {
     expect(textTable(["tag", "budget"], [["Bandit", "1"]], { indent: "  ", rule: false })).toBe(
       ["  tag     budget", "  Bandit  1"].join("\n"),
     );
+  });
+});
+
+describe("formatPercent", () => {
+  it("prints a rate with one decimal, and a dash where there is no figure", () => {
+    expect(formatPercent(0.421875)).toBe("42.2%");
+    expect(formatPercent(1)).toBe("100.0%");
+    expect(formatPercent(0)).toBe("0.0%");
+    expect(formatPercent(Number.NaN)).toBe("-");
+    expect(formatPercent(Number.POSITIVE_INFINITY)).toBe("-");
   });
 });

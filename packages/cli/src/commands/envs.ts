@@ -4,8 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { evaluatePolicy, getEnvSpec, hasOracle, listEnvs, listPresets } from "@ragen/envs";
-import { textTable } from "@ragen/logging";
-import { percent } from "../job/percent.js";
+import { formatPercent, textTable } from "@ragen/logging";
 import { UsageError } from "./usage.js";
 
 export const ENVS_USAGE = "usage: ragen envs [--budgets] [--seeds N]";
@@ -43,7 +42,7 @@ export function listEnvironments(seeds = 0): EnvListing {
 }
 
 export function formatEnvListing(listing: EnvListing): string {
-  const rate = (x: number | undefined) => (x === undefined ? "" : percent(x));
+  const rate = (x: number | undefined) => (x === undefined ? "" : formatPercent(x));
   const withBudgets = listing.presets.some((p) => p.oracle !== undefined);
   const envs = textTable(
     ["env", "description"],
@@ -58,14 +57,7 @@ export function formatEnvListing(listing: EnvListing): string {
     ...(withBudgets ? [rate(p.oracle), rate(p.random)] : []),
     p.description,
   ]);
-  // The env table's header line is dropped: "envs:" names it.
-  return [
-    "envs:",
-    ...envs.split("\n").slice(1),
-    "",
-    "presets:",
-    textTable(header, rows, { indent: "  ", rule: false }),
-  ].join("\n");
+  return ["envs:", envs, "", "presets:", textTable(header, rows, { indent: "  ", rule: false })].join("\n");
 }
 
 export async function envsCommand(args: readonly string[]): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import { textTable } from "@ragen/logging";
+import { formatPercent, textTable } from "@ragen/logging";
 import { RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
 import { LocalModelPolicy } from "@ragen/rollout";
 import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
@@ -14,7 +14,6 @@ import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./checkpoint.js";
 import { EMBEDDED_MODEL, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy } from "./model.js";
-import { percent } from "./percent.js";
 import { actionBudget, validate, validationManager, validationSeeds } from "./validate.js";
 
 export interface EvalRow {
@@ -108,9 +107,9 @@ export function formatEvalSummary(summary: EvalSummary): string {
   const rows = summary.rows.map((r) => [
     r.env,
     String(r.budget),
-    percent(r.random),
-    `${percent(r.success)} ± ${percent(r.stderr)}`,
-    percent(r.oracle),
+    formatPercent(r.random),
+    `${formatPercent(r.success)} ± ${formatPercent(r.stderr)}`,
+    formatPercent(r.oracle),
   ]);
   return textTable(header, rows);
 }

@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ProgressBar, textTable } from "@ragen/logging";
+import { formatPercent, ProgressBar, textTable } from "@ragen/logging";
 import { RUN_FILES, RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
 import { EnvManager, LocalModelPolicy, runRollout } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
@@ -18,7 +18,6 @@ import {
 } from "./checkpoint.js";
 import { learningRates, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy } from "./model.js";
-import { percent } from "./percent.js";
 import { toTrajectoryRecord } from "./records.js";
 import { createTrainer } from "./trainer.js";
 import { actionBudget, rolloutOptions, validate, validationManager, validationSeeds } from "./validate.js";
@@ -252,10 +251,10 @@ export function formatQuestSummary(summary: QuestSummary): string {
   const rows = summary.rows.map((r) => [
     r.env,
     String(r.budget),
-    percent(r.random),
-    percent(r.start),
-    `${percent(r.end)} ± ${percent(r.endStderr)}`,
-    percent(r.oracle),
+    formatPercent(r.random),
+    formatPercent(r.start),
+    `${formatPercent(r.end)} ± ${formatPercent(r.endStderr)}`,
+    formatPercent(r.oracle),
   ]);
   return textTable(header, rows);
 }
