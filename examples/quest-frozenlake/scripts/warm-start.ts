@@ -7,16 +7,20 @@
  *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/cli/embedded-model] [--steps 120] [--batch 8]
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
  *     [--oracle FrozenLake=0.3,Bandit=0.2] [--drills FrozenLake=8000] [--drill-steps 1600] [--drill-batch 16]
- *     [--drill-oracle FrozenLake=0.6]
+ *     [--drill-oracle FrozenLake=0.6] [--drill-turns 1] [--actions-per-turn 1] [--from <model dir>]
  *
- * The defaults are the recipe of the shipped model.
+ * `--from` continues training a model this script saved (its weights and vocabulary) instead of starting
+ * from a new vocabulary and random weights, so a recipe can run in stages; `--steps 0` skips the chats.
  */
 import { parseArgs } from "node:util";
 import {
   generateReadingDrills,
   generateSftConversations,
+  type LoadedPolicy,
+  loadPolicy,
   resolveQuestConfig,
   sftCorpus,
+  sftFormat,
   tokenizeConversations,
   validate,
   validationManager,
@@ -53,6 +57,11 @@ const { values } = parseArgs({
     // The drills' oracle share: higher than the chats', since drills are where the model learns which
     // move the oracle picks on a map; the chats that follow set the share RL starts from.
     "drill-oracle": { type: "string", default: "FrozenLakeGridCoord=0.5" },
+    // Turns per drill: several teach the later turns' lookup of the latest state in the history.
+    "drill-turns": { type: "string", default: "1" },
+    // FrozenLake moves per turn (the Quest job's rollout.maxActionsPerTurn); other envs answer one action.
+    "actions-per-turn": { type: "string", default: "1" },
+    from: { type: "string" },
   },
 });
 const steps = Number(values.steps);
@@ -78,6 +87,11 @@ function perEnv(option: string, text: string, valid: (x: number) => boolean): Ma
 if (values.decay !== "none" && values.decay !== "linear")
   throw new Error(`--decay: expected none or linear, got "${values.decay}"`);
 const oracleMix = perEnv("oracle", values.oracle!, (p) => p >= 0 && p <= 1);
+const actionsPerTurn = Number(values["actions-per-turn"]);
+if (!Number.isInteger(actionsPerTurn) || actionsPerTurn < 1)
+  throw new Error(`--actions-per-turn: expected a whole number from 1, got "${values["actions-per-turn"]}"`);
+// Chats and drills are written and tokenised with the prompt the Quest job will show.
+const format = sftFormat(actionsPerTurn);
 const drillOracleMix = perEnv("drill-oracle", values["drill-oracle"]!, (p) => p >= 0 && p <= 1);
 const chatCounts = perEnv("chats", values.chats!, (n) => Number.isInteger(n) && n > 0);
 const chats = [...chatCounts].flatMap(([envTag, count]) =>
@@ -87,6 +101,7 @@ const chats = [...chatCounts].flatMap(([envTag, count]) =>
     seeds: Array.from({ length: count }, (_, i) => 100_000 + i),
     oracleProbability: oracleMix.get(envTag) ?? 0,
     maxTurns: Number(values["max-turns"]),
+    actionsPerTurn,
   }),
 );
 const drillCounts =
@@ -98,42 +113,76 @@ const drills = [...drillCounts].flatMap(([envTag, count]) =>
     envTag,
     seeds: Array.from({ length: count }, (_, i) => 200_000 + i),
     oracleProbability: drillOracleMix.get(envTag) ?? oracleMix.get(envTag) ?? 0,
+    maxTurns: Number(values["drill-turns"]),
+    actionsPerTurn,
   }),
 );
 console.log(`${chats.length} warm-start chats, ${drills.length} reading drills`);
-const trained = trainBpeTokenizer(sftCorpus([...chats, ...drills]), {
-  vocabSize: Number(values.vocab),
-  addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
-  // One token per grid cell: with cells merged ("__", "_O") the column of P is hidden in token widths.
-  separateCharacters: [...Object.values(FROZEN_LAKE_SYMBOLS), ...Object.values(SOKOBAN_DEFAULT_SYMBOLS)].join(
-    "",
-  ),
-  // One token per (labelled) coordinate pair. With digits as tokens of their own the second number of
-  // a pair follows ", " — as in every other pair — and a model this small kept guessing it (26% right
-  // against 85% for the first); with bare pairs as tokens it copied the player's pair 35% of the time.
-  splitPattern: `${COORDINATE_PATTERN}|${QWEN2_SPLIT_PATTERN}`,
-});
-const tokenizer = trained.tokenizer;
-console.log(`tokenizer: ${tokenizer.vocabSize} tokens`);
-
-const shape: Qwen2Shape = {
-  vocabSize: tokenizer.vocabSize,
-  hiddenSize: 128,
-  intermediateSize: 344,
-  numHiddenLayers: 4,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  rmsNormEps: 1e-6,
-  ropeTheta: 10000,
-  tieWordEmbeddings: true,
-};
 const backend = await webGpuBackend();
-const model = Qwen2Model.random(shape, seed, backend);
+const { model, tokenizer, config, tokenizerFiles } =
+  values.from === undefined ? newModel() : await loadPolicy(values.from, backend);
+console.log(`tokenizer: ${tokenizer.vocabSize} tokens${values.from ? ` (from ${values.from})` : ""}`);
+
+/** A vocabulary trained on this run's chats and drills, and a tiny Qwen2 model with random weights. */
+function newModel(): LoadedPolicy {
+  const trained = trainBpeTokenizer(sftCorpus([...chats, ...drills]), {
+    vocabSize: Number(values.vocab),
+    addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
+    // One token per grid cell: with cells merged ("__", "_O") the column of P is hidden in token widths.
+    separateCharacters: [
+      ...Object.values(FROZEN_LAKE_SYMBOLS),
+      ...Object.values(SOKOBAN_DEFAULT_SYMBOLS),
+    ].join(""),
+    // One token per (labelled) coordinate pair. With digits as tokens of their own the second number of
+    // a pair follows ", " — as in every other pair — and a model this small kept guessing it (26% right
+    // against 85% for the first); with bare pairs as tokens it copied the player's pair 35% of the time.
+    splitPattern: `${COORDINATE_PATTERN}|${QWEN2_SPLIT_PATTERN}`,
+  });
+  const shape: Qwen2Shape = {
+    vocabSize: trained.tokenizer.vocabSize,
+    hiddenSize: 128,
+    intermediateSize: 344,
+    numHiddenLayers: 4,
+    numAttentionHeads: 4,
+    numKeyValueHeads: 2,
+    rmsNormEps: 1e-6,
+    ropeTheta: 10000,
+    tieWordEmbeddings: true,
+  };
+  const config = parseQwen2Config({
+    architectures: ["Qwen2ForCausalLM"],
+    model_type: "qwen2",
+    vocab_size: shape.vocabSize,
+    hidden_size: shape.hiddenSize,
+    intermediate_size: shape.intermediateSize,
+    num_hidden_layers: shape.numHiddenLayers,
+    num_attention_heads: shape.numAttentionHeads,
+    num_key_value_heads: shape.numKeyValueHeads,
+    rms_norm_eps: shape.rmsNormEps,
+    rope_theta: shape.ropeTheta,
+    tie_word_embeddings: true,
+    max_position_embeddings: 4096,
+    torch_dtype: "float32",
+    hidden_act: "silu",
+    bos_token_id: null,
+    eos_token_id: trained.tokenizer.imEndId,
+  });
+  return {
+    model: Qwen2Model.random(shape, seed, backend),
+    config,
+    tokenizer: trained.tokenizer,
+    path: "",
+    tokenizerFiles: {
+      tokenizer: trained.tokenizerJson,
+      tokenizerConfig: trained.tokenizerConfig as unknown as Record<string, unknown>,
+    },
+  };
+}
 const pad = tokenizer.padTokenId ?? 0;
 const drillSteps = drills.length > 0 ? Number(values["drill-steps"]) : 0;
 if (drillSteps > 0) {
   const drillBar = new ProgressBar({ label: "reading drills", total: drillSteps, stream: process.stderr });
-  const drillLosses = await warmStart(model, tokenizeConversations(tokenizer, drills), pad, {
+  const drillLosses = await warmStart(model, tokenizeConversations(tokenizer, drills, format), pad, {
     steps: drillSteps,
     batchSize: Number(values["drill-batch"]),
     lr: Number(values.lr),
@@ -143,24 +192,26 @@ if (drillSteps > 0) {
   drillBar.finish();
   console.log(`drill loss: first ${drillLosses[0]!.toFixed(3)}, last ${drillLosses.at(-1)!.toFixed(3)}`);
 }
-const sequences = tokenizeConversations(tokenizer, chats);
-const bar = new ProgressBar({ label: "warm start", total: steps, stream: process.stderr });
-const losses = await warmStart(model, sequences, pad, {
-  steps,
-  batchSize: Number(values.batch),
-  lr: Number(values.lr),
-  decay: values.decay === "linear" ? "linear" : "none",
-  seed,
-  onStep: (_, loss) => bar.tick(1, `loss ${loss.toFixed(3)}`),
-});
-bar.finish();
-console.log(`loss: first ${losses[0]!.toFixed(3)}, last ${losses.at(-1)!.toFixed(3)}`);
+if (steps > 0) {
+  const bar = new ProgressBar({ label: "warm start", total: steps, stream: process.stderr });
+  const losses = await warmStart(model, tokenizeConversations(tokenizer, chats, format), pad, {
+    steps,
+    batchSize: Number(values.batch),
+    lr: Number(values.lr),
+    decay: values.decay === "linear" ? "linear" : "none",
+    seed,
+    onStep: (_, loss) => bar.tick(1, `loss ${loss.toFixed(3)}`),
+  });
+  bar.finish();
+  console.log(`loss: first ${losses[0]!.toFixed(3)}, last ${losses.at(-1)!.toFixed(3)}`);
+}
 
 // Validation exactly as the Quest job validates, on the same fixed seeds, so its "start" matches this.
 const questConfig = resolveQuestConfig([
   `envs=${[...chatCounts.keys()].join(",")}`,
   `validation.groupsPerEnv=${values["val-groups"]}`,
   `seed=${seed}`,
+  `rollout.maxActionsPerTurn=${actionsPerTurn}`,
 ]);
 const validation = await validate(
   validationManager(questConfig),
@@ -176,27 +227,9 @@ for (const tag of questConfig.envs) {
   );
 }
 
-const config = parseQwen2Config({
-  architectures: ["Qwen2ForCausalLM"],
-  model_type: "qwen2",
-  vocab_size: shape.vocabSize,
-  hidden_size: shape.hiddenSize,
-  intermediate_size: shape.intermediateSize,
-  num_hidden_layers: shape.numHiddenLayers,
-  num_attention_heads: shape.numAttentionHeads,
-  num_key_value_heads: shape.numKeyValueHeads,
-  rms_norm_eps: shape.rmsNormEps,
-  rope_theta: shape.ropeTheta,
-  tie_word_embeddings: true,
-  max_position_embeddings: 4096,
-  torch_dtype: "float32",
-  hidden_act: "silu",
-  bos_token_id: null,
-  eos_token_id: tokenizer.imEndId,
-});
 await saveQwen2(model, config, values.out!, {
-  tokenizer: trained.tokenizerJson,
-  tokenizerConfig: trained.tokenizerConfig as unknown as Record<string, unknown>,
+  tokenizer: tokenizerFiles.tokenizer,
+  ...(tokenizerFiles.tokenizerConfig ? { tokenizerConfig: tokenizerFiles.tokenizerConfig } : {}),
   overwrite: true,
 });
 console.log(`saved ${values.out}`);

@@ -55,7 +55,7 @@ export {
   type LoraTarget,
   saveMergedPolicy,
 } from "./sft/fine-tune.js";
-export { guideAction, movesTowardsGoal } from "./sft/guide.js";
+export { guideAction, guidePlan, movesTowardsGoal } from "./sft/guide.js";
 export {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
@@ -71,6 +71,7 @@ export {
   type SftConversation,
   type SftOptions,
   sftCorpus,
+  sftFormat,
 } from "./sft/sft-data.js";
 export { thoughtFor } from "./sft/thoughts.js";
 export { packBatch, tokenizeConversations, type WarmStartOptions, warmStart } from "./sft/warm-start.js";

@@ -1,8 +1,13 @@
 import { createEnv, type FrozenLakeEnv, oracleAction, Rng } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
-import { guideAction } from "../src/sft/guide.js";
-import { generateReadingDrills, generateSftConversations, sftCorpus } from "../src/sft/sft-data.js";
+import { guideAction, guidePlan } from "../src/sft/guide.js";
+import {
+  generateReadingDrills,
+  generateSftConversations,
+  sftCorpus,
+  sftFormat,
+} from "../src/sft/sft-data.js";
 import { thoughtFor } from "../src/sft/thoughts.js";
 
 const seeds = Array.from({ length: 200 }, (_, i) => i);
@@ -131,6 +136,76 @@ describe("SFT warm-start data", () => {
     expect(rate(guided)).toBeGreaterThan(rate(random));
   });
 
+  it("plans several FrozenLake moves blind: each brings the player closer from where the last one leads", () => {
+    const env = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
+    const rng = new Rng(2, "plan");
+    const steps: Record<string, [number, number]> = {
+      Left: [0, -1],
+      Down: [1, 0],
+      Right: [0, 1],
+      Up: [-1, 0],
+    };
+    let shortened = 0;
+    for (const seed of seeds.slice(0, 80)) {
+      env.reset(seed);
+      const size = env.map!.size;
+      const goal = { row: Math.floor(env.map!.goal / size), col: env.map!.goal % size };
+      let { row, col } = env.position!;
+      const plan = guidePlan(env, rng, 3);
+      expect(plan.length).toBeGreaterThan(0);
+      for (const move of plan) {
+        const before = Math.abs(goal.row - row) + Math.abs(goal.col - col);
+        row += steps[move]![0];
+        col += steps[move]![1];
+        expect(Math.abs(goal.row - row) + Math.abs(goal.col - col)).toBe(before - 1);
+      }
+      // A plan shorter than asked ends on the goal.
+      if (plan.length < 3) {
+        shortened++;
+        expect([row, col]).toEqual([goal.row, goal.col]);
+      }
+    }
+    expect(shortened).toBeGreaterThan(0);
+    expect(guidePlan(createEnv("Bandit"), rng, 3)).toHaveLength(1);
+  });
+
+  it("writes several FrozenLake moves a turn when asked: one answer, the thought naming them all", () => {
+    const options = { envTag: "FrozenLakeGridCoord", seeds: seeds.slice(0, 30), oracleProbability: 0.5 };
+    const chats = generateSftConversations({ ...options, actionsPerTurn: 2 });
+    expect(chats[0]!.instructions).toContain("You can make up to 2 actions");
+    let pairs = 0;
+    for (const chat of chats) {
+      let left = 10;
+      for (const turn of chat.turns) {
+        expect(turn.actionsLeft).toBe(left);
+        const parsed = parseResponse(`<think>${turn.response!}`, {
+          actions: ["Left", "Down", "Right", "Up"],
+          maxActionsPerTurn: 2,
+        });
+        expect(parsed.formatOk).toBe(true);
+        if (parsed.actions.length === 2) pairs++;
+        const named = parsed.actions.map((a) => a.toLowerCase()).join(", then ");
+        expect(parsed.think).toContain(named);
+        left -= parsed.actions.length;
+      }
+    }
+    expect(pairs).toBeGreaterThan(chats.length / 2);
+    // Bandit keeps one action a turn; one action a turn is the data it always was.
+    const bandit = generateSftConversations({
+      envTag: "Bandit",
+      seeds: [1, 2],
+      oracleProbability: 0.5,
+      actionsPerTurn: 2,
+    });
+    expect(bandit.every((c) => !c.turns[0]!.response!.includes("||"))).toBe(true);
+    expect(generateSftConversations({ ...options, actionsPerTurn: 1 })).toEqual(
+      generateSftConversations(options),
+    );
+    expect(() => generateSftConversations({ ...options, actionsPerTurn: 3, format: sftFormat(2) })).toThrow(
+      /3 actions per turn, but the prompt allows 2/,
+    );
+  });
+
   it("reads Sokoban's player, box and target cells, and says when a move follows the plan", () => {
     const env = createEnv("SimpleSokoban");
     const rows = env.reset(7).split("\n");
@@ -173,5 +248,18 @@ describe("SFT warm-start data", () => {
     expect(drills[0]!.messages[1]!.content).toContain("Turn 1:\nState:\n");
     expect(drills.map((d) => d.turns[0])).toEqual(chats.map((c) => c.turns[0]));
     expect(length(drills)).toBeLessThan(length(chats) / 3);
+  });
+
+  it("writes drills of several turns: the chats' turns without the rules text", () => {
+    const options = { envTag: "FrozenLakeGridCoord", seeds: seeds.slice(0, 20), oracleProbability: 0.3 };
+    const drills = generateReadingDrills({ ...options, maxTurns: 3 });
+    const chats = generateSftConversations({ ...options, maxTurns: 3 });
+    expect(drills.map((d) => d.turns)).toEqual(chats.map((c) => c.turns));
+    expect(drills.some((d) => d.turns.length === 3)).toBe(true);
+    const lastUser = drills.find((d) => d.turns.length === 3)!.messages.at(-2)!;
+    expect(lastUser.content).toContain("Turn 3:\nState:\n");
+    expect(
+      drills.every((d) => d.instructions === "" && !d.messages[1]!.content.includes("FrozenLake puzzle")),
+    ).toBe(true);
   });
 });

@@ -91,6 +91,9 @@ describe("SFT data", () => {
     );
     expect(() => resolveSftDataConfig(["envs=Chess"])).toThrow(/unknown env "Chess"/);
     expect(() => resolveSftDataConfig(["chats=FrozenLake=x"])).toThrow(/Tag=value pairs/);
+    expect(resolveSftDataConfig([]).actionsPerTurn).toBe(1);
+    expect(resolveSftDataConfig(["actionsPerTurn=2"]).actionsPerTurn).toBe(2);
+    expect(() => resolveSftDataConfig(["actionsPerTurn=0"])).toThrow(/actionsPerTurn: must be >= 1/);
   });
 
   it("ragen sft data writes the chats the oracle share asks for", async () => {

@@ -61,6 +61,14 @@ export const sftDataSchema = {
       default: 5,
       description: "Turns per chat at most",
     },
+    actionsPerTurn: {
+      type: "integer",
+      minimum: 1,
+      maximum: 10,
+      default: 1,
+      description:
+        'FrozenLake moves per answer, joined by "||" (train with rollout.maxActionsPerTurn to match); other envs answer one',
+    },
     seed: {
       type: "integer",
       minimum: 0,
@@ -159,6 +167,7 @@ interface SftDataConfig {
   chats: Record<string, number>;
   oracle: Record<string, number>;
   maxTurns: number;
+  actionsPerTurn: number;
   seed: number;
   out: string;
 }
@@ -312,6 +321,7 @@ export async function sftData(config: SftDataConfig): Promise<string> {
     oracle: config.oracle,
     firstSeed: config.seed,
     maxTurns: config.maxTurns,
+    actionsPerTurn: config.actionsPerTurn,
   });
   const out = fromCwd(config.out);
   writeSftJsonl(out, chats);

@@ -9,6 +9,8 @@ export interface SftDatasetOptions {
   /** Seeds firstSeed, firstSeed + 1, ... per env (keep them away from the validation seeds 123, 124, ...). */
   firstSeed: number;
   maxTurns: number;
+  /** FrozenLake moves per turn (default 1); other envs answer one action a turn. */
+  actionsPerTurn?: number;
 }
 
 export function generateSftDataset(options: SftDatasetOptions): SftConversation[] {
@@ -20,6 +22,7 @@ export function generateSftDataset(options: SftDatasetOptions): SftConversation[
       seeds: Array.from({ length: count }, (_, i) => options.firstSeed + i),
       oracleProbability,
       maxTurns: options.maxTurns,
+      actionsPerTurn: options.actionsPerTurn ?? 1,
     });
   });
 }

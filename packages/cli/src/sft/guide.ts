@@ -9,12 +9,15 @@ import { type Env, FrozenLakeEnv, oracleAction, type Rng } from "@ragen/envs";
 
 const MOVES: Record<string, [number, number]> = { Left: [0, -1], Down: [1, 0], Right: [0, 1], Up: [-1, 0] };
 
-/** The moves that bring the player closer to the goal, in Left, Down, Right, Up order. */
-export function movesTowardsGoal(env: FrozenLakeEnv): string[] {
-  if (!env.map || !env.position) return [];
+/** The moves that bring the player (or a player at `from`) closer to the goal, in Left, Down, Right, Up order. */
+export function movesTowardsGoal(
+  env: FrozenLakeEnv,
+  from: { row: number; col: number } | null = env.position,
+): string[] {
+  if (!env.map || !from) return [];
   const size = env.map.size;
   const goal = { row: Math.floor(env.map.goal / size), col: env.map.goal % size };
-  const { row, col } = env.position;
+  const { row, col } = from;
   const distance = (r: number, c: number) => Math.abs(goal.row - r) + Math.abs(goal.col - c);
   return Object.entries(MOVES)
     .filter(([, [dr, dc]]) => distance(row + dr, col + dc) < distance(row, col))
@@ -22,7 +25,29 @@ export function movesTowardsGoal(env: FrozenLakeEnv): string[] {
 }
 
 export function guideAction(env: Env, rng: Rng): string {
-  if (!(env instanceof FrozenLakeEnv && env.map && env.position)) return oracleAction(env, rng);
-  const closer = movesTowardsGoal(env);
-  return rng.choice(closer.length > 0 ? closer : Object.keys(MOVES));
+  return guidePlan(env, rng, 1)[0]!;
+}
+
+/**
+ * Up to `count` actions for one turn. On FrozenLake each move brings the player closer to the goal from
+ * the cell the moves before it lead to if the ice holds (so a plan can be made blind), and the plan stops
+ * on the goal; other envs get the oracle's one action, since a blind plan there would need the env's
+ * hidden dynamics.
+ */
+export function guidePlan(env: Env, rng: Rng, count: number): string[] {
+  if (!(env instanceof FrozenLakeEnv && env.map && env.position)) return [oracleAction(env, rng)];
+  const size = env.map.size;
+  let { row, col } = env.position;
+  const plan: string[] = [];
+  // The plan ends early on the goal: no move from there brings the player closer.
+  for (let i = 0; i < count && (i === 0 || row * size + col !== env.map.goal); i++) {
+    const closer = movesTowardsGoal(env, { row, col });
+    const move = rng.choice(closer.length > 0 ? closer : Object.keys(MOVES));
+    plan.push(move);
+    const [dr, dc] = MOVES[move]!;
+    // A move into the border leaves the player where it is.
+    row = Math.min(size - 1, Math.max(0, row + dr));
+    col = Math.min(size - 1, Math.max(0, col + dc));
+  }
+  return plan;
 }

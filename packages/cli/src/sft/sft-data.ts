@@ -5,10 +5,10 @@
  * it knows the format and some sense, and leaves RL something to improve. The thought always explains
  * the action actually taken, so thinking and acting agree.
  */
-import { createEnv, listPresets, Rng, randomAction } from "@ragen/envs";
+import { createEnv, FrozenLakeEnv, listPresets, Rng, randomAction } from "@ragen/envs";
 import { buildChatMessages, instructionText, type PromptFormat, type PromptTurn } from "@ragen/rollout";
 import type { ChatMessage } from "@ragen/tokenizer";
-import { guideAction } from "./guide.js";
+import { guidePlan } from "./guide.js";
 import { thoughtFor } from "./thoughts.js";
 
 export interface SftOptions {
@@ -19,6 +19,12 @@ export interface SftOptions {
   oracleProbability: number;
   /** Most turns per chat (RAGEN's max_turn). */
   maxTurns?: number;
+  /**
+   * Actions per turn, joined by "||" in the answer (default 1). Only FrozenLake's moves can be planned
+   * blind, so other envs keep one action a turn; the prompt offers `format.maxActionsPerTurn`, which
+   * defaults to this.
+   */
+  actionsPerTurn?: number;
   format?: PromptFormat;
 }
 
@@ -41,12 +47,22 @@ export const DEFAULT_SFT_FORMAT: PromptFormat = {
   maxResponseLength: 40,
 };
 
+/** The warm-start prompt format offering `actionsPerTurn` actions a turn. */
+export function sftFormat(actionsPerTurn = 1): PromptFormat {
+  return { ...DEFAULT_SFT_FORMAT, maxActionsPerTurn: actionsPerTurn };
+}
+
 /** One chat per seed, played by the oracle/random mix. Deterministic for the same options. */
 export function generateSftConversations(options: SftOptions): SftConversation[] {
   const preset = listPresets()[options.envTag];
   const budget = preset?.maxActionsPerTraj ?? 10;
   const maxTurns = options.maxTurns ?? 5;
-  const format = options.format ?? DEFAULT_SFT_FORMAT;
+  const actionsPerTurn = options.actionsPerTurn ?? 1;
+  const format = options.format ?? sftFormat(actionsPerTurn);
+  if (actionsPerTurn > format.maxActionsPerTurn)
+    throw new RangeError(
+      `generateSftConversations(): ${actionsPerTurn} actions per turn, but the prompt allows ${format.maxActionsPerTurn}`,
+    );
   const env = createEnv(options.envTag);
   return options.seeds.map((seed) => {
     const rng = new Rng(seed, "sft-policy");
@@ -58,14 +74,24 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
     let success = false;
     while (!env.done && actionsLeft > 0 && turns.length < maxTurns) {
       const useOracle = rng.bool(options.oracleProbability);
-      const action = useOracle ? guideAction(env, rng) : randomAction(env, rng);
-      const response = `${thoughtFor(env, action, useOracle)}</think><answer>${action}</answer>`;
-      const result = env.step(action);
-      turns.push({ observation, actionsLeft, response, reward: result.reward });
+      const count = env instanceof FrozenLakeEnv ? Math.min(actionsPerTurn, actionsLeft) : 1;
+      const actions = useOracle
+        ? guidePlan(env, rng, count)
+        : Array.from({ length: count }, () => randomAction(env, rng));
+      const response = `${thoughtFor(env, actions, useOracle)}</think><answer>${actions.join(" || ")}</answer>`;
+      const turnObservation = observation;
+      const turnActionsLeft = actionsLeft;
+      let reward = 0;
+      for (const action of actions) {
+        if (env.done || actionsLeft === 0) break;
+        const result = env.step(action);
+        reward += result.reward;
+        observation = result.observation;
+        actionsLeft--;
+        success = result.info.success;
+      }
+      turns.push({ observation: turnObservation, actionsLeft: turnActionsLeft, response, reward });
       fromOracle.push(useOracle);
-      observation = result.observation;
-      actionsLeft--;
-      success = result.info.success;
     }
     return {
       envTag: options.envTag,
@@ -80,16 +106,18 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
 }
 
 /**
- * Reading drills: one-turn chats without the rules text, so a sequence is ~140 tokens instead of ~500.
- * A model trained from scratch learns to copy and to look things up in its context (here: the move it
- * named into the answer, the player's and goal's cells from the grid) only after hundreds of steps of
- * such lookups; short sequences make those steps cheap, and the skill carries over to the full prompts.
+ * Reading drills: chats without the rules text, one turn by default, so a sequence is ~140 tokens
+ * instead of ~500. A model trained from scratch learns to copy and to look things up in its context
+ * (here: the move it named into the answer, the player's and goal's cells from the grid) only after
+ * hundreds of steps of such lookups; short sequences make those steps cheap, and the skill carries over
+ * to the full prompts. Drills of several turns (`maxTurns`) teach the later turns' lookup: the latest
+ * state among the earlier ones in the history.
  */
-export function generateReadingDrills(options: Omit<SftOptions, "maxTurns">): SftConversation[] {
-  return generateSftConversations({ ...options, maxTurns: 1 }).map((chat) => ({
+export function generateReadingDrills(options: SftOptions): SftConversation[] {
+  return generateSftConversations({ ...options, maxTurns: options.maxTurns ?? 1 }).map((chat) => ({
     ...chat,
     instructions: "",
-    messages: buildChatMessages("", chat.turns, options.format ?? DEFAULT_SFT_FORMAT),
+    messages: buildChatMessages("", chat.turns, options.format ?? sftFormat(options.actionsPerTurn)),
   }));
 }
 

@@ -13,13 +13,17 @@ function cellName(cell: number, width: number): string {
 }
 
 /**
- * A short reason for `action` (`fromOracle`: the oracle chose it) in the env's current state. On grid
- * envs it first reads the grid out loud — where the player and the goal (or box and target) are — so
- * that a small model learns the reading one step at a time instead of jumping from grid to direction.
+ * A short reason for `actions` — one action or a turn's several (`fromOracle`: the guide chose them) —
+ * in the env's current state. On grid envs it first reads the grid out loud — where the player and the
+ * goal (or box and target) are — so that a small model learns the reading one step at a time instead of
+ * jumping from grid to direction. Only FrozenLake's thoughts name more than the first action.
  */
-export function thoughtFor(env: Env, action: string, fromOracle = false): string {
+export function thoughtFor(env: Env, actions: string | readonly string[], fromOracle = false): string {
+  const list = typeof actions === "string" ? [actions] : actions;
+  const action = list[0] ?? "";
   const move = DIRECTION_WORDS[action] ?? action.toLowerCase();
   if (env instanceof FrozenLakeEnv && env.map && env.position) {
+    const moves = list.map((a) => DIRECTION_WORDS[a] ?? a.toLowerCase()).join(", then ");
     const size = env.map.size;
     const goalRow = Math.floor(env.map.goal / size);
     const goalCol = env.map.goal % size;
@@ -37,8 +41,8 @@ export function thoughtFor(env: Env, action: string, fromOracle = false): string
     const reading = `I am at ${player}; the goal is at ${goal}, ${where}.`;
     // The template RL can promote names the guide's move: one that brings the player closer.
     return fromOracle
-      ? `${reading} Moving ${move} brings me closer to the goal.`
-      : `${reading} The ice is slippery, so I try ${move}.`;
+      ? `${reading} Moving ${moves} brings me closer to the goal.`
+      : `${reading} The ice is slippery, so I try ${moves}.`;
   }
   if (env instanceof SokobanEnv && env.room) {
     const room = env.room;
