@@ -14,6 +14,7 @@ export {
   type ResolveOptions,
   resolveQuestConfig,
   resolveQuestPaths,
+  SMALL_MODEL_PARAMETERS,
   validationEnvs,
 } from "./job/config.js";
 export { type ConfigFile, ConfigFileError, readConfigFile } from "./job/config-file.js";
@@ -34,7 +35,7 @@ export {
   runJob,
   runQuestCli,
 } from "./job/job-cli.js";
-export { type LoadedPolicy, loadPolicy } from "./job/model.js";
+export { type LoadedPolicy, loadPolicy, parameterCount } from "./job/model.js";
 export { toTrajectoryRecord } from "./job/records.js";
 export { SMOKE_RUN_SETTINGS, saveTinyModel, type TinyModelOptions } from "./job/tiny-model.js";
 export { formatQuestSummary, type QuestSummary, type QuestSummaryRow, runQuest } from "./job/train.js";

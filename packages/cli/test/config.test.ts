@@ -42,18 +42,30 @@ describe("quest config", () => {
     expect(validationEnvs(config)).toEqual(["Bandit", "BanditTest", "BanditReversed"]);
   });
 
-  it("uses RAGEN's learning rates for pretrained models and larger ones for the embedded model", () => {
-    expect(learningRates(resolveQuestConfig(["model=Qwen/Qwen2.5-0.5B-Instruct"]))).toEqual({
+  it("uses RAGEN's learning rates for pretrained-size models and larger ones for small models", () => {
+    const qwen = 494_032_768;
+    const tiny = 820_000;
+    expect(learningRates(resolveQuestConfig(["model=Qwen/Qwen2.5-0.5B-Instruct"]), qwen)).toEqual({
       actorLr: 1e-6,
       criticLr: 1e-5,
       // A*-PO's follows the actor's unless set (the paper's 1e-6 for pretrained models).
       apoLr: 1e-6,
     });
-    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"])).apoLr).toBe(3e-5);
-    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5", "apo.lr=7e-6"])).apoLr).toBe(7e-6);
-    const embedded = learningRates(resolveQuestConfig([]));
-    expect(embedded.actorLr).toBeGreaterThan(1e-6);
-    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"])).actorLr).toBe(3e-5);
+    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"]), tiny).apoLr).toBe(3e-5);
+    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5", "apo.lr=7e-6"]), tiny).apoLr).toBe(7e-6);
+    expect(learningRates(resolveQuestConfig([]), tiny)).toEqual({
+      actorLr: 2e-4,
+      criticLr: 1e-3,
+      apoLr: 2e-4,
+    });
+    // By size, not by name: a checkpoint or fine-tune of the embedded model loaded from a folder.
+    expect(learningRates(resolveQuestConfig(["model=/runs/quest/checkpoint/actor"]), tiny).actorLr).toBe(
+      2e-4,
+    );
+    expect(learningRates(resolveQuestConfig(["model=/runs/quest/checkpoint/actor"]), qwen).actorLr).toBe(
+      1e-6,
+    );
+    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"]), tiny).actorLr).toBe(3e-5);
   });
 
   it("takes relative paths from where the command was typed; a model that is no folder there is a repo id", () => {

@@ -214,7 +214,16 @@ describe("SFT training", () => {
     expect(await quiet(() => runRagen(["sft", "train", "mode=qlora", `data=${dataPath}`]))).toBe(2);
     expect(await quiet(() => runRagen(["sft", "train", "steps=2"]))).toBe(2);
     expect(() => resolveSftTrainConfig(["data=x", "lora.targets=q_proj,wq"])).toThrow(/lora\.targets/);
-    expect(sftLearningRate(resolveSftTrainConfig(["data=x"]))).toBe(2e-3);
-    expect(sftLearningRate(resolveSftTrainConfig(["data=x", "model=Qwen/Qwen2.5-0.5B-Instruct"]))).toBe(1e-4);
+    expect(sftLearningRate(resolveSftTrainConfig(["data=x"]), 820_000)).toBe(2e-3);
+    expect(sftLearningRate(resolveSftTrainConfig(["data=x", "model=runs/sft-merged"]), 820_000)).toBe(2e-3);
+    expect(
+      sftLearningRate(resolveSftTrainConfig(["data=x", "model=Qwen/Qwen2.5-0.5B-Instruct"]), 494e6),
+    ).toBe(1e-4);
+    expect(
+      sftLearningRate(
+        resolveSftTrainConfig(["data=x", "mode=full", "model=Qwen/Qwen2.5-0.5B-Instruct"]),
+        494e6,
+      ),
+    ).toBe(1e-5);
   });
 });

@@ -16,9 +16,9 @@ import { ProgressBar } from "@ragen/logging";
 import { writeFileAtomic } from "@ragen/logging/node";
 import { QWEN2_LINEAR_MODULES } from "@ragen/models";
 import { type Backend, createCpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
-import { EMBEDDED_MODEL } from "../job/config.js";
+import { EMBEDDED_MODEL, SMALL_MODEL_PARAMETERS } from "../job/config.js";
 import { describeConfigFields } from "../job/config-help.js";
-import { loadPolicy } from "../job/model.js";
+import { loadPolicy, parameterCount } from "../job/model.js";
 import { readSftJsonl, writeSftJsonl } from "../sft/data-file.js";
 import { generateSftDataset } from "../sft/dataset.js";
 import { fineTune, type LoraTarget, saveMergedPolicy } from "../sft/fine-tune.js";
@@ -102,7 +102,8 @@ export const sftTrainSchema = {
       type: ["number", "null"],
       exclusiveMinimum: 0,
       default: null,
-      description: "Learning rate (null: 2e-3 for the embedded model; 1e-4 LoRA, 1e-5 full otherwise)",
+      description:
+        "Learning rate (null: 2e-3 for models under 50M parameters; 1e-4 LoRA, 1e-5 full otherwise)",
     },
     decay: {
       enum: ["none", "linear"],
@@ -301,10 +302,13 @@ export function resolveSftMergeConfig(args: readonly string[]): SftMergeConfig {
   return validated<SftMergeConfig>("sft merge", sftMergeSchema, overridesOf(args));
 }
 
-/** The learning rate when none is set: the warm start's for the tiny embedded model, small ones otherwise. */
-export function sftLearningRate(config: Pick<SftTrainConfig, "lr" | "model" | "mode">): number {
+/**
+ * The learning rate when none is set: the warm start's for small models (the embedded one and others of
+ * its size, see `SMALL_MODEL_PARAMETERS`), small ones for pretrained-size models.
+ */
+export function sftLearningRate(config: Pick<SftTrainConfig, "lr" | "mode">, parameterCount: number): number {
   if (config.lr !== null) return config.lr;
-  if (config.model === EMBEDDED_MODEL) return 2e-3;
+  if (parameterCount < SMALL_MODEL_PARAMETERS) return 2e-3;
   return config.mode === "lora" ? 1e-4 : 1e-5;
 }
 
@@ -334,7 +338,7 @@ export async function sftTrain(config: SftTrainConfig): Promise<{ out: string; l
   const chats = readSftJsonl(fromCwd(config.data));
   const model = config.model === EMBEDDED_MODEL ? config.model : localOrHub(config.model);
   const policy = await loadPolicy(model, await backendFor(config.device));
-  const lr = sftLearningRate(config);
+  const lr = sftLearningRate(config, parameterCount(policy.model));
   const out = fromCwd(config.out);
   console.log(
     `RAGEN.ts sft — ${config.mode === "lora" ? `LoRA r=${config.lora.rank}` : "full"} fine-tuning of ${config.model} on ${chats.length} chats, ${config.steps} steps, lr ${lr}`,

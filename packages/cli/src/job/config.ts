@@ -81,16 +81,27 @@ export interface QuestConfig {
 }
 
 /**
- * Learning rates when not set: RAGEN's for pretrained models (actor 1e-6, critic 1e-5), and larger ones
- * for the tiny embedded model, whose few parameters need bigger steps to move within a short run.
- * A*-PO's rate defaults to the actor's (the paper's 1e-6 for pretrained models).
+ * Below this many parameters a model gets the small-model learning rates: the embedded model, and any
+ * model of its size — its checkpoints, its fine-tunes, a warm start of one's own — wherever it is loaded
+ * from. (Choosing by name would give a checkpoint of the embedded model RAGEN's 1e-6, and it would not
+ * move in a short run.)
  */
-export function learningRates(config: QuestConfig): { actorLr: number; criticLr: number; apoLr: number } {
-  const embedded = config.model === EMBEDDED_MODEL;
-  const actorLr = config.starpo.actorLr ?? (embedded ? 2e-4 : 1e-6);
+export const SMALL_MODEL_PARAMETERS = 50_000_000;
+
+/**
+ * Learning rates when not set: RAGEN's for pretrained-size models (actor 1e-6, critic 1e-5), and larger
+ * ones for small models (under `SMALL_MODEL_PARAMETERS`), whose few parameters need bigger steps to move
+ * within a short run. A*-PO's rate defaults to the actor's (the paper's 1e-6 for pretrained models).
+ */
+export function learningRates(
+  config: QuestConfig,
+  parameterCount: number,
+): { actorLr: number; criticLr: number; apoLr: number } {
+  const small = parameterCount < SMALL_MODEL_PARAMETERS;
+  const actorLr = config.starpo.actorLr ?? (small ? 2e-4 : 1e-6);
   return {
     actorLr,
-    criticLr: config.starpo.criticLr ?? (embedded ? 1e-3 : 1e-5),
+    criticLr: config.starpo.criticLr ?? (small ? 1e-3 : 1e-5),
     apoLr: config.apo.lr ?? actorLr,
   };
 }
@@ -193,13 +204,13 @@ export const questConfigSchema = {
         type: ["number", "null"],
         exclusiveMinimum: 0,
         default: null,
-        description: "Actor learning rate (null: 2e-4 embedded, 1e-6 otherwise)",
+        description: "Actor learning rate (null: 2e-4 for models under 50M parameters, 1e-6 otherwise)",
       },
       criticLr: {
         type: ["number", "null"],
         exclusiveMinimum: 0,
         default: null,
-        description: "Critic learning rate (null: 1e-3 embedded, 1e-5 otherwise)",
+        description: "Critic learning rate (null: 1e-3 for models under 50M parameters, 1e-5 otherwise)",
       },
       ppoMiniBatchSize: positiveInt(8, "Trajectories per optimiser step"),
       microBatchSize: positiveInt(8, "Trajectories per forward/backward"),

@@ -42,3 +42,8 @@ export async function loadPolicy(
     tokenizerFiles: { tokenizer: folder.tokenizer, tokenizerConfig: folder.tokenizerConfig },
   };
 }
+
+/** How many weights the model has (its learning-rate defaults depend on it). */
+export function parameterCount(model: Qwen2Model): number {
+  return model.parameters().reduce((total, weights) => total + weights.size, 0);
+}

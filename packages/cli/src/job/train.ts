@@ -17,7 +17,7 @@ import {
   saveCheckpoint,
 } from "./checkpoint.js";
 import { learningRates, type QuestConfig, validationEnvs } from "./config.js";
-import { loadPolicy } from "./model.js";
+import { loadPolicy, parameterCount } from "./model.js";
 import { toTrajectoryRecord } from "./records.js";
 import { createTrainer } from "./trainer.js";
 import { actionBudget, rolloutOptions, validate, validationManager, validationSeeds } from "./validate.js";
@@ -59,7 +59,6 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
     throw new Error(
       `${outDir} holds a run of model "${checkpoint.state.model}", not "${config.model}"; pass outDir=<new folder>`,
     );
-  if (checkpoint) warnOnChangedSettings(outDir, config);
 
   const baselines = validationEnvs(config).map((env) =>
     measureBaselines(env, validationSeeds(config), actionBudget(config, env)),
@@ -81,6 +80,8 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   );
   download?.finish();
   const { model: actor, tokenizer } = loaded;
+  const weights = parameterCount(actor);
+  if (checkpoint) warnOnChangedSettings(outDir, config, weights);
   const trainer = await createTrainer({ config, policy: loaded, backend, checkpointDir: checkpoint?.dir });
   const { critic, optimizers } = trainer;
   if (checkpoint) loadCheckpointOptimizers(checkpoint.dir, optimizers);
@@ -101,7 +102,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: lastDone });
   writeFileAtomic(
     join(outDir, CONFIG_FILE),
-    `${JSON.stringify({ ...config, ...learningRatesUsed(config) }, null, 2)}\n`,
+    `${JSON.stringify({ ...config, ...learningRatesUsed(config, weights) }, null, 2)}\n`,
   );
   // Generated tokens of training rollouts so far (the budget algorithms are compared on).
   let generatedTokens = lastLogged(logger.history(), GENERATED_TOKENS) ?? 0;
@@ -191,11 +192,11 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
 }
 
 /** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
-function warnOnChangedSettings(outDir: string, config: QuestConfig): void {
+function warnOnChangedSettings(outDir: string, config: QuestConfig, weights: number): void {
   const path = join(outDir, CONFIG_FILE);
   if (!existsSync(path)) return;
   const before = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-  const now = { ...config, ...learningRatesUsed(config) } as Record<string, unknown>;
+  const now = { ...config, ...learningRatesUsed(config, weights) } as Record<string, unknown>;
   const changed = Object.keys(now).filter(
     (key) => key !== "steps" && JSON.stringify(before[key]) !== JSON.stringify(now[key]),
   );
@@ -203,8 +204,8 @@ function warnOnChangedSettings(outDir: string, config: QuestConfig): void {
     console.warn(`resuming ${outDir} with changed settings: ${changed.join(", ")} (was: ${path})`);
 }
 
-function learningRatesUsed(config: QuestConfig) {
-  const { actorLr, criticLr, apoLr } = learningRates(config);
+function learningRatesUsed(config: QuestConfig, weights: number) {
+  const { actorLr, criticLr, apoLr } = learningRates(config, weights);
   return { starpo: { ...config.starpo, actorLr, criticLr }, apo: { ...config.apo, lr: apoLr } };
 }
 

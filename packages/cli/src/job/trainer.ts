@@ -15,7 +15,7 @@ import { LocalModelPolicy, type TrajectoryBatch } from "@ragen/rollout";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import { loadCheckpointCritic } from "./checkpoint.js";
 import { learningRates, type QuestConfig } from "./config.js";
-import { type LoadedPolicy, loadPolicy } from "./model.js";
+import { type LoadedPolicy, loadPolicy, parameterCount } from "./model.js";
 import { rolloutOptions } from "./validate.js";
 
 /** Where A*-PO's stage 1 keeps its estimates, inside the run folder. */
@@ -55,7 +55,7 @@ async function createStarPOTrainer({ config, policy, backend, checkpointDir }: T
     critic = checkpointDir
       ? loadCheckpointCritic(checkpointDir, policy.config, backend)
       : await Qwen2ValueModel.fromPolicy(policy.model, config.seed);
-  const { actorLr, criticLr } = learningRates(config);
+  const { actorLr, criticLr } = learningRates(config, parameterCount(policy.model));
   const starpo = new StarPO({
     actor: policy.model,
     critic,
@@ -98,7 +98,7 @@ async function createAStarPOTrainer({ config, policy, backend }: TrainerContext)
     config: {
       beta2: a.beta2,
       entropyCoeff: a.entropyCoeff,
-      lr: learningRates(config).apoLr,
+      lr: learningRates(config, parameterCount(policy.model)).apoLr,
       maxGradNorm: config.starpo.maxGradNorm,
       miniBatchSize: a.miniBatchSize,
       microBatchSize: a.microBatchSize,
