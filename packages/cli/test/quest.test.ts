@@ -50,6 +50,9 @@ describe("npm run quest", () => {
     const first = await quiet(() => runQuest(smallRun(outDir, "steps=1")));
     expect(first.rows.map((r) => r.env)).toEqual(["FrozenLake", "Bandit"]);
     expect(findCheckpoint(outDir)?.state).toMatchObject({ step: 1, trainResets: 1 });
+    // A tiny model loaded from a folder trains at the small-model rates, as the embedded one does.
+    const saved = JSON.parse(readFileSync(join(outDir, "config.json"), "utf8"));
+    expect(saved.starpo).toMatchObject({ actorLr: 2e-4, criticLr: 1e-3 });
 
     const second = await quiet(() => runQuest(smallRun(outDir, "steps=2")));
     const rows = parseMetricsJsonl(readFileSync(join(outDir, "metrics.jsonl"), "utf8"));

@@ -82,6 +82,11 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const { model: actor, tokenizer } = loaded;
   const weights = parameterCount(actor);
   if (checkpoint) warnOnChangedSettings(outDir, config, weights);
+  // The defaults depend on the model's size, so say which were taken.
+  const rates = learningRates(config, weights);
+  console.log(
+    `${(weights / 1e6).toFixed(1)}M parameters; learning rates: ${config.algorithm === "apo" ? `A*-PO ${rates.apoLr}` : `actor ${rates.actorLr}, critic ${rates.criticLr}`}`,
+  );
   const trainer = await createTrainer({ config, policy: loaded, backend, checkpointDir: checkpoint?.dir });
   const { critic, optimizers } = trainer;
   if (checkpoint) loadCheckpointOptimizers(checkpoint.dir, optimizers);
