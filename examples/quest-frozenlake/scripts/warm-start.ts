@@ -124,7 +124,7 @@ const { model, tokenizer, config, tokenizerFiles } =
 console.log(`tokenizer: ${tokenizer.vocabSize} tokens${values.from ? ` (from ${values.from})` : ""}`);
 
 /** A vocabulary trained on this run's chats and drills, and a tiny Qwen2 model with random weights. */
-function newModel(): LoadedPolicy {
+function newModel(): Pick<LoadedPolicy, "model" | "config" | "tokenizer" | "tokenizerFiles"> {
   const trained = trainBpeTokenizer(sftCorpus([...chats, ...drills]), {
     vocabSize: Number(values.vocab),
     addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
@@ -171,7 +171,6 @@ function newModel(): LoadedPolicy {
     model: Qwen2Model.random(shape, seed, backend),
     config,
     tokenizer: trained.tokenizer,
-    path: "",
     tokenizerFiles: {
       tokenizer: trained.tokenizerJson,
       tokenizerConfig: trained.tokenizerConfig as unknown as Record<string, unknown>,

@@ -8,6 +8,7 @@ export { type ArmExperiment, type ArmResult, type ArmRun, resolveArmConfigs, run
 export { type CheckpointState, checkpointActorDir, findCheckpoint } from "./job/checkpoint.js";
 export {
   EMBEDDED_MODEL,
+  type LearningRates,
   learningRates,
   type QuestConfig,
   questConfigSchema,

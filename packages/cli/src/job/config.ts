@@ -88,15 +88,19 @@ export interface QuestConfig {
  */
 export const SMALL_MODEL_PARAMETERS = 50_000_000;
 
+export interface LearningRates {
+  actorLr: number;
+  criticLr: number;
+  /** A*-PO's. */
+  apoLr: number;
+}
+
 /**
  * Learning rates when not set: RAGEN's for pretrained-size models (actor 1e-6, critic 1e-5), and larger
  * ones for small models (under `SMALL_MODEL_PARAMETERS`), whose few parameters need bigger steps to move
  * within a short run. A*-PO's rate defaults to the actor's (the paper's 1e-6 for pretrained models).
  */
-export function learningRates(
-  config: QuestConfig,
-  parameterCount: number,
-): { actorLr: number; criticLr: number; apoLr: number } {
+export function learningRates(config: QuestConfig, parameterCount: number): LearningRates {
   const small = parameterCount < SMALL_MODEL_PARAMETERS;
   const actorLr = config.starpo.actorLr ?? (small ? 2e-4 : 1e-6);
   return {

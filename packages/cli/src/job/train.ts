@@ -16,7 +16,7 @@ import {
   loadCheckpointOptimizers,
   saveCheckpoint,
 } from "./checkpoint.js";
-import { learningRates, type QuestConfig, validationEnvs } from "./config.js";
+import { type LearningRates, learningRates, type QuestConfig, validationEnvs } from "./config.js";
 import { loadPolicy, parameterCount } from "./model.js";
 import { toTrajectoryRecord } from "./records.js";
 import { createTrainer } from "./trainer.js";
@@ -81,13 +81,19 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   download?.finish();
   const { model: actor, tokenizer } = loaded;
   const weights = parameterCount(actor);
-  if (checkpoint) warnOnChangedSettings(outDir, config, weights);
   // The defaults depend on the model's size, so say which were taken.
   const rates = learningRates(config, weights);
+  if (checkpoint) warnOnChangedSettings(outDir, config, rates);
   console.log(
     `${(weights / 1e6).toFixed(1)}M parameters; learning rates: ${config.algorithm === "apo" ? `A*-PO ${rates.apoLr}` : `actor ${rates.actorLr}, critic ${rates.criticLr}`}`,
   );
-  const trainer = await createTrainer({ config, policy: loaded, backend, checkpointDir: checkpoint?.dir });
+  const trainer = await createTrainer({
+    config,
+    policy: loaded,
+    backend,
+    checkpointDir: checkpoint?.dir,
+    rates,
+  });
   const { critic, optimizers } = trainer;
   if (checkpoint) loadCheckpointOptimizers(checkpoint.dir, optimizers);
 
@@ -107,7 +113,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: lastDone });
   writeFileAtomic(
     join(outDir, CONFIG_FILE),
-    `${JSON.stringify({ ...config, ...learningRatesUsed(config, weights) }, null, 2)}\n`,
+    `${JSON.stringify({ ...config, ...learningRatesUsed(config, rates) }, null, 2)}\n`,
   );
   // Generated tokens of training rollouts so far (the budget algorithms are compared on).
   let generatedTokens = lastLogged(logger.history(), GENERATED_TOKENS) ?? 0;
@@ -197,11 +203,11 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
 }
 
 /** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
-function warnOnChangedSettings(outDir: string, config: QuestConfig, weights: number): void {
+function warnOnChangedSettings(outDir: string, config: QuestConfig, rates: LearningRates): void {
   const path = join(outDir, CONFIG_FILE);
   if (!existsSync(path)) return;
   const before = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-  const now = { ...config, ...learningRatesUsed(config, weights) } as Record<string, unknown>;
+  const now = { ...config, ...learningRatesUsed(config, rates) } as Record<string, unknown>;
   const changed = Object.keys(now).filter(
     (key) => key !== "steps" && JSON.stringify(before[key]) !== JSON.stringify(now[key]),
   );
@@ -209,8 +215,8 @@ function warnOnChangedSettings(outDir: string, config: QuestConfig, weights: num
     console.warn(`resuming ${outDir} with changed settings: ${changed.join(", ")} (was: ${path})`);
 }
 
-function learningRatesUsed(config: QuestConfig, weights: number) {
-  const { actorLr, criticLr, apoLr } = learningRates(config, weights);
+/** The config's learning-rate fields as the run uses them (defaults filled in). */
+function learningRatesUsed(config: QuestConfig, { actorLr, criticLr, apoLr }: LearningRates) {
   return { starpo: { ...config.starpo, actorLr, criticLr }, apo: { ...config.apo, lr: apoLr } };
 }
 

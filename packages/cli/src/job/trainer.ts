@@ -14,8 +14,8 @@ import { Qwen2ValueModel } from "@ragen/models";
 import { LocalModelPolicy, type TrajectoryBatch } from "@ragen/rollout";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import { loadCheckpointCritic } from "./checkpoint.js";
-import { learningRates, type QuestConfig } from "./config.js";
-import { type LoadedPolicy, loadPolicy, parameterCount } from "./model.js";
+import type { LearningRates, QuestConfig } from "./config.js";
+import { type LoadedPolicy, loadPolicy } from "./model.js";
 import { rolloutOptions } from "./validate.js";
 
 /** Where A*-PO's stage 1 keeps its estimates, inside the run folder. */
@@ -42,20 +42,22 @@ export interface TrainerContext {
   backend: Backend;
   /** The checkpoint the run resumes from, if any. */
   checkpointDir: string | undefined;
+  /** The learning rates to train with (`learningRates`: the config's, or the defaults for the model's size). */
+  rates: LearningRates;
 }
 
 export async function createTrainer(context: TrainerContext): Promise<QuestTrainer> {
   return context.config.algorithm === "apo" ? createAStarPOTrainer(context) : createStarPOTrainer(context);
 }
 
-async function createStarPOTrainer({ config, policy, backend, checkpointDir }: TrainerContext) {
+async function createStarPOTrainer({ config, policy, backend, checkpointDir, rates }: TrainerContext) {
   const s = config.starpo;
   let critic: Qwen2ValueModel | undefined;
   if (s.advantageEstimator === "gae")
     critic = checkpointDir
       ? loadCheckpointCritic(checkpointDir, policy.config, backend)
       : await Qwen2ValueModel.fromPolicy(policy.model, config.seed);
-  const { actorLr, criticLr } = learningRates(config, parameterCount(policy.model));
+  const { actorLr, criticLr } = rates;
   const starpo = new StarPO({
     actor: policy.model,
     critic,
@@ -88,7 +90,7 @@ async function createStarPOTrainer({ config, policy, backend, checkpointDir }: T
   } satisfies QuestTrainer;
 }
 
-async function createAStarPOTrainer({ config, policy, backend }: TrainerContext) {
+async function createAStarPOTrainer({ config, policy, backend, rates }: TrainerContext) {
   // The reference is always the start model, also when the run resumes from a checkpoint.
   const reference = await loadPolicy(config.model, backend);
   const a = config.apo;
@@ -98,7 +100,7 @@ async function createAStarPOTrainer({ config, policy, backend }: TrainerContext)
     config: {
       beta2: a.beta2,
       entropyCoeff: a.entropyCoeff,
-      lr: learningRates(config, parameterCount(policy.model)).apoLr,
+      lr: rates.apoLr,
       maxGradNorm: config.starpo.maxGradNorm,
       miniBatchSize: a.miniBatchSize,
       microBatchSize: a.microBatchSize,

@@ -20,10 +20,11 @@ function cellName(cell: number, width: number): string {
  */
 export function thoughtFor(env: Env, actions: string | readonly string[], fromOracle = false): string {
   const list = typeof actions === "string" ? [actions] : actions;
+  const word = (a: string) => DIRECTION_WORDS[a] ?? a.toLowerCase();
   const action = list[0] ?? "";
-  const move = DIRECTION_WORDS[action] ?? action.toLowerCase();
+  const move = word(action);
   if (env instanceof FrozenLakeEnv && env.map && env.position) {
-    const moves = list.map((a) => DIRECTION_WORDS[a] ?? a.toLowerCase()).join(", then ");
+    const moves = list.map(word).join(", then ");
     const size = env.map.size;
     const goalRow = Math.floor(env.map.goal / size);
     const goalCol = env.map.goal % size;
