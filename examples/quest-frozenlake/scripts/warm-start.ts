@@ -7,7 +7,8 @@
  *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/cli/embedded-model] [--steps 120] [--batch 8]
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
  *     [--oracle FrozenLake=0.3,Bandit=0.2] [--drills FrozenLake=8000] [--drill-steps 1600] [--drill-batch 16]
- *     [--drill-oracle FrozenLake=0.6] [--drill-turns 1] [--actions-per-turn 1] [--from <model dir>]
+ *     [--drill-oracle FrozenLake=0.6] [--drill-turns 1] [--actions-per-turn 1] [--oracle-choice turn|chat]
+ *     [--from <model dir>]
  *
  * `--from` continues training a model this script saved (its weights and vocabulary) instead of starting
  * from a new vocabulary and random weights, so a recipe can run in stages; `--steps 0` skips the chats.
@@ -61,6 +62,8 @@ const { values } = parseArgs({
     "drill-turns": { type: "string", default: "1" },
     // FrozenLake moves per turn (the Quest job's rollout.maxActionsPerTurn); other envs answer one action.
     "actions-per-turn": { type: "string", default: "1" },
+    // "chat": the chats (not the drills) draw oracle-or-random once, and every turn follows the first.
+    "oracle-choice": { type: "string", default: "turn" },
     from: { type: "string" },
   },
 });
@@ -86,6 +89,9 @@ function perEnv(option: string, text: string, valid: (x: number) => boolean): Ma
 }
 if (values.decay !== "none" && values.decay !== "linear")
   throw new Error(`--decay: expected none or linear, got "${values.decay}"`);
+const oracleChoice = values["oracle-choice"];
+if (oracleChoice !== "turn" && oracleChoice !== "chat")
+  throw new Error(`--oracle-choice: expected turn or chat, got "${oracleChoice}"`);
 const oracleMix = perEnv("oracle", values.oracle!, (p) => p >= 0 && p <= 1);
 const actionsPerTurn = Number(values["actions-per-turn"]);
 if (!Number.isInteger(actionsPerTurn) || actionsPerTurn < 1)
@@ -102,6 +108,7 @@ const chats = [...chatCounts].flatMap(([envTag, count]) =>
     oracleProbability: oracleMix.get(envTag) ?? 0,
     maxTurns: Number(values["max-turns"]),
     actionsPerTurn,
+    oracleChoice,
   }),
 );
 const drillCounts =

@@ -16,6 +16,7 @@ export {
   resolveQuestConfig,
   resolveQuestPaths,
   SMALL_MODEL_PARAMETERS,
+  trainingGroups,
   validationEnvs,
 } from "./job/config.js";
 export { type ConfigFile, ConfigFileError, readConfigFile } from "./job/config-file.js";

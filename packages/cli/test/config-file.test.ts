@@ -57,6 +57,11 @@ describe("config files", () => {
     );
     const groups = file("groups.yaml", "envs: [FrozenLake, Bandit, BanditTest]\n");
     expect(() => resolveWith(groups)).toThrow(/must be a multiple of the number of envs \(3\)/);
+    const weighted = file(
+      "weighted.yaml",
+      "train:\n  envGroups: 8\n  groupsPerEnv: {FrozenLake: 6, Bandit: 1}\n",
+    );
+    expect(() => resolveWith(weighted)).toThrow(/weighted\.yaml:3: train\.groupsPerEnv: the groups sum to 7/);
   });
 
   it("says what is wrong with a file that is missing, not YAML, or not a mapping", () => {

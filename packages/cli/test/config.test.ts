@@ -5,6 +5,7 @@ import {
   learningRates,
   resolveQuestConfig,
   resolveQuestPaths,
+  trainingGroups,
   validationEnvs,
 } from "../src/job/config.js";
 
@@ -40,6 +41,32 @@ describe("quest config", () => {
     const config = resolveQuestConfig(["envs=Bandit", "validation.envs=Bandit,BanditTest,BanditReversed"]);
     expect(config.envs).toEqual(["Bandit"]);
     expect(validationEnvs(config)).toEqual(["Bandit", "BanditTest", "BanditReversed"]);
+  });
+
+  it("splits the training groups evenly, or as train.groupsPerEnv says (RAGEN's n_groups)", () => {
+    expect(trainingGroups(resolveQuestConfig([]))).toEqual([
+      { tag: "FrozenLake", nGroups: 4 },
+      { tag: "Bandit", nGroups: 4 },
+    ]);
+    const weighted = resolveQuestConfig(["train.groupsPerEnv=FrozenLake=6,Bandit=2"]);
+    expect(weighted.train.groupsPerEnv).toEqual({ FrozenLake: 6, Bandit: 2 });
+    expect(trainingGroups(weighted)).toEqual([
+      { tag: "FrozenLake", nGroups: 6 },
+      { tag: "Bandit", nGroups: 2 },
+    ]);
+    // With groups given per env, envGroups need not divide evenly.
+    expect(() =>
+      resolveQuestConfig(["train.envGroups=7", "train.groupsPerEnv=FrozenLake=5,Bandit=2"]),
+    ).not.toThrow();
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=6,Bandit=3"])).toThrow(
+      /train\.groupsPerEnv: the groups sum to 9, but train\.envGroups is 8/,
+    );
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=8"])).toThrow(/no groups for Bandit/);
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=4,Bandit=2,Sokoban=2"])).toThrow(
+      /Sokoban is not among envs/,
+    );
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=8,Bandit=0"])).toThrow(/groupsPerEnv/);
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake"])).toThrow(/expected Tag=N pairs/);
   });
 
   it("uses RAGEN's learning rates for pretrained-size models and larger ones for small models", () => {

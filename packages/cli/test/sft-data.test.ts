@@ -206,6 +206,26 @@ describe("SFT warm-start data", () => {
     );
   });
 
+  it("draws oracle-or-random once per chat when asked, every turn then following the first", () => {
+    const options = { envTag: "FrozenLakeGridCoord", seeds: seeds.slice(0, 200), oracleProbability: 0.3 };
+    const perChat = generateSftConversations({ ...options, oracleChoice: "chat" });
+    const multiTurn = perChat.filter((c) => c.turns.length > 1);
+    expect(multiTurn.length).toBeGreaterThan(50);
+    for (const chat of perChat) expect(new Set(chat.fromOracle).size).toBe(1);
+    const share = perChat.filter((c) => c.fromOracle[0]).length / perChat.length;
+    expect(share).toBeGreaterThan(0.2);
+    expect(share).toBeLessThan(0.4);
+    // Each chat's thoughts keep to one template.
+    for (const chat of multiTurn) {
+      const guided = chat.turns.map((t) => t.response!.includes("brings me closer"));
+      expect(guided).toEqual(chat.fromOracle);
+    }
+    // Per turn, the default, mixes the templates within chats and is the data it always was.
+    const perTurn = generateSftConversations(options);
+    expect(perTurn.some((c) => new Set(c.fromOracle).size === 2)).toBe(true);
+    expect(generateSftConversations({ ...options, oracleChoice: "turn" })).toEqual(perTurn);
+  });
+
   it("reads Sokoban's player, box and target cells, and says when a move follows the plan", () => {
     const env = createEnv("SimpleSokoban");
     const rows = env.reset(7).split("\n");

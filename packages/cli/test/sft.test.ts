@@ -93,6 +93,9 @@ describe("SFT data", () => {
     expect(() => resolveSftDataConfig(["chats=FrozenLake=x"])).toThrow(/Tag=value pairs/);
     expect(resolveSftDataConfig([]).actionsPerTurn).toBe(1);
     expect(resolveSftDataConfig(["actionsPerTurn=2"]).actionsPerTurn).toBe(2);
+    expect(resolveSftDataConfig([]).oracleChoice).toBe("turn");
+    expect(resolveSftDataConfig(["oracleChoice=chat"]).oracleChoice).toBe("chat");
+    expect(() => resolveSftDataConfig(["oracleChoice=episode"])).toThrow(/oracleChoice/);
     expect(() => resolveSftDataConfig(["actionsPerTurn=0"])).toThrow(/actionsPerTurn: must be >= 1/);
   });
 

@@ -54,6 +54,11 @@ export const sftDataSchema = {
       default: {},
       description: "Probability a turn's action is the oracle's: p, or Tag=p,Tag=p (default 0.3)",
     },
+    oracleChoice: {
+      enum: ["turn", "chat"],
+      default: "turn",
+      description: "Draw oracle-or-random every turn, or once per chat (every turn then follows the first)",
+    },
     maxTurns: {
       type: "integer",
       minimum: 1,
@@ -167,6 +172,7 @@ interface SftDataConfig {
   envs: string[];
   chats: Record<string, number>;
   oracle: Record<string, number>;
+  oracleChoice: "turn" | "chat";
   maxTurns: number;
   actionsPerTurn: number;
   seed: number;
@@ -326,6 +332,7 @@ export async function sftData(config: SftDataConfig): Promise<string> {
     firstSeed: config.seed,
     maxTurns: config.maxTurns,
     actionsPerTurn: config.actionsPerTurn,
+    oracleChoice: config.oracleChoice,
   });
   const out = fromCwd(config.out);
   writeSftJsonl(out, chats);

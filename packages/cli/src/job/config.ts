@@ -10,7 +10,7 @@ export const EMBEDDED_MODEL = "embedded";
 export interface QuestConfig {
   /** "embedded", a local Hugging Face folder, or a Hub repo id (e.g. Qwen/Qwen2.5-0.5B-Instruct). */
   model: string;
-  /** Env tags trained and validated on; the train groups are split evenly between them. */
+  /** Env tags trained and validated on; the train groups are split between them (evenly unless train.groupsPerEnv). */
   envs: string[];
   /** Training steps (one rollout batch and one StarPO update each). */
   steps: number;
@@ -24,6 +24,11 @@ export interface QuestConfig {
   algorithm: "starpo" | "apo";
   train: {
     envGroups: number;
+    /**
+     * Groups per env tag (RAGEN's n_groups), summing to envGroups; null splits envGroups evenly. Weighting
+     * towards an env whose decisions are noisier gives its advantages more episodes a step.
+     */
+    groupsPerEnv: Record<string, number> | null;
     groupSize: number;
     /** Stop once training rollouts generated this many tokens (0: no budget; `steps` still caps). */
     tokenBudget: number;
@@ -164,7 +169,13 @@ export const questConfigSchema = {
       description: "starpo (PPO/GRPO) or apo (A*-PO: offline V*, least-squares policy regression)",
     },
     train: section({
-      envGroups: positiveInt(8, "Env groups per step (split evenly over envs)"),
+      envGroups: positiveInt(8, "Env groups per step (split evenly over envs unless groupsPerEnv)"),
+      groupsPerEnv: {
+        type: ["object", "null"],
+        additionalProperties: { type: "integer", minimum: 1 },
+        default: null,
+        description: "Groups per env, Tag=N,Tag=N summing to envGroups (null: split evenly)",
+      },
       groupSize: positiveInt(4, "Envs per group (same start state)"),
       tokenBudget: {
         type: "integer",
@@ -269,6 +280,9 @@ export function resolveQuestConfig(args: readonly string[], options: ResolveOpti
   const fields = options.file ? mergeConfigs(options.file.values, overrides) : overrides;
   fields.envs = list(fields.envs);
   if (fields.envs === undefined) delete fields.envs;
+  const train = fields.train as Record<string, unknown> | undefined;
+  if (typeof train?.groupsPerEnv === "string")
+    train.groupsPerEnv = tagValues("train.groupsPerEnv", train.groupsPerEnv);
   const validation = fields.validation as Record<string, unknown> | undefined;
   if (validation?.envs !== undefined) validation.envs = list(validation.envs);
   let config: QuestConfig;
@@ -279,7 +293,12 @@ export function resolveQuestConfig(args: readonly string[], options: ResolveOpti
       throw new ConfigFileError(fileIssues(options.file, overrides, error.issues));
     throw error;
   }
-  if (options.training !== false && config.train.envGroups % config.envs.length !== 0) {
+  if (options.training !== false && config.train.groupsPerEnv !== null) {
+    checkGroupsPerEnv(
+      config,
+      options.file && !setsField(overrides, "train.groupsPerEnv") ? options.file : undefined,
+    );
+  } else if (options.training !== false && config.train.envGroups % config.envs.length !== 0) {
     const where =
       options.file && !setsField(overrides, "train.envGroups") ? locate(options.file, "train.envGroups") : "";
     throw new Error(
@@ -287,6 +306,42 @@ export function resolveQuestConfig(args: readonly string[], options: ResolveOpti
     );
   }
   return config;
+}
+
+/** "Tag=N,Tag=N" as a map; the schema then checks the numbers. */
+function tagValues(field: string, text: string): Record<string, unknown> {
+  return Object.fromEntries(
+    text.split(",").map((pair) => {
+      const [tag, raw, ...more] = pair.split("=");
+      if (!tag?.trim() || raw === undefined || raw.trim() === "" || more.length > 0)
+        throw new Error(`quest config: ${field}: expected Tag=N pairs, got "${text}"`);
+      return [tag.trim(), Number(raw)];
+    }),
+  );
+}
+
+/** train.groupsPerEnv names each training env once and sums to train.envGroups. */
+function checkGroupsPerEnv(config: QuestConfig, file: ConfigFile | undefined): void {
+  const groups = config.train.groupsPerEnv ?? {};
+  const where = file ? locate(file, "train.groupsPerEnv") : "";
+  const stray = Object.keys(groups).filter((tag) => !config.envs.includes(tag));
+  const missing = config.envs.filter((tag) => !(tag in groups));
+  const total = Object.values(groups).reduce((a, b) => a + b, 0);
+  const problem =
+    stray.length > 0
+      ? `${stray.join(", ")} is not among envs (${config.envs.join(", ")})`
+      : missing.length > 0
+        ? `no groups for ${missing.join(", ")}`
+        : total !== config.train.envGroups
+          ? `the groups sum to ${total}, but train.envGroups is ${config.train.envGroups}`
+          : null;
+  if (problem) throw new Error(`quest config: ${where}train.groupsPerEnv: ${problem}`);
+}
+
+/** The training envs' tags with their groups per step: train.groupsPerEnv, or envGroups split evenly. */
+export function trainingGroups(config: QuestConfig): { tag: string; nGroups: number }[] {
+  const even = config.train.envGroups / config.envs.length;
+  return config.envs.map((tag) => ({ tag, nGroups: config.train.groupsPerEnv?.[tag] ?? even }));
 }
 
 /** "quest.yaml:12: " for a field the file sets, "quest.yaml: " when its line is unknown. */

@@ -16,7 +16,13 @@ import {
   loadCheckpointOptimizers,
   saveCheckpoint,
 } from "./checkpoint.js";
-import { type LearningRates, learningRates, type QuestConfig, validationEnvs } from "./config.js";
+import {
+  type LearningRates,
+  learningRates,
+  type QuestConfig,
+  trainingGroups,
+  validationEnvs,
+} from "./config.js";
 import { loadPolicy, parameterCount } from "./model.js";
 import { toTrajectoryRecord } from "./records.js";
 import { createTrainer } from "./trainer.js";
@@ -97,11 +103,10 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const { critic, optimizers } = trainer;
   if (checkpoint) loadCheckpointOptimizers(checkpoint.dir, optimizers);
 
-  const perEnv = config.train.envGroups / config.envs.length;
   const trainManager = new EnvManager({
     envGroups: config.train.envGroups,
     groupSize: config.train.groupSize,
-    tags: config.envs.map((tag) => ({ tag, nGroups: perEnv })),
+    tags: trainingGroups(config),
   });
   if (checkpoint) trainManager.restoreTrainResets(checkpoint.state.trainResets);
   const valManager = validationManager(config);

@@ -14,7 +14,7 @@ import { Qwen2ValueModel } from "@ragen/models";
 import { LocalModelPolicy, type TrajectoryBatch } from "@ragen/rollout";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import { loadCheckpointCritic } from "./checkpoint.js";
-import type { LearningRates, QuestConfig } from "./config.js";
+import { type LearningRates, type QuestConfig, trainingGroups } from "./config.js";
 import { type LoadedPolicy, loadPolicy } from "./model.js";
 import { rolloutOptions } from "./validate.js";
 
@@ -128,7 +128,6 @@ async function createAStarPOTrainer({ config, policy, backend, rates }: TrainerC
       });
       try {
         const { mode: _mode, temperature: _t, seed: _s, ...rollout } = rolloutOptions(config, "train", 0);
-        const perEnv = config.train.envGroups / config.envs.length;
         const estimates = await estimateVStarForStates({
           policy: new LocalModelPolicy(reference.model, reference.tokenizer, {
             prefixCaching: config.rollout.prefixCaching,
@@ -136,7 +135,7 @@ async function createAStarPOTrainer({ config, policy, backend, rates }: TrainerC
           tokenizer: reference.tokenizer,
           envs: {
             envGroups: config.train.envGroups,
-            tags: config.envs.map((tag) => ({ tag, nGroups: perEnv })),
+            tags: trainingGroups(config),
           },
           resets,
           startReset: resetsDone,

@@ -17,6 +17,14 @@ export interface SftOptions {
   seeds: readonly number[];
   /** Probability that a turn's action is the oracle's (else uniform random). */
   oracleProbability: number;
+  /**
+   * When that choice is made: every turn on its own ("turn", the default), or once per chat ("chat"),
+   * every later turn following the first. With one choice per chat the model learns to keep the
+   * template its history shows, so the first turn's choice decides the whole episode — one decision
+   * whose reward RL can credit, as with Bandit's single pull, instead of five that each move the
+   * episode's success by a few points.
+   */
+  oracleChoice?: "turn" | "chat";
   /** Most turns per chat (RAGEN's max_turn). */
   maxTurns?: number;
   /**
@@ -66,6 +74,9 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
   const env = createEnv(options.envTag);
   return options.seeds.map((seed) => {
     const rng = new Rng(seed, "sft-policy");
+    // Drawn from its own stream, so per-turn data is unchanged by the option's existence.
+    const chatUsesOracle =
+      options.oracleChoice === "chat" ? new Rng(seed, "sft-template").bool(options.oracleProbability) : null;
     let observation = env.reset(seed);
     const instructions = instructionText(env.instructions, env.actions, format.maxActionsPerTurn);
     const turns: PromptTurn[] = [];
@@ -73,7 +84,7 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
     let actionsLeft = budget;
     let success = false;
     while (!env.done && actionsLeft > 0 && turns.length < maxTurns) {
-      const useOracle = rng.bool(options.oracleProbability);
+      const useOracle = chatUsesOracle ?? rng.bool(options.oracleProbability);
       const count = env instanceof FrozenLakeEnv ? Math.min(actionsPerTurn, actionsLeft) : 1;
       const actions = useOracle
         ? guidePlan(env, rng, count)
