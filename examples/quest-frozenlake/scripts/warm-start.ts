@@ -7,7 +7,7 @@
  *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/cli/embedded-model] [--steps 120] [--batch 8]
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
  *     [--oracle FrozenLake=0.3,Bandit=0.2] [--drills FrozenLake=8000] [--drill-steps 1600] [--drill-batch 16]
- *     [--drill-oracle FrozenLake=0.6] [--drill-turns 1] [--actions-per-turn 1] [--oracle-choice turn|chat]
+ *     [--drill-oracle FrozenLake=0.6] [--drill-turns 1] [--actions-per-turn 1] [--random-actions-per-turn N] [--oracle-choice turn|chat]
  *     [--from <model dir>]
  *
  * `--from` continues training a model this script saved (its weights and vocabulary) instead of starting
@@ -38,7 +38,7 @@ import { QWEN2_SPLIT_PATTERN, trainBpeTokenizer } from "@ragen/tokenizer";
 const { values } = parseArgs({
   options: {
     out: { type: "string", default: "../../packages/cli/embedded-model" },
-    steps: { type: "string", default: "120" },
+    steps: { type: "string", default: "100" },
     chats: { type: "string", default: "FrozenLakeGridCoord=400,Bandit=400" },
     vocab: { type: "string", default: "1024" },
     seed: { type: "string", default: "0" },
@@ -50,20 +50,22 @@ const { values } = parseArgs({
     // Turns per chat: fewer turns make cheaper samples; the model still sees every kind of state.
     "max-turns": { type: "string", default: "5" },
     // Per env, the probability that a warm-start action is the oracle's; low enough that RL has room.
-    oracle: { type: "string", default: "FrozenLakeGridCoord=0.3,Bandit=0.2" },
+    oracle: { type: "string", default: "FrozenLakeGridCoord=0.35,Bandit=0.2" },
     // First phase: one-turn chats without the rules (see generateReadingDrills); "none" skips it.
     drills: { type: "string", default: "FrozenLakeGridCoord=8000" },
-    "drill-steps": { type: "string", default: "800" },
+    "drill-steps": { type: "string", default: "1000" },
     "drill-batch": { type: "string", default: "16" },
     // The drills' oracle share: higher than the chats', since drills are where the model learns which
     // move the oracle picks on a map; the chats that follow set the share RL starts from.
     "drill-oracle": { type: "string", default: "FrozenLakeGridCoord=0.5" },
     // Turns per drill: several teach the later turns' lookup of the latest state in the history.
-    "drill-turns": { type: "string", default: "1" },
+    "drill-turns": { type: "string", default: "2" },
     // FrozenLake moves per turn (the Quest job's rollout.maxActionsPerTurn); other envs answer one action.
-    "actions-per-turn": { type: "string", default: "1" },
-    // "chat": the chats (not the drills) draw oracle-or-random once, and every turn follows the first.
-    "oracle-choice": { type: "string", default: "turn" },
+    "actions-per-turn": { type: "string", default: "2" },
+    // Moves a random FrozenLake turn tries: fewer than the guide's makes the mediocre template a hesitant one.
+    "random-actions-per-turn": { type: "string", default: "1" },
+    // "chat": each chat (and drill) draws oracle-or-random once, and every turn follows the first.
+    "oracle-choice": { type: "string", default: "chat" },
     from: { type: "string" },
   },
 });
@@ -96,6 +98,15 @@ const oracleMix = perEnv("oracle", values.oracle!, (p) => p >= 0 && p <= 1);
 const actionsPerTurn = Number(values["actions-per-turn"]);
 if (!Number.isInteger(actionsPerTurn) || actionsPerTurn < 1)
   throw new Error(`--actions-per-turn: expected a whole number from 1, got "${values["actions-per-turn"]}"`);
+const randomActionsPerTurn = Number(values["random-actions-per-turn"]);
+if (
+  !Number.isInteger(randomActionsPerTurn) ||
+  randomActionsPerTurn < 1 ||
+  randomActionsPerTurn > actionsPerTurn
+)
+  throw new Error(
+    `--random-actions-per-turn: expected a whole number from 1 to --actions-per-turn, got "${values["random-actions-per-turn"]}"`,
+  );
 // Chats and drills are written and tokenised with the prompt the Quest job will show.
 const format = sftFormat(actionsPerTurn);
 const drillOracleMix = perEnv("drill-oracle", values["drill-oracle"]!, (p) => p >= 0 && p <= 1);
@@ -108,6 +119,7 @@ const chats = [...chatCounts].flatMap(([envTag, count]) =>
     oracleProbability: oracleMix.get(envTag) ?? 0,
     maxTurns: Number(values["max-turns"]),
     actionsPerTurn,
+    randomActionsPerTurn,
     oracleChoice,
   }),
 );
@@ -122,6 +134,8 @@ const drills = [...drillCounts].flatMap(([envTag, count]) =>
     oracleProbability: drillOracleMix.get(envTag) ?? oracleMix.get(envTag) ?? 0,
     maxTurns: Number(values["drill-turns"]),
     actionsPerTurn,
+    randomActionsPerTurn,
+    oracleChoice,
   }),
 );
 console.log(`${chats.length} warm-start chats, ${drills.length} reading drills`);

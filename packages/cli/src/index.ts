@@ -58,7 +58,7 @@ export {
   type LoraTarget,
   saveMergedPolicy,
 } from "./sft/fine-tune.js";
-export { guideAction, guidePlan, movesTowardsGoal } from "./sft/guide.js";
+export { guideAction, guidePlan, movesTowardsGoal, thoughtOrder } from "./sft/guide.js";
 export {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,

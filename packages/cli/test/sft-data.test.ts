@@ -1,7 +1,7 @@
 import { createEnv, type FrozenLakeEnv, oracleAction, Rng } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
-import { guideAction, guidePlan } from "../src/sft/guide.js";
+import { guideAction, guidePlan, movesTowardsGoal, thoughtOrder } from "../src/sft/guide.js";
 import {
   generateReadingDrills,
   generateSftConversations,
@@ -203,6 +203,55 @@ describe("SFT warm-start data", () => {
     );
     expect(() => generateSftConversations({ ...options, actionsPerTurn: 3, format: sftFormat(2) })).toThrow(
       /3 actions per turn, but the prompt allows 2/,
+    );
+  });
+
+  it("plans the closer moves in the order the thought names them, so the answer copies its words", () => {
+    const env = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
+    const rng = new Rng(5, "plan");
+    let twoWay = 0;
+    for (const seed of seeds) {
+      env.reset(seed);
+      const closer = thoughtOrder(movesTowardsGoal(env));
+      if (closer.length !== 2) continue;
+      twoWay++;
+      // "down and left of me": Down, then Left, then Down again while both still bring it closer.
+      expect(guidePlan(env, rng, 2)).toEqual(closer);
+      const thought = thoughtFor(env, closer, true);
+      expect(thought).toContain(`${closer.map((m) => m.toLowerCase()).join(" and ")} of me`);
+      expect(thought).toContain(
+        `Moving ${closer.map((m) => m.toLowerCase()).join(", then ")} brings me closer`,
+      );
+    }
+    expect(twoWay).toBeGreaterThan(50);
+    expect(thoughtOrder(["Left", "Up", "Right", "Down"])).toEqual(["Down", "Up", "Right", "Left"]);
+  });
+
+  it("lets random turns try fewer moves than the guide's plans (a hesitant template)", () => {
+    const options = {
+      envTag: "FrozenLakeGridCoord",
+      seeds: seeds.slice(0, 100),
+      oracleProbability: 0.5,
+      actionsPerTurn: 2,
+      oracleChoice: "chat" as const,
+    };
+    const chats = generateSftConversations({ ...options, randomActionsPerTurn: 1 });
+    const format = { actions: ["Left", "Down", "Right", "Up"], maxActionsPerTurn: 2 };
+    const counts = { guided: new Set<number>(), random: new Set<number>() };
+    for (const chat of chats)
+      chat.turns.forEach((turn, i) => {
+        const { actions } = parseResponse(`<think>${turn.response!}`, format);
+        counts[chat.fromOracle[i] ? "guided" : "random"].add(actions.length);
+      });
+    expect([...counts.random]).toEqual([1]);
+    // A guided plan is shorter than two moves only where it ends on the goal (or the budget).
+    expect(counts.guided.has(2)).toBe(true);
+    expect(chats[0]!.instructions).toContain("You can make up to 2 actions");
+    expect(generateSftConversations({ ...options, randomActionsPerTurn: 2 })).toEqual(
+      generateSftConversations(options),
+    );
+    expect(() => generateSftConversations({ ...options, randomActionsPerTurn: 3 })).toThrow(
+      /randomActionsPerTurn must be a whole number from 1 to actionsPerTurn \(2\), got 3/,
     );
   });
 

@@ -97,6 +97,11 @@ describe("SFT data", () => {
     expect(resolveSftDataConfig(["oracleChoice=chat"]).oracleChoice).toBe("chat");
     expect(() => resolveSftDataConfig(["oracleChoice=episode"])).toThrow(/oracleChoice/);
     expect(() => resolveSftDataConfig(["actionsPerTurn=0"])).toThrow(/actionsPerTurn: must be >= 1/);
+    expect(resolveSftDataConfig([]).randomActionsPerTurn).toBeNull();
+    expect(resolveSftDataConfig(["actionsPerTurn=2", "randomActionsPerTurn=1"]).randomActionsPerTurn).toBe(1);
+    expect(() => resolveSftDataConfig(["randomActionsPerTurn=2"])).toThrow(
+      /randomActionsPerTurn: 2 is more than actionsPerTurn \(1\)/,
+    );
   });
 
   it("ragen sft data writes the chats the oracle share asks for", async () => {

@@ -74,6 +74,13 @@ export const sftDataSchema = {
       description:
         'FrozenLake moves per answer, joined by "||" (train with rollout.maxActionsPerTurn to match); other envs answer one',
     },
+    randomActionsPerTurn: {
+      type: ["integer", "null"],
+      minimum: 1,
+      maximum: 10,
+      default: null,
+      description: "FrozenLake moves a random (non-oracle) answer tries (null: actionsPerTurn)",
+    },
     seed: {
       type: "integer",
       minimum: 0,
@@ -175,6 +182,7 @@ interface SftDataConfig {
   oracleChoice: "turn" | "chat";
   maxTurns: number;
   actionsPerTurn: number;
+  randomActionsPerTurn: number | null;
   seed: number;
   out: string;
 }
@@ -294,6 +302,10 @@ export function resolveSftDataConfig(args: readonly string[]): SftDataConfig {
     const missing = config.envs.filter((env) => !(env in map));
     if (missing.length > 0) throw new UsageError(`${field}: no value for ${missing.join(", ")}`);
   }
+  if (config.randomActionsPerTurn !== null && config.randomActionsPerTurn > config.actionsPerTurn)
+    throw new UsageError(
+      `randomActionsPerTurn: ${config.randomActionsPerTurn} is more than actionsPerTurn (${config.actionsPerTurn})`,
+    );
   return config;
 }
 
@@ -332,6 +344,7 @@ export async function sftData(config: SftDataConfig): Promise<string> {
     firstSeed: config.seed,
     maxTurns: config.maxTurns,
     actionsPerTurn: config.actionsPerTurn,
+    randomActionsPerTurn: config.randomActionsPerTurn ?? config.actionsPerTurn,
     oracleChoice: config.oracleChoice,
   });
   const out = fromCwd(config.out);

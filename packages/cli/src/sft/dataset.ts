@@ -11,6 +11,8 @@ export interface SftDatasetOptions {
   maxTurns: number;
   /** FrozenLake moves per turn (default 1); other envs answer one action a turn. */
   actionsPerTurn?: number;
+  /** FrozenLake moves a random turn tries (default actionsPerTurn). */
+  randomActionsPerTurn?: number;
   /** Whether the oracle-or-random choice is made every turn (default) or once per chat. */
   oracleChoice?: "turn" | "chat";
 }
@@ -25,6 +27,7 @@ export function generateSftDataset(options: SftDatasetOptions): SftConversation[
       oracleProbability,
       maxTurns: options.maxTurns,
       actionsPerTurn: options.actionsPerTurn ?? 1,
+      randomActionsPerTurn: options.randomActionsPerTurn ?? options.actionsPerTurn ?? 1,
       oracleChoice: options.oracleChoice ?? "turn",
     });
   });

@@ -33,6 +33,12 @@ export interface SftOptions {
    * defaults to this.
    */
   actionsPerTurn?: number;
+  /**
+   * Actions a random (non-oracle) FrozenLake turn tries (default `actionsPerTurn`). Fewer than the
+   * guide's makes the mediocre template a hesitant one that leaves part of the action budget unused —
+   * a second thing RL can improve, and a larger gap between the templates for it to find.
+   */
+  randomActionsPerTurn?: number;
   format?: PromptFormat;
 }
 
@@ -66,6 +72,15 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
   const budget = preset?.maxActionsPerTraj ?? 10;
   const maxTurns = options.maxTurns ?? 5;
   const actionsPerTurn = options.actionsPerTurn ?? 1;
+  const randomActionsPerTurn = options.randomActionsPerTurn ?? actionsPerTurn;
+  if (
+    !Number.isInteger(randomActionsPerTurn) ||
+    randomActionsPerTurn < 1 ||
+    randomActionsPerTurn > actionsPerTurn
+  )
+    throw new RangeError(
+      `generateSftConversations(): randomActionsPerTurn must be a whole number from 1 to actionsPerTurn (${actionsPerTurn}), got ${randomActionsPerTurn}`,
+    );
   const format = options.format ?? sftFormat(actionsPerTurn);
   if (actionsPerTurn > format.maxActionsPerTurn)
     throw new RangeError(
@@ -85,7 +100,8 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
     let success = false;
     while (!env.done && actionsLeft > 0 && turns.length < maxTurns) {
       const useOracle = chatUsesOracle ?? rng.bool(options.oracleProbability);
-      const count = env instanceof FrozenLakeEnv ? Math.min(actionsPerTurn, actionsLeft) : 1;
+      const wanted = useOracle ? actionsPerTurn : randomActionsPerTurn;
+      const count = env instanceof FrozenLakeEnv ? Math.min(wanted, actionsLeft) : 1;
       const actions = useOracle
         ? guidePlan(env, rng, count)
         : Array.from({ length: count }, () => randomAction(env, rng));

@@ -3,7 +3,7 @@
  * thought always explains the action actually taken (thinking and acting agree).
  */
 import { BanditEnv, type Env, FrozenLakeEnv, SokobanEnv, WebShopEnv } from "@ragen/envs";
-import { movesTowardsGoal } from "./guide.js";
+import { movesTowardsGoal, thoughtOrder } from "./guide.js";
 
 const DIRECTION_WORDS: Record<string, string> = { Left: "left", Right: "right", Up: "up", Down: "down" };
 
@@ -31,9 +31,7 @@ export function thoughtFor(env: Env, actions: string | readonly string[], fromOr
     const { row, col } = env.position;
     // Vertical before horizontal, as a person says it: "down and left of me".
     const closer = movesTowardsGoal(env);
-    const wanted = ["Down", "Up", "Right", "Left"]
-      .filter((m) => closer.includes(m))
-      .map((m) => DIRECTION_WORDS[m]);
+    const wanted = thoughtOrder(closer).map((m) => DIRECTION_WORDS[m]);
     const where = wanted.length > 0 ? `${wanted.join(" and ")} of me` : "here";
     // With coordinates in the observation the reading is a copy of them; from the grid alone it counts.
     const coordinates = env.config.observationFormat !== "grid";
