@@ -227,6 +227,18 @@ describe("SFT warm-start data", () => {
     expect(thoughtOrder(["Left", "Up", "Right", "Down"])).toEqual(["Down", "Up", "Right", "Left"]);
   });
 
+  it("words the untargeted FrozenLake template apart from the rules, which a small model echoes", () => {
+    const env = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
+    for (const seed of seeds.slice(0, 20)) {
+      env.reset(seed);
+      const thought = thoughtFor(env, ["Up"], false);
+      const template = thought.slice(thought.indexOf(" of me. ") + " of me. ".length);
+      const opening = template.split(" ").slice(0, 3).join(" ").replace(/[,.]$/, "");
+      expect(opening.length).toBeGreaterThan(5);
+      expect(env.instructions.toLowerCase()).not.toContain(opening.toLowerCase());
+    }
+  });
+
   it("lets random turns try fewer moves than the guide's plans (a hesitant template)", () => {
     const options = {
       envTag: "FrozenLakeGridCoord",

@@ -38,10 +38,13 @@ export function thoughtFor(env: Env, actions: string | readonly string[], fromOr
     const player = coordinates ? `(${row}, ${col})` : cellName(row * size + col, size);
     const goal = coordinates ? `(${goalRow}, ${goalCol})` : cellName(env.map.goal, size);
     const reading = `I am at ${player}; the goal is at ${goal}, ${where}.`;
-    // The template RL can promote names the guide's move: one that brings the player closer.
+    // The template RL can promote names the guide's move: one that brings the player closer. The other
+    // shares no words with the rules text: worded "The ice is slippery, so I try up.", it echoed the
+    // rules' "The ice is slippery: ...", and a warm-started model then chose it at the first turn four
+    // times in five whatever share of the chats it had (0.25 or 0.5), leaving RL too few guided tries.
     return fromOracle
       ? `${reading} Moving ${moves} brings me closer to the goal.`
-      : `${reading} The ice is slippery, so I try ${moves}.`;
+      : `${reading} Without a plan, I try ${moves}.`;
   }
   if (env instanceof SokobanEnv && env.room) {
     const room = env.room;
