@@ -64,7 +64,7 @@ ensure_webgpu_adapter() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports mesa-vulkan-drivers libvulkan1 >&2
 }
 
-needs_chromium() { grep -qs '"playwright-core"' packages/*/package.json examples/*/package.json; }
+needs_chromium() { grep -qs '"playwright-core"' packages/*/package.json examples/*/package.json tools/*/package.json; }
 
 # Browser tests drive Debian's Chromium with playwright-core (which downloads no browser of its own).
 ensure_chromium() {

@@ -4,10 +4,11 @@
  * warm-started on the chats, then validation on fixed seeds; the result is saved as a Hugging Face
  * folder (config.json, model.safetensors, tokenizer files).
  *
- *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/cli/embedded-model] [--steps 120] [--batch 8]
- *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLake=400,Bandit=400]
- *     [--oracle FrozenLake=0.3,Bandit=0.2] [--drills FrozenLake=8000] [--drill-steps 1600] [--drill-batch 16]
- *     [--drill-oracle FrozenLake=0.6] [--drill-turns 1] [--actions-per-turn 1] [--random-actions-per-turn N] [--oracle-choice turn|chat]
+ *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/cli/embedded-model] [--steps 100] [--batch 8]
+ *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLakeGridCoord=400,Bandit=400]
+ *     [--oracle FrozenLakeGridCoord=0.35,Bandit=0.2] [--drills FrozenLakeGridCoord=8000] [--drill-steps 1000]
+ *     [--drill-batch 16] [--drill-oracle FrozenLakeGridCoord=0.5] [--drill-turns 2] [--actions-per-turn 2]
+ *     [--random-actions-per-turn 1] [--oracle-choice chat|turn]
  *     [--from <model dir>]
  *
  * `--from` continues training a model this script saved (its weights and vocabulary) instead of starting
