@@ -118,6 +118,9 @@ export class StarPO {
       if (!(Number.isInteger(c[key]) && c[key] > 0))
         throw new RangeError(`StarPO: ${key} must be a positive integer`);
     }
+    // Without a reference the KL term would silently be zero.
+    if (c.klCoeff > 0 && !reference)
+      throw new Error(`StarPO: klCoeff ${c.klCoeff} needs a reference model (the frozen start policy)`);
     this.actor = actor;
     this.critic = critic;
     this.reference = reference;

@@ -141,6 +141,16 @@ describe("StarPO.update", () => {
     expect(ppo.config).toMatchObject({ clipRatioLow: 0.2, clipRatioHigh: 0.28, dualClip: 3, maxGradNorm: 1 });
   });
 
+  it("refuses a KL coefficient without a reference model, which would make the term silently zero", () => {
+    const actor = Qwen2Model.random(tiny, 1, cpu);
+    expect(() => new StarPO({ actor, config: { klCoeff: 0.1 } })).toThrow(
+      /klCoeff 0.1 needs a reference model/,
+    );
+    expect(
+      () => new StarPO({ actor, reference: Qwen2Model.random(tiny, 1, cpu), config: { klCoeff: 0.1 } }),
+    ).not.toThrow();
+  });
+
   it("raises the rewarded token's log-prob and lowers the punished one's (GRPO)", async () => {
     const actor = Qwen2Model.random(tiny, 3, cpu);
     const trainer = new StarPO({ actor, config: { actorLr: 1e-2 } });

@@ -96,6 +96,14 @@ describe("npm run quest", () => {
     expect(formatQuestSummary(second)).toMatch(/FrozenLake .*%/);
   });
 
+  it("trains with the KL term to the start model when starpo.klCoeff is set", async () => {
+    const klDir = join(root, "kl");
+    await quiet(() => runQuest(smallRun(klDir, "steps=1", "starpo.klCoeff=0.01")));
+    const rows = parseMetricsJsonl(readFileSync(join(klDir, "metrics.jsonl"), "utf8"));
+    expect(rows[1]!.metrics).toHaveProperty(["actor/kl_loss"]);
+    expect(rows[1]!.metrics).toHaveProperty(["timing_s/ref"]);
+  });
+
   it("says which settings changed when a run is resumed with others", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     try {

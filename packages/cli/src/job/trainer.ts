@@ -58,9 +58,12 @@ async function createStarPOTrainer({ config, policy, backend, checkpointDir, rat
       ? loadCheckpointCritic(checkpointDir, policy.config, backend)
       : await Qwen2ValueModel.fromPolicy(policy.model, config.seed);
   const { actorLr, criticLr } = rates;
+  // The KL term's reference is the start model (config.model), also when the run resumes from a checkpoint.
+  const reference = s.klCoeff > 0 ? await loadPolicy(config.model, backend) : undefined;
   const starpo = new StarPO({
     actor: policy.model,
     critic,
+    reference: reference?.model,
     config: {
       advantageEstimator: s.advantageEstimator,
       actorLr,
@@ -86,7 +89,10 @@ async function createStarPOTrainer({ config, policy, backend, checkpointDir, rat
     optimizers: { actor: starpo.actorOptimizer, critic: starpo.criticOptimizer },
     beforeStep: async () => ({}),
     update: (rollout: TrajectoryBatch) => starpo.update(rollout),
-    dispose: () => starpo.dispose(),
+    dispose: () => {
+      starpo.dispose();
+      reference?.model.dispose();
+    },
   } satisfies QuestTrainer;
 }
 
