@@ -10,7 +10,7 @@
 import { parseArgs } from "node:util";
 import { generateSftConversations, loadPolicy, sftFormat, tokenizeConversations } from "@ragen/cli";
 import { markdownTable } from "@ragen/logging";
-import { asyncScope, webGpuBackend } from "@ragen/tensor-webgpu";
+import { argmax, asyncScope, noGrad, softmax, webGpuBackend } from "@ragen/tensor-webgpu";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -61,9 +61,11 @@ const guidedProbabilities: number[] = [];
 const vocab = model.config.vocabSize;
 for (const sequence of tokenizeConversations(tokenizer, chats, sftFormat(actionsPerTurn))) {
   const seqLen = sequence.tokens.length;
-  const logits = (await asyncScope(async () =>
-    model.logits({ ids: Int32Array.from(sequence.tokens), batch: 1, seqLen }).data(),
-  )) as Float32Array;
+  // Per position: the model's top-1 next token and its next-token distribution.
+  const [predicted, probabilities] = await asyncScope(async () => {
+    const logits = noGrad(() => model.logits({ ids: Int32Array.from(sequence.tokens), batch: 1, seqLen }));
+    return [await argmax(logits).data(), (await softmax(logits).data()) as Float32Array] as const;
+  });
   let turn = -1;
   let responseStart = 0;
   for (let t = 1; t < seqLen; t++) {
@@ -72,19 +74,12 @@ for (const sequence of tokenizeConversations(tokenizer, chats, sftFormat(actions
       turn++;
       responseStart = t;
     }
-    const row = logits.subarray((t - 1) * vocab, t * vocab);
-    let best = 0;
-    for (let v = 1; v < vocab; v++) if (row[v]! > row[best]!) best = v;
     const before = tokenizer.decode(Array.from(sequence.tokens.slice(responseStart, t)));
     const category = CATEGORIES.find(([, pattern]) => pattern.test(before))?.[0];
     if (!category) continue;
-    count(`${category}|${turn === 0 ? "first" : "later"}`, best === sequence.tokens[t]);
-    if (category === "template" && turn === 0 && guidedWord !== undefined) {
-      const max = Math.max(...row);
-      let z = 0;
-      for (const x of row) z += Math.exp(x - max);
-      guidedProbabilities.push(Math.exp(row[guidedWord]! - max) / z);
-    }
+    count(`${category}|${turn === 0 ? "first" : "later"}`, predicted[t - 1] === sequence.tokens[t]);
+    if (category === "template" && turn === 0 && guidedWord !== undefined)
+      guidedProbabilities.push(probabilities[(t - 1) * vocab + guidedWord]!);
   }
 }
 const cell = (key: string) => {

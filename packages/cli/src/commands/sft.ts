@@ -344,7 +344,8 @@ export async function sftData(config: SftDataConfig): Promise<string> {
     firstSeed: config.seed,
     maxTurns: config.maxTurns,
     actionsPerTurn: config.actionsPerTurn,
-    randomActionsPerTurn: config.randomActionsPerTurn ?? config.actionsPerTurn,
+    // null: generateSftConversations' default, actionsPerTurn.
+    randomActionsPerTurn: config.randomActionsPerTurn ?? undefined,
     oracleChoice: config.oracleChoice,
   });
   const out = fromCwd(config.out);

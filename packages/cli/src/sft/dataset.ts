@@ -27,7 +27,7 @@ export function generateSftDataset(options: SftDatasetOptions): SftConversation[
       oracleProbability,
       maxTurns: options.maxTurns,
       actionsPerTurn: options.actionsPerTurn ?? 1,
-      randomActionsPerTurn: options.randomActionsPerTurn ?? options.actionsPerTurn ?? 1,
+      randomActionsPerTurn: options.randomActionsPerTurn,
       oracleChoice: options.oracleChoice ?? "turn",
     });
   });
