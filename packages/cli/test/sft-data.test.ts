@@ -239,6 +239,27 @@ describe("SFT warm-start data", () => {
     }
   });
 
+  it("words Bandit's thought with no word pair of FrozenLake's, so one env's updates do not leak into the other", () => {
+    const pairs = (text: string) => {
+      const words = text.toLowerCase().split(/[^a-z]+/).filter(Boolean);
+      return new Set(words.slice(1).map((word, i) => `${words[i]} ${word}`));
+    };
+    const frozenLake = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
+    const frozenLakePairs = new Set<string>();
+    for (const seed of seeds.slice(0, 20)) {
+      frozenLake.reset(seed);
+      for (const fromOracle of [true, false]) {
+        for (const pair of pairs(thoughtFor(frozenLake, ["Up", "Left"], fromOracle))) frozenLakePairs.add(pair);
+      }
+    }
+    // The wording the FrozenLake drills of earlier warm starts used, which a model built on them keeps.
+    for (const pair of pairs("The ice is slippery, so I try up.")) frozenLakePairs.add(pair);
+    const bandit = createEnv("Bandit");
+    bandit.reset(0);
+    const shared = [...pairs(thoughtFor(bandit, "Dragon"))].filter((pair) => frozenLakePairs.has(pair));
+    expect(shared).toEqual([]);
+  });
+
   it("lets random turns try fewer moves than the guide's plans (a hesitant template)", () => {
     const options = {
       envTag: "FrozenLakeGridCoord",

@@ -58,7 +58,9 @@ export function thoughtFor(env: Env, actions: string | readonly string[], fromOr
   }
   if (env instanceof WebShopEnv) return webShopThought(action, fromOracle);
   if (env instanceof BanditEnv) {
-    return `${action} sounds like the arm with the bigger payoff, so I choose ${action}.`;
+    // No word pair in common with FrozenLake's thoughts: worded "..., so I choose Dragon.", a tiny model
+    // trained on both envs let FrozenLake's updates leak in ("Dragon sounds like, so I try down.").
+    return `${action} sounds like the arm with the bigger payoff: pick ${action}.`;
   }
   return `I choose ${action}.`;
 }
