@@ -241,7 +241,10 @@ describe("SFT warm-start data", () => {
 
   it("words Bandit's thought with no word pair of FrozenLake's, so one env's updates do not leak into the other", () => {
     const pairs = (text: string) => {
-      const words = text.toLowerCase().split(/[^a-z]+/).filter(Boolean);
+      const words = text
+        .toLowerCase()
+        .split(/[^a-z]+/)
+        .filter(Boolean);
       return new Set(words.slice(1).map((word, i) => `${words[i]} ${word}`));
     };
     const frozenLake = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
@@ -249,7 +252,8 @@ describe("SFT warm-start data", () => {
     for (const seed of seeds.slice(0, 20)) {
       frozenLake.reset(seed);
       for (const fromOracle of [true, false]) {
-        for (const pair of pairs(thoughtFor(frozenLake, ["Up", "Left"], fromOracle))) frozenLakePairs.add(pair);
+        for (const pair of pairs(thoughtFor(frozenLake, ["Up", "Left"], fromOracle)))
+          frozenLakePairs.add(pair);
       }
     }
     // The wording the FrozenLake drills of earlier warm starts used, which a model built on them keeps.
