@@ -68,14 +68,17 @@ describe("the page's agent, in Node", () => {
   it("plays turn by turn exactly the episode runRollout plays from the same seeds", async () => {
     const backend = createCpuBackend();
     const { model, tokenizer } = await loadCheckpoint(new URL(`${baseUrl}/model/`), backend);
-    const settings = { maxTurns: 2, maxActionsPerTurn: 1, maxNewTokens: 32, temperature: 0.5 };
+    // The preset and rollout settings the checkpoint was trained with, over two turns.
+    const preset = FROZENLAKE.trainedOn;
+    const { maxActionsPerTurn, maxNewTokens, temperature } = FROZENLAKE;
+    const settings = { maxTurns: 2, maxActionsPerTurn, maxNewTokens, temperature };
     const samplingSeed = 7;
 
-    const episode = new AgentEpisode("FrozenLake", VALIDATION_SEED, tokenizer, { ...settings, samplingSeed });
+    const episode = new AgentEpisode(preset, VALIDATION_SEED, tokenizer, { ...settings, samplingSeed });
     const policy = new LocalModelPolicy(model, tokenizer);
     while (episode.end === undefined) await episode.playTurn(policy);
 
-    const manager = new EnvManager({ envGroups: 1, groupSize: 1, tags: [{ tag: "FrozenLake", nGroups: 1 }] });
+    const manager = new EnvManager({ envGroups: 1, groupSize: 1, tags: [{ tag: preset, nGroups: 1 }] });
     const batch = await runRollout(manager, new LocalModelPolicy(model, tokenizer), tokenizer, {
       ...settings,
       mode: "val",

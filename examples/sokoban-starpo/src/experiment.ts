@@ -20,6 +20,8 @@ export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
     "validation.groupsPerEnv=32",
     "validation.every=10",
     "rollout.maxTurns=5",
+    // The model answers one action per turn (the Quest default allows two).
+    "rollout.maxActionsPerTurn=1",
     // Sokoban thoughts name the player, the box and the target: longer than FrozenLake's.
     "rollout.maxNewTokens=64",
     "starpo.advantageEstimator=gae",

@@ -23,11 +23,15 @@ export const WEBSHOP_APO_EXPERIMENT: ArmExperiment = {
     "validation.every=5",
     // The oracle buys in 4-5 actions (search, open, one or two options, buy).
     "rollout.maxTurns=5",
+    // The model answers one action per turn (the Quest default allows two).
+    "rollout.maxActionsPerTurn=1",
     "rollout.maxNewTokens=48",
     "checkpointEvery=5",
     // Tiny-model learning rates (the Quest defaults for "embedded" apply to its own model only).
     "starpo.actorLr=5e-5",
     "starpo.criticLr=1e-3",
+    // StarPO-S's: no KL term (small models otherwise get one by default).
+    "starpo.klCoeff=0",
   ],
   arms: {
     starpo: ["algorithm=starpo", "train.envGroups=4", "train.groupSize=4"],

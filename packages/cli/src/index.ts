@@ -8,14 +8,14 @@ export { type ArmExperiment, type ArmResult, type ArmRun, resolveArmConfigs, run
 export { type CheckpointState, checkpointActorDir, findCheckpoint } from "./job/checkpoint.js";
 export {
   EMBEDDED_MODEL,
-  type LearningRates,
-  learningRates,
   type QuestConfig,
   questConfigSchema,
   type ResolveOptions,
   resolveQuestConfig,
   resolveQuestPaths,
+  type SizeDependentSettings,
   SMALL_MODEL_PARAMETERS,
+  sizeDependentSettings,
   trainingGroups,
   validationEnvs,
 } from "./job/config.js";

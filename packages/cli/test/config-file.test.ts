@@ -35,7 +35,7 @@ describe("config files", () => {
 
     const json = file("run.json", JSON.stringify({ steps: 2, train: { groupSize: 2 } }));
     expect(resolveWith(json)).toMatchObject({ steps: 2, train: { groupSize: 2, envGroups: 8 } });
-    expect(resolveWith(file("empty.yaml", "# nothing set\n")).steps).toBe(20);
+    expect(resolveWith(file("empty.yaml", "# nothing set\n")).steps).toBe(18);
   });
 
   it("lets key=value overrides after the file win, field by field", () => {
@@ -59,7 +59,7 @@ describe("config files", () => {
     expect(() => resolveWith(groups)).toThrow(/must be a multiple of the number of envs \(3\)/);
     const weighted = file(
       "weighted.yaml",
-      "train:\n  envGroups: 8\n  groupsPerEnv: {FrozenLake: 6, Bandit: 1}\n",
+      "train:\n  envGroups: 8\n  groupsPerEnv: {FrozenLakeGridCoord: 6, Bandit: 1}\n",
     );
     expect(() => resolveWith(weighted)).toThrow(/weighted\.yaml:3: train\.groupsPerEnv: the groups sum to 7/);
   });

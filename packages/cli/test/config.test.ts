@@ -2,23 +2,30 @@ import { EnvConfigError } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
 import {
   EMBEDDED_MODEL,
-  learningRates,
   resolveQuestConfig,
   resolveQuestPaths,
+  sizeDependentSettings,
   trainingGroups,
   validationEnvs,
 } from "../src/job/config.js";
 
 describe("quest config", () => {
-  it("defaults to RAGEN's Quest: FrozenLake and Bandit, PPO with GAE, validation at temperature 0.5", () => {
+  it("defaults to RAGEN's Quest: FrozenLake (with coordinates) and Bandit, PPO with GAE, validation at temperature 0.5", () => {
     const config = resolveQuestConfig([]);
     expect(config).toMatchObject({
       model: EMBEDDED_MODEL,
-      envs: ["FrozenLake", "Bandit"],
+      envs: ["FrozenLakeGridCoord", "Bandit"],
       resume: true,
       validation: { temperature: 0.5 },
-      rollout: { maxTurns: 5, temperature: 1, enableThinking: true, formatPenalty: -0.1 },
-      starpo: { advantageEstimator: "gae", klCoeff: 0, clipRatioLow: 0.2, clipRatioHigh: 0.28 },
+      rollout: {
+        maxTurns: 5,
+        maxActionsPerTurn: 2,
+        temperature: 1,
+        enableThinking: true,
+        formatPenalty: -0.1,
+      },
+      // The KL coefficient depends on the model's size (sizeDependentSettings).
+      starpo: { advantageEstimator: "gae", klCoeff: null, clipRatioLow: 0.2, clipRatioHigh: 0.28 },
       // StarPO without a token budget; A*-PO's settings as the paper's (N = 8, beta1 0.5, beta2 1e-3).
       algorithm: "starpo",
       train: { tokenBudget: 0 },
@@ -37,7 +44,7 @@ describe("quest config", () => {
   });
 
   it("validates on the training envs unless told other tags (generalisation tests)", () => {
-    expect(validationEnvs(resolveQuestConfig([]))).toEqual(["FrozenLake", "Bandit"]);
+    expect(validationEnvs(resolveQuestConfig([]))).toEqual(["FrozenLakeGridCoord", "Bandit"]);
     const config = resolveQuestConfig(["envs=Bandit", "validation.envs=Bandit,BanditTest,BanditReversed"]);
     expect(config.envs).toEqual(["Bandit"]);
     expect(validationEnvs(config)).toEqual(["Bandit", "BanditTest", "BanditReversed"]);
@@ -45,54 +52,62 @@ describe("quest config", () => {
 
   it("splits the training groups evenly, or as train.groupsPerEnv says (RAGEN's n_groups)", () => {
     expect(trainingGroups(resolveQuestConfig([]))).toEqual([
-      { tag: "FrozenLake", nGroups: 4 },
+      { tag: "FrozenLakeGridCoord", nGroups: 4 },
       { tag: "Bandit", nGroups: 4 },
     ]);
-    const weighted = resolveQuestConfig(["train.groupsPerEnv=FrozenLake=6,Bandit=2"]);
-    expect(weighted.train.groupsPerEnv).toEqual({ FrozenLake: 6, Bandit: 2 });
+    const weighted = resolveQuestConfig(["train.groupsPerEnv=FrozenLakeGridCoord=6,Bandit=2"]);
+    expect(weighted.train.groupsPerEnv).toEqual({ FrozenLakeGridCoord: 6, Bandit: 2 });
     expect(trainingGroups(weighted)).toEqual([
-      { tag: "FrozenLake", nGroups: 6 },
+      { tag: "FrozenLakeGridCoord", nGroups: 6 },
       { tag: "Bandit", nGroups: 2 },
     ]);
     // With groups given per env, envGroups need not divide evenly.
     expect(() =>
-      resolveQuestConfig(["train.envGroups=7", "train.groupsPerEnv=FrozenLake=5,Bandit=2"]),
+      resolveQuestConfig(["train.envGroups=7", "train.groupsPerEnv=FrozenLakeGridCoord=5,Bandit=2"]),
     ).not.toThrow();
-    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=6,Bandit=3"])).toThrow(
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLakeGridCoord=6,Bandit=3"])).toThrow(
       /train\.groupsPerEnv: the groups sum to 9, but train\.envGroups is 8/,
     );
-    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=8"])).toThrow(/no groups for Bandit/);
-    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=4,Bandit=2,Sokoban=2"])).toThrow(
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLakeGridCoord=8"])).toThrow(
+      /no groups for Bandit/,
+    );
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLakeGridCoord=4,Bandit=2,Sokoban=2"])).toThrow(
       /Sokoban is not among envs/,
     );
-    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake=8,Bandit=0"])).toThrow(/groupsPerEnv/);
+    expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLakeGridCoord=8,Bandit=0"])).toThrow(
+      /groupsPerEnv/,
+    );
     expect(() => resolveQuestConfig(["train.groupsPerEnv=FrozenLake"])).toThrow(/expected Tag=N pairs/);
   });
 
-  it("uses RAGEN's learning rates for pretrained-size models and larger ones for small models", () => {
+  it("uses RAGEN's learning rates and no KL for pretrained-size models, larger rates and a KL term for small ones", () => {
     const qwen = 494_032_768;
     const tiny = 820_000;
-    expect(learningRates(resolveQuestConfig(["model=Qwen/Qwen2.5-0.5B-Instruct"]), qwen)).toEqual({
+    expect(sizeDependentSettings(resolveQuestConfig(["model=Qwen/Qwen2.5-0.5B-Instruct"]), qwen)).toEqual({
       actorLr: 1e-6,
       criticLr: 1e-5,
       // A*-PO's follows the actor's unless set (the paper's 1e-6 for pretrained models).
       apoLr: 1e-6,
+      klCoeff: 0,
     });
-    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"]), tiny).apoLr).toBe(3e-5);
-    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5", "apo.lr=7e-6"]), tiny).apoLr).toBe(7e-6);
-    expect(learningRates(resolveQuestConfig([]), tiny)).toEqual({
-      actorLr: 2e-4,
+    expect(sizeDependentSettings(resolveQuestConfig(["starpo.actorLr=3e-5"]), tiny).apoLr).toBe(3e-5);
+    expect(
+      sizeDependentSettings(resolveQuestConfig(["starpo.actorLr=3e-5", "apo.lr=7e-6"]), tiny).apoLr,
+    ).toBe(7e-6);
+    expect(sizeDependentSettings(resolveQuestConfig([]), tiny)).toEqual({
+      actorLr: 5e-4,
       criticLr: 1e-3,
-      apoLr: 2e-4,
+      apoLr: 5e-4,
+      klCoeff: 0.03,
     });
     // By size, not by name: a checkpoint or fine-tune of the embedded model loaded from a folder.
-    expect(learningRates(resolveQuestConfig(["model=/runs/quest/checkpoint/actor"]), tiny).actorLr).toBe(
-      2e-4,
-    );
-    expect(learningRates(resolveQuestConfig(["model=/runs/quest/checkpoint/actor"]), qwen).actorLr).toBe(
-      1e-6,
-    );
-    expect(learningRates(resolveQuestConfig(["starpo.actorLr=3e-5"]), tiny).actorLr).toBe(3e-5);
+    const checkpoint = resolveQuestConfig(["model=/runs/quest/checkpoint/actor"]);
+    expect(sizeDependentSettings(checkpoint, tiny)).toMatchObject({ actorLr: 5e-4, klCoeff: 0.03 });
+    expect(sizeDependentSettings(checkpoint, qwen)).toMatchObject({ actorLr: 1e-6, klCoeff: 0 });
+    expect(sizeDependentSettings(resolveQuestConfig(["starpo.actorLr=3e-5"]), tiny).actorLr).toBe(3e-5);
+    expect(sizeDependentSettings(resolveQuestConfig(["starpo.klCoeff=0"]), tiny).klCoeff).toBe(0);
+    expect(sizeDependentSettings(resolveQuestConfig(["starpo.klCoeff=0.1"]), qwen).klCoeff).toBe(0.1);
+    expect(() => resolveQuestConfig(["starpo.klCoeff=-1"])).toThrow(/klCoeff/);
   });
 
   it("takes relative paths from where the command was typed; a model that is no folder there is a repo id", () => {

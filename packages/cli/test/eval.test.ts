@@ -27,7 +27,7 @@ const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
   }
 };
 
-const settings = [...SMOKE_RUN_SETTINGS, "validation.groupsPerEnv=3"];
+const settings = [...SMOKE_RUN_SETTINGS, "envs=FrozenLake,Bandit", "validation.groupsPerEnv=3"];
 
 beforeAll(async () => {
   await saveTinyModel(modelDir, { envTags: ["FrozenLake", "Bandit"] });

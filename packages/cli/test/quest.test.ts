@@ -31,6 +31,7 @@ const smallRun = (outDir: string, ...extra: string[]) =>
   resolveQuestConfig([
     `model=${modelDir}`,
     `outDir=${outDir}`,
+    "envs=FrozenLake,Bandit",
     "train.envGroups=2",
     "train.groupSize=2",
     "validation.groupsPerEnv=3",
@@ -50,9 +51,9 @@ describe("npm run quest", () => {
     const first = await quiet(() => runQuest(smallRun(outDir, "steps=1")));
     expect(first.rows.map((r) => r.env)).toEqual(["FrozenLake", "Bandit"]);
     expect(findCheckpoint(outDir)?.state).toMatchObject({ step: 1, trainResets: 1 });
-    // A tiny model loaded from a folder trains at the small-model rates, as the embedded one does.
+    // A tiny model loaded from a folder trains at the small-model rates and KL term, as the embedded one does.
     const saved = JSON.parse(readFileSync(join(outDir, "config.json"), "utf8"));
-    expect(saved.starpo).toMatchObject({ actorLr: 2e-4, criticLr: 1e-3 });
+    expect(saved.starpo).toMatchObject({ actorLr: 5e-4, criticLr: 1e-3, klCoeff: 0.03 });
 
     const second = await quiet(() => runQuest(smallRun(outDir, "steps=2")));
     const rows = parseMetricsJsonl(readFileSync(join(outDir, "metrics.jsonl"), "utf8"));
@@ -90,18 +91,25 @@ describe("npm run quest", () => {
     const summary = JSON.parse(readFileSync(join(outDir, "summary.json"), "utf8"));
     expect(summary.rows).toHaveLength(2);
     const [lake, bandit] = summary.rows;
-    expect(lake.budget).toBe(2);
+    // The agent's action budget: 2 turns × 2 actions a turn (the Quest default).
+    expect(lake.budget).toBe(4);
     expect(bandit.oracle).toBe(1);
     expect(lake.oracle).toBeGreaterThanOrEqual(lake.random);
     expect(formatQuestSummary(second)).toMatch(/FrozenLake .*%/);
   });
 
-  it("trains with the KL term to the start model when starpo.klCoeff is set", async () => {
-    const klDir = join(root, "kl");
-    await quiet(() => runQuest(smallRun(klDir, "steps=1", "starpo.klCoeff=0.01")));
-    const rows = parseMetricsJsonl(readFileSync(join(klDir, "metrics.jsonl"), "utf8"));
-    expect(rows[1]!.metrics).toHaveProperty(["actor/kl_loss"]);
-    expect(rows[1]!.metrics).toHaveProperty(["timing_s/ref"]);
+  it("trains with the KL term to the start model unless starpo.klCoeff is 0", async () => {
+    const klMetrics = async (name: string, klCoeff: string) => {
+      const dir = join(root, name);
+      await quiet(() => runQuest(smallRun(dir, "steps=1", `starpo.klCoeff=${klCoeff}`)));
+      return parseMetricsJsonl(readFileSync(join(dir, "metrics.jsonl"), "utf8"))[1]!.metrics;
+    };
+    const withKl = await klMetrics("kl", "0.01");
+    expect(withKl).toHaveProperty(["actor/kl_loss"]);
+    expect(withKl).toHaveProperty(["timing_s/ref"]);
+    const withoutKl = await klMetrics("no-kl", "0");
+    expect(withoutKl).not.toHaveProperty(["actor/kl_loss"]);
+    expect(withoutKl).not.toHaveProperty(["timing_s/ref"]);
   });
 
   it("says which settings changed when a run is resumed with others", async () => {

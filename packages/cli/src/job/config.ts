@@ -61,7 +61,7 @@ export interface QuestConfig {
     microBatchSize: number;
     ppoEpochs: number;
     entropyCoeff: number;
-    klCoeff: number;
+    klCoeff: number | null;
     clipRatioLow: number;
     clipRatioHigh: number;
     maxGradNorm: number;
@@ -86,32 +86,37 @@ export interface QuestConfig {
 }
 
 /**
- * Below this many parameters a model gets the small-model learning rates: the embedded model, and any
+ * Below this many parameters a model gets the small-model learning rates and KL term: the embedded model, and any
  * model of its size — its checkpoints, its fine-tunes, a warm start of one's own — wherever it is loaded
  * from. (Choosing by name would give a checkpoint of the embedded model RAGEN's 1e-6, and it would not
  * move in a short run.)
  */
 export const SMALL_MODEL_PARAMETERS = 50_000_000;
 
-export interface LearningRates {
+export interface SizeDependentSettings {
   actorLr: number;
   criticLr: number;
   /** A*-PO's. */
   apoLr: number;
+  /** StarPO's KL-to-reference loss coefficient. */
+  klCoeff: number;
 }
 
 /**
- * Learning rates when not set: RAGEN's for pretrained-size models (actor 1e-6, critic 1e-5), and larger
- * ones for small models (under `SMALL_MODEL_PARAMETERS`), whose few parameters need bigger steps to move
- * within a short run. A*-PO's rate defaults to the actor's (the paper's 1e-6 for pretrained models).
+ * The learning rates and KL coefficient when not set. Pretrained-size models get RAGEN's (actor 1e-6,
+ * critic 1e-5, StarPO-S's KL 0). Small models (under `SMALL_MODEL_PARAMETERS`) get bigger steps, since
+ * their few parameters must move within a short run, and a KL term to the start model. Without it,
+ * those steps let one env's updates wear away the other's text. A*-PO's rate defaults to the actor's (the
+ * paper's 1e-6 for pretrained models).
  */
-export function learningRates(config: QuestConfig, parameterCount: number): LearningRates {
+export function sizeDependentSettings(config: QuestConfig, parameterCount: number): SizeDependentSettings {
   const small = parameterCount < SMALL_MODEL_PARAMETERS;
-  const actorLr = config.starpo.actorLr ?? (small ? 2e-4 : 1e-6);
+  const actorLr = config.starpo.actorLr ?? (small ? 5e-4 : 1e-6);
   return {
     actorLr,
     criticLr: config.starpo.criticLr ?? (small ? 1e-3 : 1e-5),
     apoLr: config.apo.lr ?? actorLr,
+    klCoeff: config.starpo.klCoeff ?? (small ? 0.03 : 0),
   };
 }
 
@@ -150,10 +155,10 @@ export const questConfigSchema = {
       type: "array",
       items: { type: "string", minLength: 1 },
       minItems: 1,
-      default: ["FrozenLake", "Bandit"],
+      default: ["FrozenLakeGridCoord", "Bandit"],
       description: "Env tags (presets) or env names",
     },
-    steps: { type: "integer", minimum: 0, maximum: 100000, default: 20, description: "Training steps" },
+    steps: { type: "integer", minimum: 0, maximum: 100000, default: 18, description: "Training steps" },
     seed: { type: "integer", minimum: 0, default: 0, description: "Seed of sampling and initialisation" },
     outDir: { type: "string", minLength: 1, default: "runs/quest", description: "Run folder" },
     resume: { type: "boolean", default: true, description: "Continue the run found in outDir" },
@@ -193,12 +198,12 @@ export const questConfigSchema = {
         description: "Env tags validated on (null: the training envs)",
       },
       groupsPerEnv: positiveInt(64, "Validation envs per tag"),
-      every: positiveInt(10, "Validate every N steps"),
+      every: positiveInt(9, "Validate every N steps"),
       temperature: number(0.5, "Sampling temperature of validation", 0),
     }),
     rollout: section({
       maxTurns: positiveInt(5, "Turns per episode (RAGEN's max_turn)"),
-      maxActionsPerTurn: positiveInt(1, "Actions per turn"),
+      maxActionsPerTurn: positiveInt(2, "Actions per turn"),
       maxNewTokens: positiveInt(48, "Token budget of each response"),
       temperature: number(1, "Sampling temperature of training rollouts", 0),
       enableThinking: { type: "boolean", default: true, description: "Responses start with <think>" },
@@ -219,7 +224,7 @@ export const questConfigSchema = {
         type: ["number", "null"],
         exclusiveMinimum: 0,
         default: null,
-        description: "Actor learning rate (null: 2e-4 for models under 50M parameters, 1e-6 otherwise)",
+        description: "Actor learning rate (null: 5e-4 for models under 50M parameters, 1e-6 otherwise)",
       },
       criticLr: {
         type: ["number", "null"],
@@ -231,7 +236,13 @@ export const questConfigSchema = {
       microBatchSize: positiveInt(8, "Trajectories per forward/backward"),
       ppoEpochs: positiveInt(1, "PPO epochs per batch", 100),
       entropyCoeff: number(0.001, "Entropy bonus", 0),
-      klCoeff: number(0, "KL-to-reference loss coefficient (StarPO-S: 0)", 0),
+      klCoeff: {
+        type: ["number", "null"],
+        minimum: 0,
+        default: null,
+        description:
+          "KL-to-reference loss coefficient (null: 0.03 for models under 50M parameters, StarPO-S's 0 otherwise)",
+      },
       clipRatioLow: number(0.2, "PPO clip below 1", 0),
       clipRatioHigh: number(0.28, "PPO clip above 1 (clip-higher)", 0),
       maxGradNorm: number(1, "Gradient-norm clip", 0),

@@ -17,9 +17,9 @@ import {
   saveCheckpoint,
 } from "./checkpoint.js";
 import {
-  type LearningRates,
-  learningRates,
   type QuestConfig,
+  type SizeDependentSettings,
+  sizeDependentSettings,
   trainingGroups,
   validationEnvs,
 } from "./config.js";
@@ -88,10 +88,10 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const { model: actor, tokenizer } = loaded;
   const weights = parameterCount(actor);
   // The defaults depend on the model's size, so say which were taken.
-  const rates = learningRates(config, weights);
+  const rates = sizeDependentSettings(config, weights);
   if (checkpoint) warnOnChangedSettings(outDir, config, rates);
   console.log(
-    `${(weights / 1e6).toFixed(1)}M parameters; learning rates: ${config.algorithm === "apo" ? `A*-PO ${rates.apoLr}` : `actor ${rates.actorLr}, critic ${rates.criticLr}`}`,
+    `${(weights / 1e6).toFixed(1)}M parameters; learning rates: ${config.algorithm === "apo" ? `A*-PO ${rates.apoLr}` : `actor ${rates.actorLr}, critic ${rates.criticLr}; KL coefficient ${rates.klCoeff}`}`,
   );
   const trainer = await createTrainer({
     config,
@@ -118,7 +118,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: lastDone });
   writeFileAtomic(
     join(outDir, CONFIG_FILE),
-    `${JSON.stringify({ ...config, ...learningRatesUsed(config, rates) }, null, 2)}\n`,
+    `${JSON.stringify({ ...config, ...settingsUsed(config, rates) }, null, 2)}\n`,
   );
   // Generated tokens of training rollouts so far (the budget algorithms are compared on).
   let generatedTokens = lastLogged(logger.history(), GENERATED_TOKENS) ?? 0;
@@ -208,11 +208,11 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
 }
 
 /** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
-function warnOnChangedSettings(outDir: string, config: QuestConfig, rates: LearningRates): void {
+function warnOnChangedSettings(outDir: string, config: QuestConfig, rates: SizeDependentSettings): void {
   const path = join(outDir, CONFIG_FILE);
   if (!existsSync(path)) return;
   const before = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-  const now = { ...config, ...learningRatesUsed(config, rates) } as Record<string, unknown>;
+  const now = { ...config, ...settingsUsed(config, rates) } as Record<string, unknown>;
   const changed = Object.keys(now).filter(
     (key) => key !== "steps" && JSON.stringify(before[key]) !== JSON.stringify(now[key]),
   );
@@ -220,9 +220,9 @@ function warnOnChangedSettings(outDir: string, config: QuestConfig, rates: Learn
     console.warn(`resuming ${outDir} with changed settings: ${changed.join(", ")} (was: ${path})`);
 }
 
-/** The config's learning-rate fields as the run uses them (defaults filled in). */
-function learningRatesUsed(config: QuestConfig, { actorLr, criticLr, apoLr }: LearningRates) {
-  return { starpo: { ...config.starpo, actorLr, criticLr }, apo: { ...config.apo, lr: apoLr } };
+/** The config's size-dependent fields as the run uses them (defaults filled in). */
+function settingsUsed(config: QuestConfig, { actorLr, criticLr, apoLr, klCoeff }: SizeDependentSettings) {
+  return { starpo: { ...config.starpo, actorLr, criticLr, klCoeff }, apo: { ...config.apo, lr: apoLr } };
 }
 
 /** The last value logged under `key`, if any. */

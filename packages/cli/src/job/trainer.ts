@@ -14,7 +14,7 @@ import { Qwen2ValueModel } from "@ragen/models";
 import { LocalModelPolicy, type TrajectoryBatch } from "@ragen/rollout";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import { loadCheckpointCritic } from "./checkpoint.js";
-import { type LearningRates, type QuestConfig, trainingGroups } from "./config.js";
+import { type QuestConfig, type SizeDependentSettings, trainingGroups } from "./config.js";
 import { type LoadedPolicy, loadPolicy } from "./model.js";
 import { rolloutOptions } from "./validate.js";
 
@@ -42,8 +42,8 @@ export interface TrainerContext {
   backend: Backend;
   /** The checkpoint the run resumes from, if any. */
   checkpointDir: string | undefined;
-  /** The learning rates to train with (`learningRates`: the config's, or the defaults for the model's size). */
-  rates: LearningRates;
+  /** The learning rates and KL coefficient to train with (`sizeDependentSettings`: the config's, or the defaults for the model's size). */
+  rates: SizeDependentSettings;
 }
 
 export async function createTrainer(context: TrainerContext): Promise<QuestTrainer> {
@@ -57,9 +57,9 @@ async function createStarPOTrainer({ config, policy, backend, checkpointDir, rat
     critic = checkpointDir
       ? loadCheckpointCritic(checkpointDir, policy.config, backend)
       : await Qwen2ValueModel.fromPolicy(policy.model, config.seed);
-  const { actorLr, criticLr } = rates;
+  const { actorLr, criticLr, klCoeff } = rates;
   // The KL term's reference is the start model (config.model), also when the run resumes from a checkpoint.
-  const reference = s.klCoeff > 0 ? await loadPolicy(config.model, backend) : undefined;
+  const reference = klCoeff > 0 ? await loadPolicy(config.model, backend) : undefined;
   const starpo = new StarPO({
     actor: policy.model,
     critic,
@@ -72,7 +72,7 @@ async function createStarPOTrainer({ config, policy, backend, checkpointDir, rat
       microBatchSize: s.microBatchSize,
       ppoEpochs: s.ppoEpochs,
       entropyCoeff: s.entropyCoeff,
-      klCoeff: s.klCoeff,
+      klCoeff,
       clipRatioLow: s.clipRatioLow,
       clipRatioHigh: s.clipRatioHigh,
       maxGradNorm: s.maxGradNorm,
