@@ -134,6 +134,13 @@ const number = (def: number, description: string, minimum?: number, maximum?: nu
   ...(minimum === undefined ? {} : { minimum }),
   ...(maximum === undefined ? {} : { maximum }),
 });
+/** A number whose default (null) the job fills in from the model's size (`sizeDependentSettings`). */
+const numberOrNull = (description: string, bound: { minimum: number } | { exclusiveMinimum: number }) => ({
+  type: ["number", "null"],
+  ...bound,
+  default: null,
+  description,
+});
 const section = (properties: Record<string, object>) => ({
   type: "object",
   additionalProperties: false,
@@ -220,29 +227,26 @@ export const questConfigSchema = {
         default: "gae",
         description: "gae (PPO with a critic) or grpo",
       },
-      actorLr: {
-        type: ["number", "null"],
-        exclusiveMinimum: 0,
-        default: null,
-        description: "Actor learning rate (null: 5e-4 for models under 50M parameters, 1e-6 otherwise)",
-      },
-      criticLr: {
-        type: ["number", "null"],
-        exclusiveMinimum: 0,
-        default: null,
-        description: "Critic learning rate (null: 1e-3 for models under 50M parameters, 1e-5 otherwise)",
-      },
+      actorLr: numberOrNull(
+        "Actor learning rate (null: 5e-4 for models under 50M parameters, 1e-6 otherwise)",
+        {
+          exclusiveMinimum: 0,
+        },
+      ),
+      criticLr: numberOrNull(
+        "Critic learning rate (null: 1e-3 for models under 50M parameters, 1e-5 otherwise)",
+        {
+          exclusiveMinimum: 0,
+        },
+      ),
       ppoMiniBatchSize: positiveInt(8, "Trajectories per optimiser step"),
       microBatchSize: positiveInt(8, "Trajectories per forward/backward"),
       ppoEpochs: positiveInt(1, "PPO epochs per batch", 100),
       entropyCoeff: number(0.001, "Entropy bonus", 0),
-      klCoeff: {
-        type: ["number", "null"],
-        minimum: 0,
-        default: null,
-        description:
-          "KL-to-reference loss coefficient (null: 0.03 for models under 50M parameters, StarPO-S's 0 otherwise)",
-      },
+      klCoeff: numberOrNull(
+        "KL-to-reference loss coefficient (null: 0.03 for models under 50M parameters, StarPO-S's 0 otherwise)",
+        { minimum: 0 },
+      ),
       clipRatioLow: number(0.2, "PPO clip below 1", 0),
       clipRatioHigh: number(0.28, "PPO clip above 1 (clip-higher)", 0),
       maxGradNorm: number(1, "Gradient-norm clip", 0),
@@ -260,12 +264,7 @@ export const questConfigSchema = {
         default: false,
         description: "Leave out start states whose samples all scored 0 or less",
       },
-      lr: {
-        type: ["number", "null"],
-        exclusiveMinimum: 0,
-        default: null,
-        description: "A*-PO learning rate (null: the actor learning rate)",
-      },
+      lr: numberOrNull("A*-PO learning rate (null: the actor learning rate)", { exclusiveMinimum: 0 }),
       entropyCoeff: number(0.001, "Entropy bonus", 0),
       miniBatchSize: positiveInt(8, "Trajectories per optimiser step"),
       microBatchSize: positiveInt(8, "Trajectories per forward/backward"),

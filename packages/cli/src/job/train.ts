@@ -89,7 +89,9 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const weights = parameterCount(actor);
   // The defaults depend on the model's size, so say which were taken.
   const rates = sizeDependentSettings(config, weights);
-  if (checkpoint) warnOnChangedSettings(outDir, config, rates);
+  // The config as the run uses it (size-dependent defaults filled in): compared on resume, then saved.
+  const resolved = { ...config, ...settingsUsed(config, rates) };
+  if (checkpoint) warnOnChangedSettings(outDir, resolved);
   console.log(
     `${(weights / 1e6).toFixed(1)}M parameters; learning rates: ${config.algorithm === "apo" ? `A*-PO ${rates.apoLr}` : `actor ${rates.actorLr}, critic ${rates.criticLr}; KL coefficient ${rates.klCoeff}`}`,
   );
@@ -116,10 +118,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
   const lastDone = checkpoint?.state.step ?? -1;
   const logger = new RunLogger(outDir, { resumeAfterStep: lastDone });
   const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: lastDone });
-  writeFileAtomic(
-    join(outDir, CONFIG_FILE),
-    `${JSON.stringify({ ...config, ...settingsUsed(config, rates) }, null, 2)}\n`,
-  );
+  writeFileAtomic(join(outDir, CONFIG_FILE), `${JSON.stringify(resolved, null, 2)}\n`);
   // Generated tokens of training rollouts so far (the budget algorithms are compared on).
   let generatedTokens = lastLogged(logger.history(), GENERATED_TOKENS) ?? 0;
   const budgetSpent = () => config.train.tokenBudget > 0 && generatedTokens >= config.train.tokenBudget;
@@ -208,14 +207,13 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
 }
 
 /** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
-function warnOnChangedSettings(outDir: string, config: QuestConfig, rates: SizeDependentSettings): void {
+function warnOnChangedSettings(outDir: string, resolved: QuestConfig): void {
   const path = join(outDir, CONFIG_FILE);
   if (!existsSync(path)) return;
   const before = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-  const now = { ...config, ...settingsUsed(config, rates) } as Record<string, unknown>;
-  const changed = Object.keys(now).filter(
-    (key) => key !== "steps" && JSON.stringify(before[key]) !== JSON.stringify(now[key]),
-  );
+  const changed = Object.entries(resolved)
+    .filter(([key, value]) => key !== "steps" && JSON.stringify(before[key]) !== JSON.stringify(value))
+    .map(([key]) => key);
   if (changed.length > 0)
     console.warn(`resuming ${outDir} with changed settings: ${changed.join(", ")} (was: ${path})`);
 }
