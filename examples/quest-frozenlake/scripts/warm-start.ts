@@ -8,7 +8,7 @@
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLakeGridCoord=400,Bandit=400]
  *     [--oracle FrozenLakeGridCoord=0.35,Bandit=0.2] [--drills FrozenLakeGridCoord=8000] [--drill-steps 1000]
  *     [--drill-batch 16] [--drill-oracle FrozenLakeGridCoord=0.5] [--drill-turns 2] [--actions-per-turn 2]
- *     [--random-actions-per-turn 1] [--oracle-choice chat|turn]
+ *     [--random-actions-per-turn 1] [--oracle-choice chat|turn] [--drill-start first|random]
  *     [--from <model dir>]
  *
  * `--from` continues training a model this script saved (its weights and vocabulary) instead of starting
@@ -61,6 +61,8 @@ const { values } = parseArgs({
     "drill-oracle": { type: "string", default: "FrozenLakeGridCoord=0.5" },
     // Turns per drill: several teach the later turns' lookup of the latest state in the history.
     "drill-turns": { type: "string", default: "2" },
+    // "random": drills cut from any point of a chat, not only its start (see generateReadingDrills).
+    "drill-start": { type: "string", default: "first" },
     // FrozenLake moves per turn (the Quest job's rollout.maxActionsPerTurn); other envs answer one action.
     "actions-per-turn": { type: "string", default: "2" },
     // Moves a random FrozenLake turn tries: fewer than the guide's makes the mediocre template a hesitant one.
@@ -95,6 +97,9 @@ if (values.decay !== "none" && values.decay !== "linear")
 const oracleChoice = values["oracle-choice"];
 if (oracleChoice !== "turn" && oracleChoice !== "chat")
   throw new Error(`--oracle-choice: expected turn or chat, got "${oracleChoice}"`);
+const drillStart = values["drill-start"];
+if (drillStart !== "first" && drillStart !== "random")
+  throw new Error(`--drill-start: expected first or random, got "${drillStart}"`);
 const oracleMix = perEnv("oracle", values.oracle!, (p) => p >= 0 && p <= 1);
 const actionsPerTurn = Number(values["actions-per-turn"]);
 if (!Number.isInteger(actionsPerTurn) || actionsPerTurn < 1)
@@ -134,6 +139,8 @@ const drills = [...drillCounts].flatMap(([envTag, count]) =>
     seeds: Array.from({ length: count }, (_, i) => 200_000 + i),
     oracleProbability: drillOracleMix.get(envTag) ?? oracleMix.get(envTag) ?? 0,
     maxTurns: Number(values["drill-turns"]),
+    start: drillStart,
+    chatTurns: Number(values["max-turns"]),
     actionsPerTurn,
     randomActionsPerTurn,
     oracleChoice,

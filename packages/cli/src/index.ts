@@ -69,6 +69,7 @@ export {
 } from "./sft/lora-adapter.js";
 export {
   DEFAULT_SFT_FORMAT,
+  type DrillOptions,
   generateReadingDrills,
   generateSftConversations,
   type SftConversation,
@@ -78,3 +79,4 @@ export {
 } from "./sft/sft-data.js";
 export { thoughtFor } from "./sft/thoughts.js";
 export { packBatch, tokenizeConversations, type WarmStartOptions, warmStart } from "./sft/warm-start.js";
+export { webShopGuideAction, webShopProductPhrase, webShopWantedValues } from "./sft/webshop-guide.js";

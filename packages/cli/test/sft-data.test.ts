@@ -326,12 +326,15 @@ describe("SFT warm-start data", () => {
     expect(thoughtFor(env, "Left", false)).toMatch(/\. I try left\.$/);
   });
 
-  it("explains WebShop actions by what they are for", () => {
+  it("explains WebShop actions by what the guide does them for", () => {
     const env = createEnv("WebShop");
     env.reset(3);
-    const search = oracleAction(env, new Rng(0, "test"));
+    const search = guideAction(env, new Rng(0, "test"));
     expect(search).toMatch(/^search\[/);
     expect(thoughtFor(env, search, true)).toBe("I search for the product the instruction describes.");
+    expect(thoughtFor(env, "click[b09i76qer4]", true)).toBe(
+      "The first result matches my search best, so I open it.",
+    );
     expect(thoughtFor(env, "click[buy now]", true)).toMatch(/so I buy it/);
     expect(thoughtFor(env, "click[x-large]", true)).toBe("The instruction asks for x-large, so I select it.");
     expect(thoughtFor(env, "click[next >]", false)).toBe("I try click[next >].");
@@ -367,5 +370,19 @@ describe("SFT warm-start data", () => {
     expect(
       drills.every((d) => d.instructions === "" && !d.messages[1]!.content.includes("FrozenLake puzzle")),
     ).toBe(true);
+  });
+
+  it("cuts drills from any point of a chat with start: random", () => {
+    const options = { envTag: "WebShopCompact", seeds: seeds.slice(0, 40), oracleProbability: 1 };
+    const chats = generateSftConversations(options);
+    const drills = generateReadingDrills({ ...options, start: "random" });
+    expect(drills.every((d) => d.turns.length === 1 && d.instructions === "")).toBe(true);
+    for (const [i, drill] of drills.entries()) expect(chats[i]!.turns).toContainEqual(drill.turns[0]);
+    // Drills of the product page (an option or buy now to choose) and of the results page, not only searches.
+    const answers = drills.map((d) => d.turns[0]!.response);
+    expect(new Set(answers.map((a) => /<answer>(\w+)\[/.exec(a)?.[1]))).toEqual(new Set(["search", "click"]));
+    expect(answers.some((a) => a.includes("click[buy now]"))).toBe(true);
+    expect(answers.some((a) => /click\[b0[a-z0-9]{8}\]/.test(a))).toBe(true);
+    expect(drills[0]!.messages[1]!.content).toContain("Turn 1:\nState:\n");
   });
 });

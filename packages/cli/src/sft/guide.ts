@@ -1,11 +1,13 @@
 /**
- * The warm start's good policy: the env's oracle, except on FrozenLake, where it moves towards the goal
- * (at random among the moves that bring the player closer). The slippery-ice oracle plans around holes
+ * The warm start's good policy: the env's oracle, except on WebShop, whose guide acts on the page alone
+ * (webshop-guide.ts), and on FrozenLake, where it moves towards the goal (at random among the moves
+ * that bring the player closer). The slippery-ice oracle plans around holes
  * in ways a small model does not learn from a few thousand examples (its teacher-forced choice of the
  * oracle's move stayed at chance); moving closer is learnable from the coordinates, and over 2000 seeds
  * with 5 actions it succeeds 25.7% of the time against 16.1% for random moves and 29.8% for the oracle.
  */
-import { type Env, FrozenLakeEnv, oracleAction, type Rng } from "@ragen/envs";
+import { type Env, FrozenLakeEnv, oracleAction, type Rng, WebShopEnv } from "@ragen/envs";
+import { webShopGuideAction } from "./webshop-guide.js";
 
 const MOVES: Record<string, [number, number]> = { Left: [0, -1], Down: [1, 0], Right: [0, 1], Up: [-1, 0] };
 
@@ -36,13 +38,14 @@ export function guideAction(env: Env, rng: Rng): string {
 /**
  * Up to `count` actions for one turn. On FrozenLake each move brings the player closer to the goal from
  * the cell the moves before it lead to if the ice holds (so a plan can be made blind), and the plan stops
- * on the goal; other envs get the oracle's one action, since a blind plan there would need the env's
+ * on the goal; other envs get their guide's one action, since a blind plan there would need the env's
  * hidden dynamics. With a choice of closer moves, the plan takes them in turn in the order the thought
  * names them (vertical first): "down and left of me" plans "Down || Left", so the answer copies the
  * thought's words. (Picking one of them at random left the second move of a pair to a guess: a model
  * this small got it right a third of the time.) `rng` only breaks the tie on the goal's own cell.
  */
 export function guidePlan(env: Env, rng: Rng, count: number): string[] {
+  if (env instanceof WebShopEnv) return [webShopGuideAction(env)];
   if (!(env instanceof FrozenLakeEnv && env.map && env.position)) return [oracleAction(env, rng)];
   const size = env.map.size;
   let { row, col } = env.position;

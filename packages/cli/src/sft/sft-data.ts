@@ -132,6 +132,18 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
   });
 }
 
+export interface DrillOptions extends SftOptions {
+  /**
+   * Which turns a drill keeps: the chat's first `maxTurns` ("first", the default), or `maxTurns`
+   * consecutive turns from a random point of a whole chat ("random"). On WebShop every page restates the
+   * instruction, so a later turn stands alone, and drills that start on a results or a product page teach
+   * what only those pages ask for (copying a product id, an option value).
+   */
+  start?: "first" | "random";
+  /** Turns of the whole chat a "random" drill is cut from (default 5). */
+  chatTurns?: number;
+}
+
 /**
  * Reading drills: chats without the rules text, one turn by default, so a sequence is ~140 tokens
  * instead of ~500. A model trained from scratch learns to copy and to look things up in its context
@@ -140,12 +152,28 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
  * to the full prompts. Drills of several turns (`maxTurns`) teach the later turns' lookup: the latest
  * state among the earlier ones in the history.
  */
-export function generateReadingDrills(options: SftOptions): SftConversation[] {
-  return generateSftConversations({ ...options, maxTurns: options.maxTurns ?? 1 }).map((chat) => ({
-    ...chat,
-    instructions: "",
-    messages: buildChatMessages("", chat.turns, options.format ?? sftFormat(options.actionsPerTurn)),
-  }));
+export function generateReadingDrills(options: DrillOptions): SftConversation[] {
+  const drillTurns = options.maxTurns ?? 1;
+  const { start = "first", chatTurns = 5, ...chatOptions } = options;
+  const chats = generateSftConversations({
+    ...chatOptions,
+    maxTurns: start === "random" ? Math.max(chatTurns, drillTurns) : drillTurns,
+  });
+  const format = options.format ?? sftFormat(options.actionsPerTurn);
+  return chats.map((chat) => {
+    const from =
+      start === "random"
+        ? new Rng(chat.seed, "drill-start").int(Math.max(1, chat.turns.length - drillTurns + 1))
+        : 0;
+    const turns = chat.turns.slice(from, from + drillTurns);
+    return {
+      ...chat,
+      instructions: "",
+      turns,
+      fromOracle: chat.fromOracle.slice(from, from + drillTurns),
+      messages: buildChatMessages("", turns, format),
+    };
+  });
 }
 
 /** The texts a small BPE vocabulary is trained on: every message of every chat. */

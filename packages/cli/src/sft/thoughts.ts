@@ -74,13 +74,13 @@ const NAVIGATION_BUTTONS = new Set([
   "reviews",
 ]);
 
-/** WebShop: what the action is for, when the oracle chose it; a plain try otherwise. */
+/** WebShop: what the guide's action is for (webshop-guide.ts); a plain try for a random one. */
 function webShopThought(action: string, fromOracle: boolean): string {
   if (!fromOracle) return `I try ${action}.`;
   const argument = /^\w+\[(.*)\]$/.exec(action)?.[1] ?? "";
   if (action.startsWith("search[")) return "I search for the product the instruction describes.";
-  if (argument === "buy now") return "The product and its options match the instruction, so I buy it.";
-  if (/^b0[a-z0-9]{8}$/.test(argument)) return "This result matches the instruction, so I open it.";
+  if (argument === "buy now") return "Every option the instruction names is selected, so I buy it.";
+  if (/^b0[a-z0-9]{8}$/.test(argument)) return "The first result matches my search best, so I open it.";
   if (NAVIGATION_BUTTONS.has(argument)) return `The product is not here yet, so I click ${argument}.`;
   return `The instruction asks for ${argument}, so I select it.`;
 }

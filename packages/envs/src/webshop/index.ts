@@ -55,6 +55,7 @@ export {
   type WebShopSubPage,
   webShopAvailableActions,
   webShopClickables,
+  webShopPageHits,
   webShopPageNodes,
   webShopPageText,
 } from "./pages.js";
