@@ -1,0 +1,78 @@
+/**
+ * How well a warm-started model writes the guide's answers, teacher-forced on held-out turns of any point
+ * of an episode: per kind of answer, the top-1 accuracy of its tokens and the share of answers right in
+ * every token. On WebShop this separates what the guide asks for (copying the product phrase into a
+ * search, a product id from the results, an option value from the instruction) from the fixed answers.
+ *
+ *   pnpm --filter @ragen/example-quest-frozenlake probe-answers <model dir>
+ *     [--env WebShopCompact] [--turns 64]
+ */
+import { parseArgs } from "node:util";
+import { generateReadingDrills, loadPolicy, sftFormat, tokenizeConversations } from "@ragen/cli";
+import { markdownTable } from "@ragen/logging";
+import { argmax, asyncScope, noGrad, webGpuBackend } from "@ragen/tensor-webgpu";
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    env: { type: "string", default: "WebShopCompact" },
+    turns: { type: "string", default: "64" },
+  },
+});
+const modelDir = positionals[0];
+if (!modelDir) throw new Error("probe-answers: expected a model folder as the first argument");
+
+/** The kind of a guide answer: the action, with WebShop's clicks told apart by what they click. */
+function answerKind(answer: string): string {
+  if (answer.startsWith("search[")) return "search (copy the product phrase)";
+  if (/^click\[b0[a-z0-9]{8}\]$/.test(answer)) return "open a product (copy its id)";
+  if (answer === "click[buy now]") return "buy now";
+  if (answer.startsWith("click[")) return "click an option or button";
+  return answer;
+}
+
+const { model, tokenizer } = await loadPolicy(modelDir, await webGpuBackend());
+// Seeds away from the warm start's (100000+, 200000+) and the validation seeds (123+).
+const turns = generateReadingDrills({
+  envTag: values.env!,
+  seeds: Array.from({ length: Number(values.turns) }, (_, i) => 300_000 + i),
+  oracleProbability: 1,
+  start: "random",
+});
+const answerOpen = tokenizer.encode("<answer>");
+const stats = new Map<string, { tokens: number; right: number; whole: number; answers: number }>();
+for (const [i, sequence] of tokenizeConversations(tokenizer, turns, sftFormat(1)).entries()) {
+  const answer = /<answer>(.*)<\/answer>/.exec(turns[i]!.turns[0]!.response)?.[1] ?? "";
+  const seqLen = sequence.tokens.length;
+  const predicted = await asyncScope(async () => {
+    const logits = noGrad(() => model.logits({ ids: Int32Array.from(sequence.tokens), batch: 1, seqLen }));
+    return await argmax(logits).data();
+  });
+  // The answer's tokens: from after "<answer>" to the end of the answer text.
+  const at = sequence.tokens.findIndex(
+    (_, t) => sequence.lossMask[t] && answerOpen.every((id, k) => sequence.tokens[t + k] === id),
+  );
+  const first = at + answerOpen.length;
+  const count = tokenizer.encode(answer).length;
+  let right = 0;
+  for (let t = first; t < first + count; t++) if (predicted[t - 1] === sequence.tokens[t]) right++;
+  const kind = answerKind(answer);
+  const s = stats.get(kind) ?? { tokens: 0, right: 0, whole: 0, answers: 0 };
+  s.tokens += count;
+  s.right += right;
+  s.whole += right === count ? 1 : 0;
+  s.answers++;
+  stats.set(kind, s);
+}
+console.log(`${modelDir}: the guide's answers, teacher-forced, on ${turns.length} held-out ${values.env} turns\n`);
+console.log(
+  markdownTable(
+    ["answer", "turns", "tokens right", "whole answer right"],
+    [...stats].map(([kind, s]) => [
+      kind,
+      String(s.answers),
+      `${((100 * s.right) / s.tokens).toFixed(0)}%`,
+      `${((100 * s.whole) / s.answers).toFixed(0)}%`,
+    ]),
+  ),
+);
