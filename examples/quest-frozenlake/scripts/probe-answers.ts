@@ -64,7 +64,9 @@ for (const [i, sequence] of tokenizeConversations(tokenizer, turns, sftFormat(1)
   s.answers++;
   stats.set(kind, s);
 }
-console.log(`${modelDir}: the guide's answers, teacher-forced, on ${turns.length} held-out ${values.env} turns\n`);
+console.log(
+  `${modelDir}: the guide's answers, teacher-forced, on ${turns.length} held-out ${values.env} turns\n`,
+);
 console.log(
   markdownTable(
     ["answer", "turns", "tokens right", "whole answer right"],
