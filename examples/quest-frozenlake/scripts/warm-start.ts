@@ -79,6 +79,12 @@ const steps = Number(values.steps);
  * lookup by content alone ("the Player token") rather than "the token after the token Player:".
  */
 const COORDINATE_PATTERN = "(?:Start|Goal|Player): \\(\\d+, \\d+\\)| ?\\(\\d+, \\d+\\)";
+/**
+ * Square brackets as tokens of their own. Merged with what follows ("[w", "[b"), the first word of a
+ * WebShop answer ("search[wrinkle ...", "click[b09i...") is a token the page never shows, and copying it
+ * from the page is a lookup the model has to learn word by word.
+ */
+const BRACKET_PATTERN = "[\\[\\]]";
 const seed = Number(values.seed);
 
 /** "Tag=value,Tag=value" into a map, each value checked by `valid`. */
@@ -165,7 +171,7 @@ function newModel(): Pick<LoadedPolicy, "model" | "config" | "tokenizer" | "toke
     // One token per (labelled) coordinate pair. With digits as tokens of their own the second number of
     // a pair follows ", " — as in every other pair — and a model this small kept guessing it (26% right
     // against 85% for the first); with bare pairs as tokens it copied the player's pair 35% of the time.
-    splitPattern: `${COORDINATE_PATTERN}|${QWEN2_SPLIT_PATTERN}`,
+    splitPattern: `${COORDINATE_PATTERN}|${BRACKET_PATTERN}|${QWEN2_SPLIT_PATTERN}`,
   });
   const shape: Qwen2Shape = {
     vocabSize: trained.tokenizer.vocabSize,

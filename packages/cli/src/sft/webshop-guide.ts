@@ -54,7 +54,9 @@ export function webShopGuideAction(env: WebShopEnv): string {
   const instruction = page.instruction;
   switch (page.kind) {
     case "search":
-      return `search[${webShopProductPhrase(instruction)}]`;
+      // The space makes the query's first word the token the instruction writes it as (" wrinkle"), so
+      // the whole query is a copy of the instruction's tokens; the search ignores it.
+      return `search[ ${webShopProductPhrase(instruction)}]`;
     case "results": {
       const first = webShopPageHits(page)[0];
       return first === undefined ? "click[back to search]" : `click[${first.toLowerCase()}]`;
