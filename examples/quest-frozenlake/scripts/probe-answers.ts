@@ -42,7 +42,7 @@ const turns = generateReadingDrills({
 const answerOpen = tokenizer.encode("<answer>");
 const stats = new Map<string, { tokens: number; right: number; whole: number; answers: number }>();
 for (const [i, sequence] of tokenizeConversations(tokenizer, turns, sftFormat(1)).entries()) {
-  const answer = /<answer>(.*)<\/answer>/.exec(turns[i]!.turns[0]!.response)?.[1] ?? "";
+  const answer = /<answer>(.*)<\/answer>/.exec(turns[i]!.turns[0]!.response ?? "")?.[1] ?? "";
   const seqLen = sequence.tokens.length;
   const predicted = await asyncScope(async () => {
     const logits = noGrad(() => model.logits({ ids: Int32Array.from(sequence.tokens), batch: 1, seqLen }));
@@ -50,7 +50,7 @@ for (const [i, sequence] of tokenizeConversations(tokenizer, turns, sftFormat(1)
   });
   // The answer's tokens: from after "<answer>" to the end of the answer text.
   const at = sequence.tokens.findIndex(
-    (_, t) => sequence.lossMask[t] && answerOpen.every((id, k) => sequence.tokens[t + k] === id),
+    (_, t) => sequence.lossMask[t] === 1 && answerOpen.every((id, k) => sequence.tokens[t + k] === id),
   );
   const first = at + answerOpen.length;
   const count = tokenizer.encode(answer).length;

@@ -379,7 +379,7 @@ describe("SFT warm-start data", () => {
     expect(drills.every((d) => d.turns.length === 1 && d.instructions === "")).toBe(true);
     for (const [i, drill] of drills.entries()) expect(chats[i]!.turns).toContainEqual(drill.turns[0]);
     // Drills of the product page (an option or buy now to choose) and of the results page, not only searches.
-    const answers = drills.map((d) => d.turns[0]!.response);
+    const answers = drills.map((d) => d.turns[0]!.response ?? "");
     expect(new Set(answers.map((a) => /<answer>(\w+)\[/.exec(a)?.[1]))).toEqual(new Set(["search", "click"]));
     expect(answers.some((a) => a.includes("click[buy now]"))).toBe(true);
     expect(answers.some((a) => /click\[b0[a-z0-9]{8}\]/.test(a))).toBe(true);
