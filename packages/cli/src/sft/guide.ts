@@ -1,10 +1,10 @@
 /**
  * The warm start's good policy: the env's oracle, except on WebShop, whose guide acts on the page alone
  * (webshop-guide.ts), and on FrozenLake, where it moves towards the goal (at random among the moves
- * that bring the player closer). The slippery-ice oracle plans around holes
- * in ways a small model does not learn from a few thousand examples (its teacher-forced choice of the
- * oracle's move stayed at chance); moving closer is learnable from the coordinates, and over 2000 seeds
- * with 5 actions it succeeds 25.7% of the time against 16.1% for random moves and 29.8% for the oracle.
+ * that bring the player closer). The slippery-ice oracle plans around holes in ways a small model does
+ * not learn from a few thousand examples (its teacher-forced choice of the oracle's move stayed at
+ * chance); moving closer is learnable from the coordinates, and over 2000 seeds with 5 actions it
+ * succeeds 25.7% of the time against 16.1% for random moves and 29.8% for the oracle.
  */
 import { type Env, FrozenLakeEnv, oracleAction, type Rng, WebShopEnv } from "@ragen/envs";
 import { webShopGuideAction } from "./webshop-guide.js";

@@ -13,39 +13,43 @@ import { type WebShopEnv, webShopPageHits } from "@ragen/envs";
 const OPTION_LIST = / with [a-z][a-z -]*: /;
 const PRICE_CLAUSE = /, and price lower than .*$/;
 
+/** An instruction without its price clause, cut where its option list starts (null: no options). */
+function splitInstruction(instruction: string): { product: string; options: string | null } {
+  const withoutPrice = instruction.replace(PRICE_CLAUSE, "");
+  const start = OPTION_LIST.exec(withoutPrice);
+  if (!start) return { product: withoutPrice, options: null };
+  return {
+    product: withoutPrice.slice(0, start.index),
+    options: withoutPrice.slice(start.index + " with ".length),
+  };
+}
+
 /**
  * The product phrase of an instruction: "Find me wrinkle free henley for men with color: grey, and
  * price lower than 50.00 dollars" → "wrinkle free henley for men".
  */
 export function webShopProductPhrase(instruction: string): string {
-  const withoutPrice = instruction.replace(PRICE_CLAUSE, "");
-  const options = OPTION_LIST.exec(withoutPrice);
-  const phrase = options ? withoutPrice.slice(0, options.index) : withoutPrice;
-  return phrase
-    .replace(/^Find me /, "")
+  return splitInstruction(instruction)
+    .product.replace(/^Find me /, "")
     .trim()
     .toLowerCase();
 }
 
 /** The option values an instruction names, in its order: "... with color: grey, and size: l" → grey, l. */
 export function webShopWantedValues(instruction: string): string[] {
-  const withoutPrice = instruction.replace(PRICE_CLAUSE, "");
-  const options = OPTION_LIST.exec(withoutPrice);
-  if (!options) return [];
-  return withoutPrice
-    .slice(options.index + " with ".length)
-    .split(", and ")
-    .flatMap((pair) => {
-      const colon = pair.indexOf(": ");
-      return colon > 0
-        ? [
-            pair
-              .slice(colon + 2)
-              .trim()
-              .toLowerCase(),
-          ]
-        : [];
-    });
+  const { options } = splitInstruction(instruction);
+  if (options === null) return [];
+  return options.split(", and ").flatMap((pair) => {
+    const colon = pair.indexOf(": ");
+    return colon > 0
+      ? [
+          pair
+            .slice(colon + 2)
+            .trim()
+            .toLowerCase(),
+        ]
+      : [];
+  });
 }
 
 /** The guide's next action on the page `env` shows. */
@@ -62,14 +66,12 @@ export function webShopGuideAction(env: WebShopEnv): string {
       return first === undefined ? "click[back to search]" : `click[${first.toLowerCase()}]`;
     }
     case "item": {
-      const product = page.asin ? env.catalog.byAsin.get(page.asin) : undefined;
-      const offered = new Set(
-        Object.values(product?.options ?? {})
-          .flat()
-          .map((v) => v.toLowerCase()),
-      );
+      // The page's own action list says which option values the product offers.
+      const clickable = new Set(env.availableActions());
       const selected = new Set(Object.values(page.options).map((v) => v.toLowerCase()));
-      const next = webShopWantedValues(instruction).find((v) => offered.has(v) && !selected.has(v));
+      const next = webShopWantedValues(instruction).find(
+        (v) => clickable.has(`click[${v}]`) && !selected.has(v),
+      );
       return next === undefined ? "click[buy now]" : `click[${next}]`;
     }
     default:
