@@ -5,7 +5,9 @@
  * search, a product id from the results, an option value from the instruction) from the fixed answers.
  *
  *   pnpm --filter @ragen/example-quest-frozenlake probe-answers <model dir>
- *     [--env WebShopCompact] [--turns 64]
+ *     [--env WebShopCompact] [--turns 64] [--actions-per-turn 1]
+ *
+ * --actions-per-turn must be the one the model was warm-started with: it is part of the rules text.
  */
 import { parseArgs } from "node:util";
 import { generateReadingDrills, loadPolicy, sftFormat, tokenizeConversations } from "@ragen/cli";
@@ -17,6 +19,7 @@ const { values, positionals } = parseArgs({
   options: {
     env: { type: "string", default: "WebShopCompact" },
     turns: { type: "string", default: "64" },
+    "actions-per-turn": { type: "string", default: "1" },
   },
 });
 const modelDir = positionals[0];
@@ -41,7 +44,11 @@ const turns = generateReadingDrills({
 });
 const answerOpen = tokenizer.encode("<answer>");
 const stats = new Map<string, { tokens: number; right: number; whole: number; answers: number }>();
-for (const [i, sequence] of tokenizeConversations(tokenizer, turns, sftFormat(1)).entries()) {
+for (const [i, sequence] of tokenizeConversations(
+  tokenizer,
+  turns,
+  sftFormat(Number(values["actions-per-turn"])),
+).entries()) {
   const answer = /<answer>(.*)<\/answer>/.exec(turns[i]!.turns[0]!.response ?? "")?.[1] ?? "";
   const seqLen = sequence.tokens.length;
   const predicted = await asyncScope(async () => {

@@ -9,18 +9,20 @@
  *     [--oracle FrozenLakeGridCoord=0.35,Bandit=0.2] [--drills FrozenLakeGridCoord=8000] [--drill-steps 1000]
  *     [--drill-batch 16] [--drill-oracle FrozenLakeGridCoord=0.5] [--drill-turns 2] [--actions-per-turn 2]
  *     [--random-actions-per-turn 1] [--oracle-choice chat|turn] [--drill-start first|random]
- *     [--from <model dir>]
+ *     [--answer-weight 1] [--from <model dir>]
  *
  * `--from` continues training a model this script saved (its weights and vocabulary) instead of starting
  * from a new vocabulary and random weights, so a recipe can run in stages; `--steps 0` skips the chats.
  */
 import { parseArgs } from "node:util";
 import {
+  answerTokenWeights,
   generateReadingDrills,
   generateSftConversations,
   type LoadedPolicy,
   loadPolicy,
   resolveQuestConfig,
+  type SftConversation,
   sftCorpus,
   sftFormat,
   tokenizeConversations,
@@ -69,6 +71,8 @@ const { values } = parseArgs({
     "random-actions-per-turn": { type: "string", default: "1" },
     // "chat": each chat (and drill) draws oracle-or-random once, and every turn follows the first.
     "oracle-choice": { type: "string", default: "chat" },
+    // Loss weight of the answer's tokens against 1 for the rest of a response (see answerTokenWeights).
+    "answer-weight": { type: "string", default: "1" },
     from: { type: "string" },
   },
 });
@@ -213,10 +217,21 @@ function newModel(): Pick<LoadedPolicy, "model" | "config" | "tokenizer" | "toke
   };
 }
 const pad = tokenizer.padTokenId ?? 0;
+const answerWeight = Number(values["answer-weight"]);
+if (!(answerWeight > 0))
+  throw new Error(`--answer-weight: expected a positive number, got "${values["answer-weight"]}"`);
+/** The sequences of `conversations` and, with an answer weight other than 1, their token weights. */
+function trainingData(conversations: readonly SftConversation[]) {
+  const sequences = tokenizeConversations(tokenizer, conversations, format);
+  if (answerWeight === 1) return { sequences };
+  return { sequences, tokenWeights: sequences.map((s) => answerTokenWeights(tokenizer, s, answerWeight)) };
+}
 const drillSteps = drills.length > 0 ? Number(values["drill-steps"]) : 0;
 if (drillSteps > 0) {
   const drillBar = new ProgressBar({ label: "reading drills", total: drillSteps, stream: process.stderr });
-  const drillLosses = await warmStart(model, tokenizeConversations(tokenizer, drills, format), pad, {
+  const { sequences, tokenWeights } = trainingData(drills);
+  const drillLosses = await warmStart(model, sequences, pad, {
+    ...(tokenWeights ? { tokenWeights } : {}),
     steps: drillSteps,
     batchSize: Number(values["drill-batch"]),
     lr: Number(values.lr),
@@ -228,7 +243,9 @@ if (drillSteps > 0) {
 }
 if (steps > 0) {
   const bar = new ProgressBar({ label: "warm start", total: steps, stream: process.stderr });
-  const losses = await warmStart(model, tokenizeConversations(tokenizer, chats, format), pad, {
+  const { sequences, tokenWeights } = trainingData(chats);
+  const losses = await warmStart(model, sequences, pad, {
+    ...(tokenWeights ? { tokenWeights } : {}),
     steps,
     batchSize: Number(values.batch),
     lr: Number(values.lr),

@@ -78,5 +78,11 @@ export {
   sftFormat,
 } from "./sft/sft-data.js";
 export { thoughtFor } from "./sft/thoughts.js";
-export { packBatch, tokenizeConversations, type WarmStartOptions, warmStart } from "./sft/warm-start.js";
+export {
+  answerTokenWeights,
+  packBatch,
+  tokenizeConversations,
+  type WarmStartOptions,
+  warmStart,
+} from "./sft/warm-start.js";
 export { webShopGuideAction, webShopProductPhrase, webShopWantedValues } from "./sft/webshop-guide.js";

@@ -1,9 +1,9 @@
 import { Qwen2Model } from "@ragen/models";
-import { webGpuBackend } from "@ragen/tensor-webgpu";
+import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
 import { describe, expect, it } from "vitest";
 import { generateSftConversations, sftCorpus } from "../src/sft/sft-data.js";
-import { packBatch, tokenizeConversations, warmStart } from "../src/sft/warm-start.js";
+import { answerTokenWeights, packBatch, tokenizeConversations, warmStart } from "../src/sft/warm-start.js";
 
 const chats = [
   ...generateSftConversations({
@@ -21,6 +21,25 @@ const { tokenizer } = trainBpeTokenizer(sftCorpus(chats), {
   vocabSize: 400,
   addedTokens: ["<think>", "</think>", "<answer>", "</answer>"],
 });
+
+/** A two-layer Qwen2 over the test vocabulary, the same weights on every call. */
+function tinyModel(backend: Backend): Qwen2Model {
+  return Qwen2Model.random(
+    {
+      vocabSize: tokenizer.vocabSize,
+      hiddenSize: 48,
+      intermediateSize: 96,
+      numHiddenLayers: 2,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+      rmsNormEps: 1e-6,
+      ropeTheta: 10000,
+      tieWordEmbeddings: true,
+    },
+    0,
+    backend,
+  );
+}
 
 describe("warm start", () => {
   it("masks exactly the assistant's tokens, which decode to the responses", () => {
@@ -42,23 +61,66 @@ describe("warm start", () => {
     expect(targets.length).toBe(2 * seqLen);
   });
 
-  it("lowers the assistant-token loss of a tiny Qwen2", async () => {
+  it("weighs exactly the answers' tokens, closing tag included, by the answer weight", () => {
+    const [sequence] = tokenizeConversations(tokenizer, chats.slice(0, 1));
+    const weights = answerTokenWeights(tokenizer, sequence!, 5);
+    const weighted = Array.from(sequence!.tokens).filter((_, i) => weights[i] === 5);
+    const expected = chats[0]!.turns
+      .map((t) => `${/<answer>(.*?<\/answer>)/.exec(t.response ?? "")![1]}`)
+      .join("");
+    expect(tokenizer.decode(Int32Array.from(weighted))).toBe(expected);
+    expect(weights.every((w) => w === 1 || w === 5)).toBe(true);
+    // The rules text and observations are not the assistant's: an "<answer>" there weighs nothing more.
+    sequence!.lossMask.forEach((m, i) => {
+      if (!m) expect(weights[i]).toBe(1);
+    });
+  });
+
+  it("packs each target's weight and their sum, 1 per target without weights", () => {
+    const sequences = tokenizeConversations(tokenizer, chats.slice(0, 2));
+    const plain = packBatch(sequences, 0);
+    expect(plain.weightSum).toBe(plain.predicted);
+    const tokenWeights = sequences.map((s) => answerTokenWeights(tokenizer, s, 3));
+    const { targets, weights, weightSum, seqLen } = packBatch(sequences, 0, tokenWeights);
+    let sum = 0;
+    for (let b = 0; b < 2; b++)
+      for (let t = 0; t < seqLen; t++) {
+        const at = b * seqLen + t;
+        expect(weights[at]).toBe(targets[at] === -100 ? 0 : tokenWeights[b]![t + 1]);
+        sum += weights[at]!;
+      }
+    expect(weightSum).toBeCloseTo(sum, 6);
+    expect(weightSum).toBeGreaterThan(plain.weightSum);
+  });
+
+  it("with all weights 1 takes the same steps as without weights; a larger answer weight raises the loss", async () => {
     const backend = await webGpuBackend();
-    const model = Qwen2Model.random(
-      {
-        vocabSize: tokenizer.vocabSize,
-        hiddenSize: 48,
-        intermediateSize: 96,
-        numHiddenLayers: 2,
-        numAttentionHeads: 4,
-        numKeyValueHeads: 2,
-        rmsNormEps: 1e-6,
-        ropeTheta: 10000,
-        tieWordEmbeddings: true,
-      },
-      0,
-      backend,
+    const sequences = tokenizeConversations(
+      tokenizer,
+      chats.filter((c) => c.envTag === "Bandit").slice(0, 8),
     );
+    const run = async (tokenWeights?: Float32Array[]) => {
+      const model = tinyModel(backend);
+      const losses = await warmStart(model, sequences, tokenizer.padTokenId ?? 0, {
+        steps: 2,
+        batchSize: 4,
+        lr: 3e-3,
+        seed: 0,
+        ...(tokenWeights ? { tokenWeights } : {}),
+      });
+      model.dispose();
+      return losses;
+    };
+    const plain = await run();
+    const ones = await run(sequences.map((s) => new Float32Array(s.tokens.length).fill(1)));
+    for (const [i, loss] of ones.entries()) expect(loss).toBeCloseTo(plain[i]!, 4);
+    // An untrained model's answer (an arm name) costs more than its templated thought's average token.
+    const weighted = await run(sequences.map((s) => answerTokenWeights(tokenizer, s, 20)));
+    expect(weighted[0]).not.toBeCloseTo(plain[0]!, 2);
+  });
+
+  it("lowers the assistant-token loss of a tiny Qwen2", async () => {
+    const model = tinyModel(await webGpuBackend());
     // Bandit chats are one short turn each: enough to see learning in a unit test's time.
     const sequences = tokenizeConversations(
       tokenizer,

@@ -5,7 +5,17 @@
  */
 import type { Qwen2Model } from "@ragen/models";
 import { Conversation, type PromptFormat, type TokenSequence } from "@ragen/rollout";
-import { AdamW, asyncScope, backward, crossEntropy, reshape, scale, sum, tensor } from "@ragen/tensor-webgpu";
+import {
+  AdamW,
+  asyncScope,
+  backward,
+  crossEntropy,
+  mul,
+  reshape,
+  scale,
+  sum,
+  tensor,
+} from "@ragen/tensor-webgpu";
 import type { Tokenizer } from "@ragen/tokenizer";
 import { DEFAULT_SFT_FORMAT, type SftConversation } from "./sft-data.js";
 
@@ -29,13 +39,60 @@ export function tokenizeConversations(
   });
 }
 
-/** Inputs and targets of a right-padded batch; targets are -100 wherever the next token is not the model's. */
+/**
+ * Per-token loss weights of a sequence: `weight` on the assistant's answer (the tokens after each
+ * "<answer>" up to and including its "</answer>"), 1 on every other token. A tiny model's answer is one
+ * or two tokens of a forty-token response, so at weight 1 a model can bring the loss down on the thought
+ * alone and answer the same move whatever its thought says; a larger weight makes the answer's
+ * agreement with the thought worth learning.
+ */
+export function answerTokenWeights(
+  tokenizer: Tokenizer,
+  sequence: TokenSequence,
+  weight: number,
+): Float32Array {
+  const open = tokenizer.encode("<answer>");
+  const close = tokenizer.encode("</answer>");
+  const { tokens, lossMask } = sequence;
+  const startsAt = (pattern: Int32Array | readonly number[], t: number) =>
+    Array.from(pattern).every((id, k) => tokens[t + k] === id);
+  const weights = new Float32Array(tokens.length).fill(1);
+  let inAnswer = false;
+  for (let t = 0; t < tokens.length; t++) {
+    if (!lossMask[t]) {
+      inAnswer = false;
+      continue;
+    }
+    if (!inAnswer && startsAt(open, t)) {
+      inAnswer = true;
+      t += open.length - 1;
+      continue;
+    }
+    if (inAnswer) {
+      if (startsAt(close, t)) {
+        weights.fill(weight, t, t + close.length);
+        t += close.length - 1;
+        inAnswer = false;
+      } else weights[t] = weight;
+    }
+  }
+  return weights;
+}
+
+/**
+ * Inputs and targets of a right-padded batch; targets are -100 wherever the next token is not the model's.
+ * With `tokenWeights` (one array per sequence, as `answerTokenWeights` makes), `weights` holds each
+ * target's loss weight and `weightSum` their total; without, every target weighs 1.
+ */
 export function packBatch(
   sequences: readonly TokenSequence[],
   pad: number,
+  tokenWeights?: readonly Float32Array[],
 ): {
   ids: Int32Array;
   targets: Int32Array;
+  weights: Float32Array;
+  weightSum: number;
   batch: number;
   seqLen: number;
   predicted: number;
@@ -43,18 +100,23 @@ export function packBatch(
   const seqLen = Math.max(...sequences.map((s) => s.tokens.length)) - 1;
   const ids = new Int32Array(sequences.length * seqLen).fill(pad);
   const targets = new Int32Array(sequences.length * seqLen).fill(-100);
+  const weights = new Float32Array(sequences.length * seqLen);
   let predicted = 0;
+  let weightSum = 0;
   sequences.forEach((s, b) => {
     for (let t = 0; t + 1 < s.tokens.length; t++) {
       ids[b * seqLen + t] = s.tokens[t]!;
       // Position t predicts token t + 1: it is trained on only when that token is the assistant's.
       if (s.lossMask[t + 1]) {
         targets[b * seqLen + t] = s.tokens[t + 1]!;
+        const weight = tokenWeights?.[b]?.[t + 1] ?? 1;
+        weights[b * seqLen + t] = weight;
+        weightSum += weight;
         predicted++;
       }
     }
   });
-  return { ids, targets, batch: sequences.length, seqLen, predicted };
+  return { ids, targets, weights, weightSum, batch: sequences.length, seqLen, predicted };
 }
 
 export interface WarmStartOptions {
@@ -64,6 +126,11 @@ export interface WarmStartOptions {
   /** "linear": the learning rate falls to a tenth by the last step; "none" (default): constant. */
   decay?: "none" | "linear";
   seed: number;
+  /**
+   * Loss weight per token, one array per sequence (see answerTokenWeights); the step's loss is then the
+   * weighted mean over assistant tokens.
+   */
+  tokenWeights?: readonly Float32Array[];
   /** Called after each step with the mean loss per assistant token. */
   onStep?: (step: number, loss: number) => void | Promise<void>;
 }
@@ -83,17 +150,25 @@ export async function warmStart(
     if (options.decay === "linear")
       optimizer.lr = options.lr * (1 - (0.9 * step) / Math.max(1, options.steps));
     // Batches walk the data in a fixed seeded rotation: the same seed gives the same run.
-    const chosen = Array.from(
+    const chosenIndices = Array.from(
       { length: options.batchSize },
-      (_, i) => sequences[(order + i * 7919 + options.seed) % sequences.length]!,
+      (_, i) => (order + i * 7919 + options.seed) % sequences.length,
     );
     order += options.batchSize;
-    const { ids, targets, batch, seqLen, predicted } = packBatch(chosen, pad);
+    const tokenWeights = options.tokenWeights;
+    const { ids, targets, weights, weightSum, batch, seqLen } = packBatch(
+      chosenIndices.map((i) => sequences[i]!),
+      pad,
+      tokenWeights && chosenIndices.map((i) => tokenWeights[i]!),
+    );
     const loss = await asyncScope(async () => {
       const logits = model.logits({ ids, batch, seqLen });
       const t = tensor(targets, [batch * seqLen], { backend, dtype: "i32" });
       const perToken = crossEntropy(reshape(logits, [batch * seqLen, model.config.vocabSize]), t);
-      const mean = scale(sum(perToken), 1 / Math.max(predicted, 1));
+      const weighted = tokenWeights
+        ? mul(perToken, tensor(weights, [batch * seqLen], { backend }))
+        : perToken;
+      const mean = scale(sum(weighted), 1 / Math.max(weightSum, 1e-9));
       backward(mean);
       const { gradNorm, clipScale } = optimizer.step();
       optimizer.zeroGrad();
