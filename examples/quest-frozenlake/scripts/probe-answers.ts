@@ -4,6 +4,11 @@
  * every token. On WebShop this separates what the guide asks for (copying the product phrase into a
  * search, a product id from the results, an option value from the instruction) from the fixed answers.
  *
+ * On the grid envs (FrozenLake, Sokoban) it also measures whether the answer follows the thought: each
+ * random-template turn ("... I try down.") is replayed with each of the four moves written into the
+ * thought, and the model's most likely first answer token is compared with that move. A model whose
+ * answer ignores its thought scores about 25%, and RL then has no thought template to promote.
+ *
  *   pnpm --filter @ragen/example-quest-frozenlake probe-answers <model dir>
  *     [--env WebShopCompact] [--turns 64] [--actions-per-turn 1]
  *
@@ -12,7 +17,7 @@
 import { parseArgs } from "node:util";
 import { generateReadingDrills, loadPolicy, sftFormat, tokenizeConversations } from "@ragen/cli";
 import { markdownTable } from "@ragen/logging";
-import { argmax, asyncScope, noGrad, webGpuBackend } from "@ragen/tensor-webgpu";
+import { argmax, asyncScope, noGrad, type Tensor, webGpuBackend } from "@ragen/tensor-webgpu";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -42,19 +47,21 @@ const turns = generateReadingDrills({
   oracleProbability: 1,
   start: "random",
 });
+const format = sftFormat(Number(values["actions-per-turn"]));
 const answerOpen = tokenizer.encode("<answer>");
-const stats = new Map<string, { tokens: number; right: number; whole: number; answers: number }>();
-for (const [i, sequence] of tokenizeConversations(
-  tokenizer,
-  turns,
-  sftFormat(Number(values["actions-per-turn"])),
-).entries()) {
-  const answer = /<answer>(.*)<\/answer>/.exec(turns[i]!.turns[0]!.response ?? "")?.[1] ?? "";
-  const seqLen = sequence.tokens.length;
-  const predicted = await asyncScope(async () => {
-    const logits = noGrad(() => model.logits({ ids: Int32Array.from(sequence.tokens), batch: 1, seqLen }));
-    return await argmax(logits).data();
+
+/** The model's most likely token after each position of `tokens`. */
+async function predictions(tokens: Int32Array): Promise<Int32Array> {
+  return await asyncScope(async () => {
+    const logits: Tensor = noGrad(() => model.logits({ ids: tokens, batch: 1, seqLen: tokens.length }));
+    return (await argmax(logits).data()) as Int32Array;
   });
+}
+
+const stats = new Map<string, { tokens: number; right: number; whole: number; answers: number }>();
+for (const [i, sequence] of tokenizeConversations(tokenizer, turns, format).entries()) {
+  const answer = /<answer>(.*)<\/answer>/.exec(turns[i]!.turns[0]!.response ?? "")?.[1] ?? "";
+  const predicted = await predictions(Int32Array.from(sequence.tokens));
   // The answer's tokens: from after "<answer>" to the end of the answer text.
   const at = sequence.tokens.findIndex(
     (_, t) => sequence.lossMask[t] === 1 && answerOpen.every((id, k) => sequence.tokens[t + k] === id),
@@ -85,3 +92,37 @@ console.log(
     ]),
   ),
 );
+
+const MOVES = ["up", "down", "left", "right"] as const;
+const TRIED_MOVE = /I try (up|down|left|right)\.<\/think><answer>\w+/;
+const randomTurns = generateReadingDrills({
+  envTag: values.env!,
+  seeds: Array.from({ length: Number(values.turns) }, (_, i) => 400_000 + i),
+  oracleProbability: 0,
+  start: "random",
+}).filter((drill) => TRIED_MOVE.test(drill.turns[0]!.response ?? ""));
+if (randomTurns.length > 0) {
+  let follows = 0;
+  for (const drill of randomTurns) {
+    for (const move of MOVES) {
+      const answer = move[0]!.toUpperCase() + move.slice(1);
+      const turn = drill.turns[0]!;
+      const response = (turn.response ?? "").replace(TRIED_MOVE, `I try ${move}.</think><answer>${answer}`);
+      const [sequence] = tokenizeConversations(
+        tokenizer,
+        [{ ...drill, turns: [{ ...turn, response }] }],
+        format,
+      );
+      const tokens = sequence!.tokens;
+      // The position of the answer's first token: right after the last "<answer>".
+      const first = tokens.lastIndexOf(answerOpen.at(-1)!) + 1;
+      const predicted = await predictions(Int32Array.from(tokens.subarray(0, first)));
+      if (predicted[first - 1] === tokenizer.encode(answer)[0]) follows++;
+    }
+  }
+  const share = (100 * follows) / (4 * randomTurns.length);
+  console.log(
+    `\nthe answer follows the thought's move (each of 4 moves written into ${randomTurns.length} random-template turns): ` +
+      `${share.toFixed(0)}% (chance 25%)`,
+  );
+}
