@@ -19,7 +19,7 @@ export const WEBSHOP_APO_EXPERIMENT: ArmExperiment = {
     // The budget ends the run; steps only caps it.
     "steps=200",
     "train.tokenBudget=12000",
-    "validation.groupsPerEnv=16",
+    "validation.groupsPerEnv=32",
     "validation.every=5",
     // The oracle buys in 4-5 actions (search, open, one or two options, buy).
     "rollout.maxTurns=5",
@@ -28,7 +28,7 @@ export const WEBSHOP_APO_EXPERIMENT: ArmExperiment = {
     "rollout.maxNewTokens=48",
     "checkpointEvery=5",
     // Tiny-model learning rates (the Quest defaults for "embedded" apply to its own model only).
-    "starpo.actorLr=5e-5",
+    "starpo.actorLr=2e-4",
     "starpo.criticLr=1e-3",
     // StarPO-S's: no KL term (small models otherwise get one by default).
     "starpo.klCoeff=0",
