@@ -9,7 +9,7 @@
  *     [--oracle FrozenLakeGridCoord=0.35,Bandit=0.2] [--drills FrozenLakeGridCoord=8000] [--drill-steps 1000]
  *     [--drill-batch 16] [--drill-oracle FrozenLakeGridCoord=0.5] [--drill-turns 2] [--actions-per-turn 2]
  *     [--random-actions-per-turn 1] [--oracle-choice chat|turn] [--drill-start first|random]
- *     [--answer-weight 1] [--from <model dir>]
+ *     [--answer-weight 1] [--tie-embeddings true|false] [--from <model dir>]
  *
  * `--from` continues training a model this script saved (its weights and vocabulary) instead of starting
  * from a new vocabulary and random weights, so a recipe can run in stages; `--steps 0` skips the chats.
@@ -71,6 +71,10 @@ const { values } = parseArgs({
     "random-actions-per-turn": { type: "string", default: "1" },
     // "chat": each chat (and drill) draws oracle-or-random once, and every turn follows the first.
     "oracle-choice": { type: "string", default: "chat" },
+    // "false": a separate output head. Tied, the embeddings of answers no state predicts (Sokoban's
+    // moves: the solver's move is beyond a tiny model) converge to one vector, and the answer cannot
+    // copy the thought's move because the four move words look alike (cosine 0.94-0.98).
+    "tie-embeddings": { type: "string", default: "true" },
     // Loss weight of the answer's tokens against 1 for the rest of a response (see answerTokenWeights).
     "answer-weight": { type: "string", default: "1" },
     from: { type: "string" },
@@ -90,6 +94,10 @@ const COORDINATE_PATTERN = "(?:Start|Goal|Player): \\(\\d+, \\d+\\)| ?\\(\\d+, \
  */
 const BRACKET_PATTERN = "[\\[\\]]";
 const seed = Number(values.seed);
+const tieEmbeddings = values["tie-embeddings"];
+if (tieEmbeddings !== "true" && tieEmbeddings !== "false")
+  throw new Error(`--tie-embeddings: expected true or false, got "${tieEmbeddings}"`);
+const tieWordEmbeddings = tieEmbeddings === "true";
 
 /** "Tag=value,Tag=value" into a map, each value checked by `valid`. */
 function perEnv(option: string, text: string, valid: (x: number) => boolean): Map<string, number> {
@@ -186,7 +194,7 @@ function newModel(): Pick<LoadedPolicy, "model" | "config" | "tokenizer" | "toke
     numKeyValueHeads: 2,
     rmsNormEps: 1e-6,
     ropeTheta: 10000,
-    tieWordEmbeddings: true,
+    tieWordEmbeddings,
   };
   const config = parseQwen2Config({
     architectures: ["Qwen2ForCausalLM"],
@@ -199,7 +207,7 @@ function newModel(): Pick<LoadedPolicy, "model" | "config" | "tokenizer" | "toke
     num_key_value_heads: shape.numKeyValueHeads,
     rms_norm_eps: shape.rmsNormEps,
     rope_theta: shape.ropeTheta,
-    tie_word_embeddings: true,
+    tie_word_embeddings: tieWordEmbeddings,
     max_position_embeddings: 4096,
     torch_dtype: "float32",
     hidden_act: "silu",
