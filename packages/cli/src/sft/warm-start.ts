@@ -41,10 +41,9 @@ export function tokenizeConversations(
 
 /**
  * Per-token loss weights of a sequence: `weight` on the assistant's answer (the tokens after each
- * "<answer>" up to and including its "</answer>"), 1 on every other token. A tiny model's answer is one
- * or two tokens of a forty-token response, so at weight 1 a model can bring the loss down on the thought
- * alone and answer the same move whatever its thought says; a larger weight makes the answer's
- * agreement with the thought worth learning.
+ * "<answer>" up to and including its "</answer>"), 1 on every other token. A grid env's answer is one
+ * or two tokens of a forty-token response, so at weight 1 the loss says little about whether the answer
+ * is right; a larger weight gives the answer the share of the loss its effect on the reward has.
  */
 export function answerTokenWeights(
   tokenizer: Tokenizer,
