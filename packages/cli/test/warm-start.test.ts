@@ -93,7 +93,7 @@ describe("warm start", () => {
     expect(weightSum).toBeGreaterThan(plain.weightSum);
   });
 
-  it("with all weights 1 takes the same steps as without weights; a larger answer weight raises the loss", async () => {
+  it("with all weights 1 takes the same steps as without weights; a larger answer weight changes the loss", async () => {
     const backend = await webGpuBackend();
     const sequences = tokenizeConversations(
       tokenizer,
@@ -114,7 +114,7 @@ describe("warm start", () => {
     const plain = await run();
     const ones = await run(sequences.map((s) => new Float32Array(s.tokens.length).fill(1)));
     for (const [i, loss] of ones.entries()) expect(loss).toBeCloseTo(plain[i]!, 4);
-    // An untrained model's answer (an arm name) costs more than its templated thought's average token.
+    // The answer's tokens cost an untrained model a different loss from the response's average token.
     const weighted = await run(sequences.map((s) => answerTokenWeights(tokenizer, s, 20)));
     expect(weighted[0]).not.toBeCloseTo(plain[0]!, 2);
   });

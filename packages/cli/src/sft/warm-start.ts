@@ -130,7 +130,7 @@ export interface WarmStartOptions {
    * weighted mean over assistant tokens.
    */
   tokenWeights?: readonly Float32Array[];
-  /** Called after each step with the mean loss per assistant token. */
+  /** Called after each step with the mean loss per assistant token (weighted by `tokenWeights` when given). */
   onStep?: (step: number, loss: number) => void | Promise<void>;
 }
 
