@@ -77,6 +77,13 @@ export {
   sftCorpus,
   sftFormat,
 } from "./sft/sft-data.js";
+export {
+  directionsTowards,
+  type GridCell,
+  type SokobanGuideStep,
+  type SokobanMove,
+  sokobanGuideStep,
+} from "./sft/sokoban-guide.js";
 export { thoughtFor } from "./sft/thoughts.js";
 export {
   answerTokenWeights,

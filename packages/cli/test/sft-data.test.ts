@@ -1,4 +1,4 @@
-import { createEnv, type FrozenLakeEnv, oracleAction, Rng } from "@ragen/envs";
+import { createEnv, type FrozenLakeEnv, Rng, SokobanEnv } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
 import { guideAction, guidePlan, movesTowardsGoal, thoughtOrder } from "../src/sft/guide.js";
@@ -312,18 +312,33 @@ describe("SFT warm-start data", () => {
     expect(generateSftConversations({ ...options, oracleChoice: "turn" })).toEqual(perTurn);
   });
 
-  it("reads Sokoban's player, box and target cells, and says when a move follows the plan", () => {
+  it("reads Sokoban's player, box and target cells, and spells out the guide's reasoning", () => {
     const env = createEnv("SimpleSokoban");
     const rows = env.reset(7).split("\n");
     const cellOf = (symbol: string) => {
       const row = rows.findIndex((line) => line.includes(symbol));
       return `row ${row + 1}, column ${rows[row]!.indexOf(symbol) + 1}`;
     };
-    const planned = oracleAction(env, new Rng(0, "test"));
-    expect(thoughtFor(env, planned, true)).toBe(
-      `I am at ${cellOf("P")}; a box at ${cellOf("X")}; a target at ${cellOf("O")}. Moving ${planned.toLowerCase()} is on my way to push the box onto the target.`,
+    const reading = `I am at ${cellOf("P")}; a box at ${cellOf("X")}; a target at ${cellOf("O")}.`;
+    const planned = guideAction(env, new Rng(0, "test"));
+    expect(thoughtFor(env, planned, true)).toMatch(
+      new RegExp(
+        `^${reading.replace(/[.()]/g, "\\$&")} The box must go (up|down|left|right), so I push it from row \\d, column \\d(; I am there, so I push|, [a-z ]+ of me(?: past the box)?, so I (?:move|step)) ${planned.toLowerCase()}\\.$`,
+      ),
     );
-    expect(thoughtFor(env, "Left", false)).toMatch(/\. I try left\.$/);
+    expect(thoughtFor(env, "Left", false)).toBe(`${reading} I try left.`);
+  });
+
+  it("names the Sokoban guide's push cell and the way there in its thought", () => {
+    const env = SokobanEnv.fromText("######\n#____#\n#_X_P#\n#____#\n#_O__#\n######");
+    expect(thoughtFor(env, "Up", true)).toBe(
+      "I am at row 3, column 5; a box at row 3, column 3; a target at row 5, column 3. The box must go down, " +
+        "so I push it from row 2, column 3, up and left of me, so I move up.",
+    );
+    const behind = SokobanEnv.fromText("######\n#____#\n#_P__#\n#_X__#\n#_O__#\n######");
+    expect(thoughtFor(behind, "Down", true)).toMatch(
+      /The box must go down, so I push it from row 3, column 3; I am there, so I push down\.$/,
+    );
   });
 
   it("explains WebShop actions by what the guide does them for", () => {

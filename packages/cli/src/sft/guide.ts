@@ -1,12 +1,14 @@
 /**
  * The warm start's good policy: the env's oracle, except on WebShop, whose guide acts on the page alone
- * (webshop-guide.ts), and on FrozenLake, where it moves towards the goal (at random among the moves
+ * (webshop-guide.ts), on one-box Sokoban, whose guide pushes the box by coordinates (sokoban-guide.ts),
+ * and on FrozenLake, where it moves towards the goal (at random among the moves
  * that bring the player closer). The slippery-ice oracle plans around holes in ways a small model does
  * not learn from a few thousand examples (its teacher-forced choice of the oracle's move stayed at
  * chance); moving closer is learnable from the coordinates, and over 2000 seeds with 5 actions it
  * succeeds 25.7% of the time against 16.1% for random moves and 29.8% for the oracle.
  */
-import { type Env, FrozenLakeEnv, oracleAction, type Rng, WebShopEnv } from "@ragen/envs";
+import { type Env, FrozenLakeEnv, oracleAction, type Rng, SokobanEnv, WebShopEnv } from "@ragen/envs";
+import { sokobanGuideStep } from "./sokoban-guide.js";
 import { webShopGuideAction } from "./webshop-guide.js";
 
 const MOVES: Record<string, [number, number]> = { Left: [0, -1], Down: [1, 0], Right: [0, 1], Up: [-1, 0] };
@@ -46,6 +48,7 @@ export function guideAction(env: Env, rng: Rng): string {
  */
 export function guidePlan(env: Env, rng: Rng, count: number): string[] {
   if (env instanceof WebShopEnv) return [webShopGuideAction(env)];
+  if (env instanceof SokobanEnv && env.room?.boxes.length === 1) return [sokobanGuideStep(env.room).move];
   if (!(env instanceof FrozenLakeEnv && env.map && env.position)) return [oracleAction(env, rng)];
   const size = env.map.size;
   let { row, col } = env.position;

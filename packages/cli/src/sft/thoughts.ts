@@ -4,6 +4,7 @@
  */
 import { BanditEnv, type Env, FrozenLakeEnv, SokobanEnv, WebShopEnv } from "@ragen/envs";
 import { movesTowardsGoal, thoughtOrder } from "./guide.js";
+import { sokobanGuideStep } from "./sokoban-guide.js";
 
 const DIRECTION_WORDS: Record<string, string> = { Left: "left", Right: "right", Up: "up", Down: "down" };
 
@@ -52,9 +53,17 @@ export function thoughtFor(env: Env, actions: string | readonly string[], fromOr
     const boxes = room.boxes.map((cell) => `a box at ${cellName(cell, room.cols)}`).join(", ");
     const goals = targets.map((cell) => `a target at ${cellName(cell, room.cols)}`).join(", ");
     const reading = `I am at ${cellName(room.player, room.cols)}; ${boxes}; ${goals}.`;
-    return fromOracle
-      ? `${reading} Moving ${move} is on my way to push the box onto the target.`
-      : `${reading} I try ${move}.`;
+    if (!fromOracle || room.boxes.length !== 1) return `${reading} I try ${move}.`;
+    // The guide's reasoning, one comparison at a time (sokoban-guide.ts): the box's way, the cell to
+    // push it from, where that cell is from the player, and the move.
+    const step = sokobanGuideStep(room);
+    const from = cellName(step.pushFrom.row * room.cols + step.pushFrom.col, room.cols);
+    const plan = `${reading} The box must go ${word(step.push)}, so I push it from ${from}`;
+    if (step.towards.length === 0) return `${plan}; I am there, so I push ${word(step.push)}.`;
+    const where = step.towards.map(word).join(" and ");
+    return step.around
+      ? `${plan}, ${where} of me past the box, so I step ${word(step.move)}.`
+      : `${plan}, ${where} of me, so I move ${word(step.move)}.`;
   }
   if (env instanceof WebShopEnv) return webShopThought(action, fromOracle);
   if (env instanceof BanditEnv) {
