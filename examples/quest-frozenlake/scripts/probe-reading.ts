@@ -1,7 +1,7 @@
 /**
- * What a warm-started model has learned to read, teacher-forced on held-out FrozenLake chats: top-1
- * accuracy of the decision tokens of the templated thoughts (the player's and goal's cells, the first
- * direction word, the moves and the answer), split into the first turn and the later ones, and the
+ * What a warm-started model has learned to read, teacher-forced on held-out FrozenLake or Sokoban chats:
+ * top-1 accuracy of the decision tokens of the templated thoughts (on FrozenLake the player's and goal's
+ * cells, the first direction word, the moves and the answer; on Sokoban each comparison of the guide's), split into the first turn and the later ones, and the
  * model's probability of the guided template at the first turn — the one choice RL has to move.
  *
  *   pnpm --filter @ragen/example-quest-frozenlake probe-reading <model dir> [--chats 32] [--oracle 0.5]
@@ -27,7 +27,7 @@ if (!modelDir) throw new Error("probe-reading: expected a model folder as the fi
 const actionsPerTurn = Number(values["actions-per-turn"]);
 
 /** The token a thought is about to write, named by the text before it (the thoughts' fixed wording). */
-const CATEGORIES: [string, RegExp][] = [
+const FROZEN_LAKE_CATEGORIES: [string, RegExp][] = [
   ["player's cell", /I am at$/],
   ["goal's cell", /the goal is at$/],
   ["first direction word", /the goal is at \(\d+, \d+\), ?$/],
@@ -39,6 +39,29 @@ const CATEGORIES: [string, RegExp][] = [
   ["second answer action", /\|\|$/],
 ];
 
+/** Sokoban's guided thought, one comparison at a time (the Sokoban guide in @ragen/cli). */
+const SOKOBAN_CATEGORIES: [string, RegExp][] = [
+  ["player's row", /I am at row$/],
+  ["player's column", /I am at row \d+, column$/],
+  ["box's row", /a box at row$/],
+  ["box's column", /a box at row \d+, column$/],
+  ["target's row", /a target at row$/],
+  ["target's column", /a target at row \d+, column$/],
+  ["template", /a target at row \d+, column \d+\.$/],
+  ["the box's way", /must go$/],
+  ["push cell's row", /push it from row$/],
+  ["push cell's column", /push it from row \d+, column$/],
+  ["there or not", /push it from row \d+, column \d+$/],
+  ["way to the push cell", /push it from row \d+, column \d+,$/],
+  ["move", /(so I (move|step|push)| I try)$/],
+  ["answer", /<answer>$/],
+];
+
+const sokoban = values.env!.includes("Sokoban");
+const CATEGORIES = sokoban ? SOKOBAN_CATEGORIES : FROZEN_LAKE_CATEGORIES;
+/** The first word of the guided template, which the random one ("I try ...") does not start with. */
+const GUIDED_WORD = sokoban ? " The" : " Moving";
+
 const { model, tokenizer } = await loadPolicy(modelDir, await webGpuBackend());
 // Seeds away from the warm start's (100000+, 200000+) and the validation seeds (123+).
 const chats = generateSftConversations({
@@ -49,7 +72,7 @@ const chats = generateSftConversations({
   randomActionsPerTurn: Number(values["random-actions-per-turn"]),
   oracleChoice: "chat",
 });
-const guidedWord = tokenizer.encode(" Moving")[0];
+const guidedWord = tokenizer.encode(GUIDED_WORD)[0];
 const counts = new Map<string, { right: number; total: number }>();
 const count = (key: string, right: boolean) => {
   const c = counts.get(key) ?? { right: 0, total: 0 };
@@ -95,5 +118,5 @@ console.log(
 );
 const mean = guidedProbabilities.reduce((a, b) => a + b, 0) / Math.max(1, guidedProbabilities.length);
 console.log(
-  `\nfirst turn: probability of the guided template ("Moving ...") ${mean.toFixed(2)}, over ${guidedProbabilities.length} chats (share in the probe's chats: ${values.oracle})`,
+  `\nfirst turn: probability of the guided template ("${GUIDED_WORD.trim()} ...") ${mean.toFixed(2)}, over ${guidedProbabilities.length} chats (share in the probe's chats: ${values.oracle})`,
 );

@@ -265,12 +265,20 @@ if (steps > 0) {
   console.log(`loss: first ${losses[0]!.toFixed(3)}, last ${losses.at(-1)!.toFixed(3)}`);
 }
 
-// Validation exactly as the Quest job validates, on the same fixed seeds, so its "start" matches this.
+// Validation exactly as the Quest job validates, on the same fixed seeds, so its "start" matches this;
+// the response budget grows to fit the longest response the model was taught (Sokoban's guided
+// thoughts run past the Quest default), since a cut thought is an unparsed answer.
+const longestResponse = Math.max(
+  0,
+  ...chats.flatMap((chat) => chat.turns.map((turn) => tokenizer.encode(turn.response ?? "").length + 1)),
+);
+const questDefaults = resolveQuestConfig([]);
 const questConfig = resolveQuestConfig([
   `envs=${[...chatCounts.keys()].join(",")}`,
   `validation.groupsPerEnv=${values["val-groups"]}`,
   `seed=${seed}`,
   `rollout.maxActionsPerTurn=${actionsPerTurn}`,
+  `rollout.maxNewTokens=${Math.max(questDefaults.rollout.maxNewTokens, longestResponse)}`,
 ]);
 const validation = await validate(
   validationManager(questConfig),

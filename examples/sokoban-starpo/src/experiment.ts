@@ -22,8 +22,9 @@ export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
     "rollout.maxTurns=5",
     // The model answers one action per turn (the Quest default allows two).
     "rollout.maxActionsPerTurn=1",
-    // Sokoban thoughts name the player, the box and the target: longer than FrozenLake's.
-    "rollout.maxNewTokens=64",
+    // Sokoban's guided thoughts read the player, the box and the target, then reason to the move: up to
+    // 69 tokens with the answer and the end token, past the Quest default of 48.
+    "rollout.maxNewTokens=80",
     "starpo.advantageEstimator=gae",
     // Tiny-model learning rates (the Quest defaults for "embedded" apply to its own model only).
     "starpo.actorLr=5e-5",

@@ -22,7 +22,7 @@ describe("the Sokoban StarPO-S vs PPO experiment", () => {
       expect(config).toMatchObject({ envs: ["SimpleSokoban"], model: SOKOBAN_MODEL_DIR, steps: 20 });
       expect(config.train).toMatchObject({ envGroups: 8, groupSize: 4 });
       expect(config.validation).toMatchObject({ groupsPerEnv: 32, every: 10 });
-      expect(config.rollout).toMatchObject({ maxTurns: 5, maxNewTokens: 64 });
+      expect(config.rollout).toMatchObject({ maxTurns: 5, maxNewTokens: 80 });
       expect(config.starpo).toMatchObject({ advantageEstimator: "gae", actorLr: 5e-5, criticLr: 1e-3 });
     }
   });
