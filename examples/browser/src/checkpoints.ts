@@ -52,9 +52,9 @@ export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
     example: "sokoban-starpo",
     maxTurns: 5,
     maxActionsPerTurn: 1,
-    maxNewTokens: 64,
+    maxNewTokens: 80,
     temperature: 0.5,
-    note: "A weak start model: its warm start solved 6.3% of 16 validation levels.",
+    note: "A warm start that imitates a coordinate guide: at temperature 1, its episodes that open with the guide's reasoning solve 26% of levels, the others 4%.",
   },
   webshop: {
     folder: "webshop",
@@ -65,6 +65,6 @@ export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
     maxActionsPerTurn: 1,
     maxNewTokens: 48,
     temperature: 0.5,
-    note: "Barely trained (40 warm-start steps): expect malformed answers and wrong clicks.",
+    note: "It searches with the instruction's words, but mostly fails to copy a product id: 1 of 32 validation goals bought (3.1%, as random actions).",
   },
 };

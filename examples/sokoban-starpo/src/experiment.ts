@@ -27,7 +27,7 @@ export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
     "rollout.maxNewTokens=80",
     "starpo.advantageEstimator=gae",
     // Tiny-model learning rates (the Quest defaults for "embedded" apply to its own model only).
-    "starpo.actorLr=5e-5",
+    "starpo.actorLr=5e-4",
     "starpo.criticLr=1e-3",
   ],
   arms: {

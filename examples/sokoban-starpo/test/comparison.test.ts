@@ -23,7 +23,7 @@ describe("the Sokoban StarPO-S vs PPO experiment", () => {
       expect(config.train).toMatchObject({ envGroups: 8, groupSize: 4 });
       expect(config.validation).toMatchObject({ groupsPerEnv: 32, every: 10 });
       expect(config.rollout).toMatchObject({ maxTurns: 5, maxNewTokens: 80 });
-      expect(config.starpo).toMatchObject({ advantageEstimator: "gae", actorLr: 5e-5, criticLr: 1e-3 });
+      expect(config.starpo).toMatchObject({ advantageEstimator: "gae", actorLr: 5e-4, criticLr: 1e-3 });
     }
   });
 
