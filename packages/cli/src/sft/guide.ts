@@ -8,10 +8,9 @@
  * succeeds 25.7% of the time against 16.1% for random moves and 29.8% for the oracle.
  */
 import { type Env, FrozenLakeEnv, oracleAction, type Rng, SokobanEnv, WebShopEnv } from "@ragen/envs";
+import { GRID_MOVES, type GridMove, thoughtOrder } from "./grid-moves.js";
 import { sokobanGuideStep } from "./sokoban-guide.js";
 import { webShopGuideAction } from "./webshop-guide.js";
-
-const MOVES: Record<string, [number, number]> = { Left: [0, -1], Down: [1, 0], Right: [0, 1], Up: [-1, 0] };
 
 /** The moves that bring the player (or a player at `from`) closer to the goal, in Left, Down, Right, Up order. */
 export function movesTowardsGoal(
@@ -23,15 +22,12 @@ export function movesTowardsGoal(
   const goal = { row: Math.floor(env.map.goal / size), col: env.map.goal % size };
   const { row, col } = from;
   const distance = (r: number, c: number) => Math.abs(goal.row - r) + Math.abs(goal.col - c);
-  return Object.entries(MOVES)
+  return Object.entries(GRID_MOVES)
     .filter(([, [dr, dc]]) => distance(row + dr, col + dc) < distance(row, col))
     .map(([name]) => name);
 }
 
-/** Moves in the order a thought names directions: vertical before horizontal ("down and left"). */
-export function thoughtOrder(moves: readonly string[]): string[] {
-  return ["Down", "Up", "Right", "Left"].filter((m) => moves.includes(m));
-}
+export { thoughtOrder };
 
 export function guideAction(env: Env, rng: Rng): string {
   return guidePlan(env, rng, 1)[0]!;
@@ -57,9 +53,9 @@ export function guidePlan(env: Env, rng: Rng, count: number): string[] {
   for (let i = 0; i < count && (i === 0 || row * size + col !== env.map.goal); i++) {
     const closer = movesTowardsGoal(env, { row, col });
     const move =
-      closer.length > 0 ? thoughtOrder(closer)[i % closer.length]! : rng.choice(Object.keys(MOVES));
+      closer.length > 0 ? thoughtOrder(closer)[i % closer.length]! : rng.choice(Object.keys(GRID_MOVES));
     plan.push(move);
-    const [dr, dc] = MOVES[move]!;
+    const [dr, dc] = GRID_MOVES[move as GridMove];
     // A move into the border leaves the player where it is.
     row = Math.min(size - 1, Math.max(0, row + dr));
     col = Math.min(size - 1, Math.max(0, col + dc));

@@ -9,18 +9,9 @@
  * rooms within 5 actions, against 75% for the solver and 10% for random moves.
  */
 import type { SokobanRoom } from "@ragen/envs";
+import { GRID_MOVES, type GridMove, THOUGHT_ORDER } from "./grid-moves.js";
 
-export type SokobanMove = "Up" | "Down" | "Left" | "Right";
-
-const STEPS: Record<SokobanMove, [number, number]> = {
-  Up: [-1, 0],
-  Down: [1, 0],
-  Left: [0, -1],
-  Right: [0, 1],
-};
-
-/** The order thoughts name directions in, vertical first ("up and left of me"), as on FrozenLake. */
-const THOUGHT_ORDER: readonly SokobanMove[] = ["Down", "Up", "Right", "Left"];
+export type SokobanMove = GridMove;
 
 /** A cell as row and column, counted from 0. */
 export interface GridCell {
@@ -49,7 +40,7 @@ function cellOf(room: SokobanRoom, cell: number): GridCell {
 /** The directions from `from` to `to`, in thought order. */
 export function directionsTowards(from: GridCell, to: GridCell): SokobanMove[] {
   return THOUGHT_ORDER.filter((move) => {
-    const [dr, dc] = STEPS[move];
+    const [dr, dc] = GRID_MOVES[move];
     return (
       (dr !== 0 && Math.sign(to.row - from.row) === dr) || (dc !== 0 && Math.sign(to.col - from.col) === dc)
     );
@@ -68,22 +59,22 @@ export function sokobanGuideStep(room: SokobanRoom): SokobanGuideStep {
   if (boxCell === targetCell) throw new Error("the Sokoban guide has no move: the box is on the target");
   const box = cellOf(room, boxCell);
   const push = directionsTowards(box, cellOf(room, targetCell))[0]!;
-  const [dr, dc] = STEPS[push];
+  const [dr, dc] = GRID_MOVES[push];
   const pushFrom = { row: box.row - dr, col: box.col - dc };
   const player = cellOf(room, room.player);
   const towards = directionsTowards(player, pushFrom);
   if (towards.length === 0) return { push, pushFrom, towards, move: push, around: false };
   const intoBox = (move: SokobanMove) => {
-    const [r, c] = STEPS[move];
+    const [r, c] = GRID_MOVES[move];
     return player.row + r === box.row && player.col + c === box.col;
   };
   const free = towards.find((move) => !intoBox(move));
   if (free !== undefined) return { push, pushFrom, towards, move: free, around: false };
   // The box stands in line between the player and `pushFrom`: step sideways (across that line) onto
   // open floor.
-  const alongRows = STEPS[towards[0]!][0] !== 0;
+  const alongRows = GRID_MOVES[towards[0]!][0] !== 0;
   const sideways = THOUGHT_ORDER.find((move) => {
-    const [r, c] = STEPS[move];
+    const [r, c] = GRID_MOVES[move];
     const row = player.row + r;
     const col = player.col + c;
     const inside = row >= 0 && col >= 0 && row < room.rows && col < room.cols;

@@ -3,7 +3,8 @@
  * thought always explains the action actually taken (thinking and acting agree).
  */
 import { BanditEnv, type Env, FrozenLakeEnv, SokobanEnv, WebShopEnv } from "@ragen/envs";
-import { movesTowardsGoal, thoughtOrder } from "./guide.js";
+import { thoughtOrder } from "./grid-moves.js";
+import { movesTowardsGoal } from "./guide.js";
 import { sokobanGuideStep } from "./sokoban-guide.js";
 
 const DIRECTION_WORDS: Record<string, string> = { Left: "left", Right: "right", Up: "up", Down: "down" };
