@@ -329,6 +329,16 @@ describe("SFT warm-start data", () => {
     expect(thoughtFor(env, "Left", false)).toBe(`${reading} I try left.`);
   });
 
+  it("keeps a guided thought apart from a guess on Sokoban rooms with several boxes", () => {
+    const env = createEnv("LargerSokoban");
+    env.reset(3);
+    const planned = guideAction(env, new Rng(0, "test"));
+    expect(thoughtFor(env, planned, true)).toMatch(
+      new RegExp(`\\. Moving ${planned.toLowerCase()} is on my way to push the boxes onto the targets\\.$`),
+    );
+    expect(thoughtFor(env, planned, false)).toMatch(/\. I try [a-z]+\.$/);
+  });
+
   it("names the Sokoban guide's push cell and the way there in its thought", () => {
     const env = SokobanEnv.fromText("######\n#____#\n#_X_P#\n#____#\n#_O__#\n######");
     expect(thoughtFor(env, "Up", true)).toBe(

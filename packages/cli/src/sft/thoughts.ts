@@ -54,7 +54,10 @@ export function thoughtFor(env: Env, actions: string | readonly string[], fromOr
     const boxes = room.boxes.map((cell) => `a box at ${cellName(cell, room.cols)}`).join(", ");
     const goals = targets.map((cell) => `a target at ${cellName(cell, room.cols)}`).join(", ");
     const reading = `I am at ${cellName(room.player, room.cols)}; ${boxes}; ${goals}.`;
-    if (!fromOracle || room.boxes.length !== 1) return `${reading} I try ${move}.`;
+    if (!fromOracle) return `${reading} I try ${move}.`;
+    // Several boxes: the guide is the solver (guide.ts), whose reasoning the thought cannot spell out.
+    if (room.boxes.length !== 1)
+      return `${reading} Moving ${move} is on my way to push the boxes onto the targets.`;
     // The guide's reasoning, one comparison at a time (sokoban-guide.ts): the box's way, the cell to
     // push it from, where that cell is from the player, and the move.
     const step = sokobanGuideStep(room);
