@@ -1,8 +1,9 @@
 /**
  * What a warm-started model has learned to read, teacher-forced on held-out FrozenLake or Sokoban chats:
  * top-1 accuracy of the decision tokens of the templated thoughts (on FrozenLake the player's and goal's
- * cells, the first direction word, the moves and the answer; on Sokoban each comparison of the guide's), split into the first turn and the later ones, and the
- * model's probability of the guided template at the first turn — the one choice RL has to move.
+ * cells, the first direction word, the moves and the answer; on Sokoban each comparison of the guide's),
+ * split into the first turn and the later ones, and the model's probability of the guided template at
+ * the first turn — the one choice RL has to move.
  *
  *   pnpm --filter @ragen/example-quest-frozenlake probe-reading <model dir> [--chats 32] [--oracle 0.5]
  *     [--actions-per-turn 2] [--random-actions-per-turn 1] [--env FrozenLakeGridCoord]
