@@ -85,7 +85,7 @@ const shapes: Case[] = [
   { batch: 1, m: 128, n: 192, k: 256, transA: true }, // dW = dYᵀ · X
 ];
 
-const variants: MatmulVariant[] = ["buffer", "tiled", "texture"];
+const variants: MatmulVariant[] = ["buffer", "tiled", "texture", "blocked"];
 
 afterEach(() => limitMatmulForTesting());
 

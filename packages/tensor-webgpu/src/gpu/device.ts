@@ -26,12 +26,34 @@ export interface AdapterSummary {
   isSoftware: boolean;
 }
 
+/** One multiply shape the adapter's matrix units take (left M x K, right K x N, result M x N). */
+export interface SubgroupMatrixConfig {
+  componentType: string;
+  resultType: string;
+  M: number;
+  N: number;
+  K: number;
+}
+
 export interface AcquiredDevice {
   device: GPUDevice;
   adapter: AdapterSummary;
-  features: { shaderF16: boolean; subgroups: boolean; timestampQuery: boolean };
+  features: {
+    shaderF16: boolean;
+    subgroups: boolean;
+    timestampQuery: boolean;
+    /**
+     * Matrix-unit (tensor core) shapes usable from WGSL through Dawn's experimental subgroup matrices;
+     * empty where the adapter has none (every software adapter, and browsers without the feature).
+     */
+    subgroupMatrixConfigs: readonly SubgroupMatrixConfig[];
+  };
+  /** The adapter's subgroup sizes (0 when unknown). */
+  subgroupSizes: { min: number; max: number };
   limits: GPUSupportedLimits;
 }
+
+const SUBGROUP_MATRIX = "chromium-experimental-subgroup-matrix" as GPUFeatureName;
 
 export class NoAdapterError extends Error {
   constructor(detail: string) {
@@ -98,7 +120,9 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
   if (!adapter) throw new NoAdapterError("requestAdapter() returned null");
   const disabled = new Set(options.disableFeatures ?? []);
   const want = (name: GPUFeatureName) => adapter.features.has(name) && !disabled.has(name);
-  const requiredFeatures = (["shader-f16", "subgroups", "timestamp-query"] as GPUFeatureName[]).filter(want);
+  const requiredFeatures = (
+    ["shader-f16", "subgroups", "timestamp-query", SUBGROUP_MATRIX] as GPUFeatureName[]
+  ).filter(want);
   const requiredLimits: Record<string, number> = {};
   for (const key of [
     "maxStorageBufferBindingSize",
@@ -114,7 +138,11 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
     requiredLimits[key] = adapter.limits[key];
   }
   const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
-  const info = adapter.info;
+  const info = adapter.info as GPUAdapterInfo & {
+    subgroupMinSize?: number;
+    subgroupMaxSize?: number;
+    subgroupMatrixConfigs?: readonly SubgroupMatrixConfig[];
+  };
   const summary: AdapterSummary = {
     vendor: info?.vendor ?? "",
     architecture: info?.architecture ?? "",
@@ -132,7 +160,18 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
       shaderF16: device.features.has("shader-f16"),
       subgroups: device.features.has("subgroups"),
       timestampQuery: device.features.has("timestamp-query"),
+      subgroupMatrixConfigs:
+        device.features.has(SUBGROUP_MATRIX) && device.features.has("shader-f16")
+          ? (info?.subgroupMatrixConfigs ?? []).map((c) => ({
+              componentType: String(c.componentType),
+              resultType: String(c.resultType),
+              M: c.M,
+              N: c.N,
+              K: c.K,
+            }))
+          : [],
     },
+    subgroupSizes: { min: info?.subgroupMinSize ?? 0, max: info?.subgroupMaxSize ?? 0 },
     limits: device.limits,
   };
 }

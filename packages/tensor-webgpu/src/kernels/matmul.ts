@@ -34,6 +34,10 @@
  *   addresses of the stored layout).
  * "buffer" — no workgroup memory, subgroups or textures: 4 x 4 outputs per invocation read straight from
  *   storage buffers. The portable fallback, and the faster choice on lavapipe for small products.
+ * "blocked" — for GPUs, large products: 128 x 128 tiles, 8 x 8 outputs per invocation, software-pipelined
+ *   loads (matmul-gpu.ts).
+ * "subgroup-matrix" — for GPUs with matrix units exposed to WGSL, f16 operands: tensor-core multiplies
+ *   with f32 accumulation on 128 x 128 tiles (matmul-gpu.ts).
  *
  * All variants handle any m, n, k (edges are clamped on load and guarded on store), any batch strides, the
  * four transpose combinations, alpha and accumulate, and f16 operands (dtype "f16": halves converted on
@@ -46,8 +50,16 @@ import type { Binding, GpuContext } from "../gpu/context.js";
 import type { PooledTexture } from "../gpu/texture-pool.js";
 import { bindingWindow } from "./binding-windows.js";
 import { enableFor, type FloatStorage } from "./elementwise.js";
+import {
+  type BlockedDepth,
+  blockedKernel,
+  GPU_TILE,
+  pickSubgroupMatrixShape,
+  type SubgroupMatrixShape,
+  subgroupMatrixKernel,
+} from "./matmul-gpu.js";
 
-export type MatmulVariant = "texture" | "tiled" | "buffer";
+export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix";
 
 export interface MatmulArgs {
   a: GPUBuffer;
@@ -507,6 +519,70 @@ function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Variants "blocked" and "subgroup-matrix" (kernels in matmul-gpu.ts): 128 x 128 tiles per workgroup.
+
+let blockedDepth: BlockedDepth = 8;
+
+/** The k-step of the "blocked" kernel (benchmarks compare both); returns the previous one. */
+export function setBlockedMatmulDepth(depth: BlockedDepth): BlockedDepth {
+  const previous = blockedDepth;
+  blockedDepth = depth;
+  return previous;
+}
+
+function runGpuTiles(ctx: GpuContext, args: MatmulArgs, p: Problem, pipeline: GPUComputePipeline): void {
+  const overflow = (c: Chunk): Axis | undefined =>
+    bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, GPU_TILE, GPU_TILE);
+  for (const c of plan(p, overflow)) {
+    const s = spans(p, c);
+    const [a, b, out] = [
+      windowFor(ctx, args.a, s.a, p.bytes),
+      windowFor(ctx, args.b, s.b, p.bytes),
+      windowFor(ctx, args.out, s.out, p.bytes),
+    ];
+    ctx.dispatch(
+      pipeline,
+      [a.binding, b.binding, out.binding],
+      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base),
+      [Math.ceil(c.n / GPU_TILE), Math.ceil(c.m / GPU_TILE), c.batches],
+    );
+  }
+}
+
+function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
+  const key = `blocked${blockedDepth} ${code(p)}`;
+  const wgsl = source(key, () =>
+    blockedKernel(p.transA, p.transB, p.dtype, blockedDepth, GEMM_PARAMS, storeFn(p.dtype)),
+  );
+  runGpuTiles(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl));
+}
+
+/** The matrix-unit shape the "subgroup-matrix" variant uses on this context, if it can run here. */
+export function subgroupMatrixShape(ctx: GpuContext): SubgroupMatrixShape | undefined {
+  const { subgroupSizes, features } = ctx.info;
+  if (!features.shaderF16 || subgroupSizes.max === 0 || subgroupSizes.min !== subgroupSizes.max) return;
+  if (subgroupSizes.max * 8 > ctx.device.limits.maxComputeInvocationsPerWorkgroup) return;
+  return pickSubgroupMatrixShape(features.subgroupMatrixConfigs);
+}
+
+function runSubgroupMatrix(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
+  const shape = subgroupMatrixShape(ctx);
+  if (!shape || p.dtype !== "f16") {
+    throw new RangeError(
+      `matmul: the "subgroup-matrix" variant needs f16 operands and an adapter with f16 subgroup matrices (${
+        shape ? `dtype is ${p.dtype}` : "this adapter has none"
+      })`,
+    );
+  }
+  const lanes = ctx.info.subgroupSizes.max;
+  const key = `subgroup-matrix ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
+  const wgsl = source(key, () =>
+    subgroupMatrixKernel(p.transA, p.transB, shape, lanes, GEMM_PARAMS, storeFn("f16")),
+  );
+  runGpuTiles(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl));
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Variant "texture": operands in rgba32float storage textures, A shared by subgroup broadcast.
 
 const TEX_ROWS = 16; // output rows per workgroup (and vec4 accumulators per lane)
@@ -921,7 +997,11 @@ function problemOf(args: MatmulArgs): Problem {
 /** Which variant `matmul` runs for these arguments on this context's adapter. */
 export function matmulVariant(ctx: GpuContext, args: MatmulArgs): MatmulVariant {
   if (args.variant) return args.variant;
-  if (!ctx.info.adapter.isSoftware) return "tiled";
+  if (!ctx.info.adapter.isSoftware) {
+    const large = args.m >= 64 && args.n >= 64 && args.m * args.n * args.k >= 2 ** 24;
+    if (large && args.dtype === "f16" && subgroupMatrixShape(ctx)) return "subgroup-matrix";
+    return large ? "blocked" : "tiled";
+  }
   // On software adapters the texture variant wins once a problem fills its 16-row tiles and amortises
   // staging its operands in textures. Measured: 16x896x896 3.6x faster than "buffer", 128³ even,
   // 64³ and m <= 4 (one token per sequence) slower.
@@ -936,6 +1016,8 @@ export function matmul(ctx: GpuContext, args: MatmulArgs): void {
   const variant = p.k === 0 ? "buffer" : matmulVariant(ctx, args); // k = 0: out = 0 (or unchanged)
   if (variant === "texture") runTexture(ctx, args, p);
   else if (variant === "tiled") runTiled(ctx, args, p);
+  else if (variant === "blocked") runBlocked(ctx, args, p);
+  else if (variant === "subgroup-matrix") runSubgroupMatrix(ctx, args, p);
   else runBuffer(ctx, args, p);
 }
 

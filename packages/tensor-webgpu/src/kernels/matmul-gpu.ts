@@ -1,0 +1,329 @@
+/**
+ * The matmul kernels shaped for discrete GPUs (NVIDIA, AMD, Apple, Intel Arc), where workgroup memory is
+ * fast on-chip storage and registers are plentiful — the opposite of lavapipe, where the "texture" variant
+ * wins. matmul.ts plans the chunks and dispatches; this file only generates WGSL.
+ *
+ * "blocked" — register blocking through workgroup memory, the classic SGEMM scheme:
+ *   - a workgroup of 16 x 16 invocations computes a 128 x 128 output tile; each invocation 8 x 8 outputs,
+ *     as two 4-row by two 4-column blocks 64 apart (rows ty·4.., 64 + ty·4..; columns likewise), so that
+ *     its reads of the tiles are whole vec4s and neighbouring invocations read neighbouring vec4s;
+ *   - per step of `bk` along k, the workgroup stages A's 128 x bk and B's bk x 128 slices in workgroup
+ *     memory as vec4s of 4 rows (of A) or 4 columns (of B), one padding vec4 per k-row so that the stores
+ *     of invocations that differ in k land in different banks;
+ *   - the next step's slices are loaded from memory into registers while the current one is multiplied
+ *     (software pipelining: global latency hides behind 8·8·bk multiply-adds);
+ *   - each invocation's global loads take 4 consecutive elements of the stored layout's contiguous axis, so
+ *     a warp reads whole cache lines whatever the transposes.
+ *   Operands may be f16 (converted on load; workgroup memory and accumulation stay f32).
+ *
+ * "subgroup-matrix" — tensor cores through WGSL subgroup matrices (Dawn's
+ *   chromium_experimental_subgroup_matrix; Vulkan's cooperative matrices), f16 operands with an f32
+ *   accumulator, for adapters that offer such a configuration (M x N x K, e.g. 16 x 16 x 16):
+ *   - a workgroup of 8 subgroups computes a 128 x 128 tile (subgroups as 2 rows x 4 columns, each a
+ *     64 x 32 block of (64/M) x (32/N) accumulator matrices);
+ *   - per step of 32 along k, A's 128 x 32 and B's 32 x 128 slices are staged as halves in workgroup
+ *     memory in their stored orientation (a transposed operand is loaded column-major, which is free);
+ *   - results go through a per-subgroup f32 scratch matrix in workgroup memory to the shared store
+ *     epilogue (alpha, accumulate, edges, one rounding for f16 out).
+ */
+import type { FloatStorage } from "./elementwise.js";
+import { enableFor } from "./elementwise.js";
+
+/** Output tile of both GPU kernels (rows and columns per workgroup). */
+export const GPU_TILE = 128;
+
+/** k-step of the "blocked" kernel: 8 keeps workgroup memory at 8.4 KB; 16 halves the barriers. */
+export type BlockedDepth = 8 | 16;
+
+/**
+ * WGSL of the "blocked" kernel. `params` declares the uniform struct `Params` (m, n, k, bases, strides,
+ * leading dimensions); `store` the `storeOut(index, value)` epilogue.
+ */
+export function blockedKernel(
+  transA: boolean,
+  transB: boolean,
+  storage: FloatStorage,
+  bk: BlockedDepth,
+  params: string,
+  store: string,
+): string {
+  const rowQuads = GPU_TILE / 4; // vec4s per k-row of a staged slice
+  const stride = rowQuads + 1; // one vec4 of padding per k-row
+  const quadsPerSlice = (GPU_TILE * bk) / 4; // vec4s in a staged slice
+  const loadsPerInvocation = quadsPerSlice / 256;
+  const read = (array: string, index: string) =>
+    storage === "f32" ? `${array}[${index}]` : `f32(${array}[${index}])`;
+  // Where invocation t's i-th vec4 of a slice comes from: (quad, kk) = 4 rows (A) or columns (B) at kk.
+  // Contiguous along k: neighbours take neighbouring k. Contiguous along rows/columns: neighbouring quads.
+  const slot = (kContiguous: boolean, i: number) =>
+    kContiguous
+      ? { quad: `(t / ${bk}u + ${(256 / bk) * i}u)`, kk: `(t % ${bk}u)` }
+      : { quad: `(t % ${rowQuads}u)`, kk: `(t / ${rowQuads}u + ${256 / rowQuads}u * ${i}u)` };
+  const loads: string[] = [];
+  const stores: string[] = [];
+  for (let i = 0; i < loadsPerInvocation; i++) {
+    const a = slot(!transA, i);
+    const b = slot(transB, i);
+    loads.push(
+      `aNext${i} = loadA4(aBase, tileRow + ${a.quad} * 4u, k0 + ${a.kk});`,
+      `bNext${i} = loadB4(bBase, k0 + ${b.kk}, tileCol + ${b.quad} * 4u);`,
+    );
+    stores.push(
+      `aTile[${a.kk} * ${stride}u + ${a.quad}] = aNext${i};`,
+      `bTile[${b.kk} * ${stride}u + ${b.quad}] = bNext${i};`,
+    );
+  }
+  const declareNext = Array.from(
+    { length: loadsPerInvocation },
+    (_, i) => `var aNext${i} = vec4f(0.0); var bNext${i} = vec4f(0.0);`,
+  ).join("\n  ");
+  const accumulators: string[] = [];
+  const fmas: string[] = [];
+  const outputs: string[] = [];
+  for (let r = 0; r < 8; r++) {
+    const a = `${r < 4 ? "a0" : "a1"}.${"xyzw"[r % 4]}`;
+    for (let j = 0; j < 2; j++) {
+      accumulators.push(`var acc${r}_${j} = vec4f(0.0);`);
+      fmas.push(`acc${r}_${j} = fma(vec4f(${a}), b${j}, acc${r}_${j});`);
+      const row = `row0 + ${r < 4 ? r : 64 + r - 4}u`;
+      const col = `col0 + ${j * 64}u`;
+      outputs.push(`storeRow(outBase, ${row}, ${col}, acc${r}_${j});`);
+    }
+  }
+  // Element (row, col) of op(A) / op(B) in storage, for the stored layouts.
+  const aIndex = (row: string, kk: string) =>
+    transA ? `aBase + (${kk}) * p.lda + (${row})` : `aBase + (${row}) * p.lda + (${kk})`;
+  const bIndex = (kk: string, col: string) =>
+    transB ? `bBase + (${col}) * p.ldb + (${kk})` : `bBase + (${kk}) * p.ldb + (${col})`;
+  return /* wgsl */ `${enableFor(storage)}
+${params}
+@group(0) @binding(0) var<storage, read> a: array<${storage}>;
+@group(0) @binding(1) var<storage, read> b: array<${storage}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
+@group(0) @binding(3) var<uniform> p: Params;
+${store}
+
+// aTile[kk * ${stride} + q]: rows 4q..4q+3 of the tile at k-offset kk; bTile likewise for columns.
+var<workgroup> aTile: array<vec4f, ${bk * stride}>;
+var<workgroup> bTile: array<vec4f, ${bk * stride}>;
+
+// op(A)[row..row+3][kk], zero outside the matrix (reads clamped to valid addresses).
+fn loadA4(aBase: u32, row: u32, kk: u32) -> vec4f {
+  let k = min(kk, p.k - 1u);
+  var v = vec4f(0.0);
+  for (var i = 0u; i < 4u; i++) {
+    let r = min(row + i, p.m - 1u);
+    v[i] = select(0.0, ${read("a", aIndex("r", "k"))}, row + i < p.m && kk < p.k);
+  }
+  return v;
+}
+
+// op(B)[kk][col..col+3], zero outside the matrix.
+fn loadB4(bBase: u32, kk: u32, col: u32) -> vec4f {
+  let k = min(kk, p.k - 1u);
+  var v = vec4f(0.0);
+  for (var i = 0u; i < 4u; i++) {
+    let c = min(col + i, p.n - 1u);
+    v[i] = select(0.0, ${read("b", bIndex("k", "c"))}, col + i < p.n && kk < p.k);
+  }
+  return v;
+}
+
+fn storeRow(outBase: u32, row: u32, col: u32, v: vec4f) {
+  if (row >= p.m) { return; }
+  for (var j = 0u; j < 4u; j++) {
+    if (col + j < p.n) { storeOut(outBase + row * p.ldo + col + j, v[j]); }
+  }
+}
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
+  let t = lid.y * 16u + lid.x;
+  let batch = wg.z;
+  let aBase = p.aBase + batch * p.aBatchStride;
+  let bBase = p.bBase + batch * p.bBatchStride;
+  let tileRow = wg.y * ${GPU_TILE}u;
+  let tileCol = wg.x * ${GPU_TILE}u;
+  ${accumulators.join(" ")}
+  ${declareNext}
+  var k0 = 0u;
+  ${loads.join("\n  ")}
+  for (; k0 < p.k;) {
+    ${stores.join("\n    ")}
+    workgroupBarrier();
+    k0 += ${bk}u;
+    if (k0 < p.k) {
+      ${loads.join("\n      ")}
+    }
+    for (var kk = 0u; kk < ${bk}u; kk++) {
+      let a0 = aTile[kk * ${stride}u + lid.y];
+      let a1 = aTile[kk * ${stride}u + 16u + lid.y];
+      let b0 = bTile[kk * ${stride}u + lid.x];
+      let b1 = bTile[kk * ${stride}u + 16u + lid.x];
+      ${fmas.join("\n      ")}
+    }
+    workgroupBarrier();
+  }
+  let row0 = tileRow + lid.y * 4u;
+  let col0 = tileCol + lid.x * 4u;
+  let outBase = p.outBase + batch * p.outBatchStride;
+  ${outputs.join("\n  ")}
+}`;
+}
+
+/** A subgroup-matrix shape the adapter offers: left M x K, right K x N, result M x N. */
+export interface SubgroupMatrixShape {
+  m: number;
+  n: number;
+  k: number;
+}
+
+/** The adapter's f16 x f16 -> f32 subgroup-matrix shape that fits the kernel's tiling, if any. */
+export function pickSubgroupMatrixShape(
+  configs: readonly { componentType: string; resultType: string; M: number; N: number; K: number }[],
+): SubgroupMatrixShape | undefined {
+  const fits = configs.filter(
+    (c) =>
+      c.componentType === "f16" &&
+      c.resultType === "f32" &&
+      64 % c.M === 0 &&
+      32 % c.N === 0 &&
+      SUBGROUP_MATRIX_DEPTH % c.K === 0,
+  );
+  // Larger fragments mean fewer loads per multiply-add.
+  fits.sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K);
+  const best = fits[0];
+  return best ? { m: best.M, n: best.N, k: best.K } : undefined;
+}
+
+/** k-step of the subgroup-matrix kernel (halves per staged row). */
+const SUBGROUP_MATRIX_DEPTH = 32;
+/** Subgroups per workgroup, as 2 rows x 4 columns of 64 x 32 blocks. */
+const SUBGROUPS = 8;
+
+/**
+ * WGSL of the "subgroup-matrix" kernel for f16 operands; `lanes` is the adapter's subgroup size (it must
+ * be fixed: subgroupMinSize = subgroupMaxSize, so that the workgroup holds exactly 8 subgroups).
+ */
+export function subgroupMatrixKernel(
+  transA: boolean,
+  transB: boolean,
+  shape: SubgroupMatrixShape,
+  lanes: number,
+  params: string,
+  store: string,
+): string {
+  const { m: M, n: N, k: K } = shape;
+  const bk = SUBGROUP_MATRIX_DEPTH;
+  const pad = 8; // halves of padding per staged row: 16 bytes, so rows start in different banks
+  // A staged as [row][k] (or [k][row] when transposed); B as [k][col] (or [col][k]).
+  const aStride = (transA ? GPU_TILE : bk) + pad;
+  const bStride = (transB ? bk : GPU_TILE) + pad;
+  const aRows = transA ? bk : GPU_TILE;
+  const bRows = transB ? GPU_TILE : bk;
+  const fm = 64 / M;
+  const fn = 32 / N;
+  const invocations = lanes * SUBGROUPS;
+  const left = `subgroup_matrix_left<f16, ${K}, ${M}>`;
+  const right = `subgroup_matrix_right<f16, ${N}, ${K}>`;
+  const result = `subgroup_matrix_result<f32, ${N}, ${M}>`;
+  const declare: string[] = [];
+  const multiply: string[] = [];
+  const epilogue: string[] = [];
+  for (let i = 0; i < fm; i++) {
+    for (let j = 0; j < fn; j++) {
+      declare.push(`var acc${i}_${j} = ${result}();`);
+      multiply.push(`acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`);
+      epilogue.push(`storeFragment(acc${i}_${j}, blockRow + ${i * M}u, blockCol + ${j * N}u, sg, sgLane, outBase);`);
+    }
+  }
+  const loadsLeft = Array.from({ length: fm }, (_, i) => {
+    const row = `blockRowInTile + ${i * M}u`;
+    const offset = transA ? `kk * ${aStride}u + ${row}` : `(${row}) * ${aStride}u + kk`;
+    return `let l${i} = subgroupMatrixLoad<${left}>(&aTile, ${offset}, ${transA}, ${aStride}u);`;
+  });
+  const loadsRight = Array.from({ length: fn }, (_, j) => {
+    const col = `blockColInTile + ${j * N}u`;
+    const offset = transB ? `(${col}) * ${bStride}u + kk` : `kk * ${bStride}u + ${col}`;
+    return `let r${j} = subgroupMatrixLoad<${right}>(&bTile, ${offset}, ${transB}, ${bStride}u);`;
+  });
+  const aIndex = (row: string, kk: string) =>
+    transA ? `aBase + (${kk}) * p.lda + (${row})` : `aBase + (${row}) * p.lda + (${kk})`;
+  const bIndex = (kk: string, col: string) =>
+    transB ? `bBase + (${col}) * p.ldb + (${kk})` : `bBase + (${kk}) * p.ldb + (${col})`;
+  // Staging: the slice's elements in stored order, (major, minor) with minor contiguous in memory.
+  const aMinor = transA ? GPU_TILE : bk;
+  const bMinor = transB ? bk : GPU_TILE;
+  return /* wgsl */ `enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+${params}
+@group(0) @binding(0) var<storage, read> a: array<f16>;
+@group(0) @binding(1) var<storage, read> b: array<f16>;
+@group(0) @binding(2) var<storage, read_write> out: array<f16>;
+@group(0) @binding(3) var<uniform> p: Params;
+${store}
+
+var<workgroup> aTile: array<f16, ${aRows * aStride}>;
+var<workgroup> bTile: array<f16, ${bRows * bStride}>;
+var<workgroup> scratch: array<f32, ${SUBGROUPS * M * N}>;
+
+fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, outBase: u32) {
+  // Every subgroup calls this the same number of times, so the barriers are in uniform control flow.
+  let base = sg * ${M * N}u;
+  subgroupMatrixStore(&scratch, base, value, false, ${N}u);
+  workgroupBarrier();
+  for (var e = lane; e < ${M * N}u; e += ${lanes}u) {
+    let row = row0 + e / ${N}u;
+    let col = col0 + e % ${N}u;
+    if (row < p.m && col < p.n) { storeOut(outBase + row * p.ldo + col, scratch[base + e]); }
+  }
+  workgroupBarrier();
+}
+
+@compute @workgroup_size(${invocations})
+fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
+        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
+  let batch = wg.z;
+  let aBase = p.aBase + batch * p.aBatchStride;
+  let bBase = p.bBase + batch * p.bBatchStride;
+  let tileRow = wg.y * ${GPU_TILE}u;
+  let tileCol = wg.x * ${GPU_TILE}u;
+  let blockRowInTile = (sg / 4u) * 64u;
+  let blockColInTile = (sg % 4u) * 32u;
+  ${declare.join("\n  ")}
+  for (var k0 = 0u; k0 < p.k; k0 += ${bk}u) {
+    for (var e = lane; e < ${aRows * aMinor}u; e += ${invocations}u) {
+      let major = e / ${aMinor}u;
+      let minor = e % ${aMinor}u;
+      let row = tileRow + ${transA ? "minor" : "major"};
+      let kk = k0 + ${transA ? "major" : "minor"};
+      let v = a[${aIndex("min(row, p.m - 1u)", "min(kk, p.k - 1u)")}];
+      aTile[major * ${aStride}u + minor] = select(f16(0.0), v, row < p.m && kk < p.k);
+    }
+    for (var e = lane; e < ${bRows * bMinor}u; e += ${invocations}u) {
+      let major = e / ${bMinor}u;
+      let minor = e % ${bMinor}u;
+      let col = tileCol + ${transB ? "major" : "minor"};
+      let kk = k0 + ${transB ? "minor" : "major"};
+      let v = b[${bIndex("min(kk, p.k - 1u)", "min(col, p.n - 1u)")}];
+      bTile[major * ${bStride}u + minor] = select(f16(0.0), v, col < p.n && kk < p.k);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${bk}u; kk += ${K}u) {
+      ${loadsLeft.join("\n      ")}
+      ${loadsRight.join("\n      ")}
+      ${multiply.join("\n      ")}
+    }
+    workgroupBarrier();
+  }
+  let blockRow = tileRow + blockRowInTile;
+  let blockCol = tileCol + blockColInTile;
+  let outBase = p.outBase + batch * p.outBatchStride;
+  ${epilogue.join("\n  ")}
+}`;
+}
+
+/** Invocations per workgroup of the subgroup-matrix kernel. */
+export const subgroupMatrixInvocations = (lanes: number): number => lanes * SUBGROUPS;
