@@ -8,7 +8,14 @@
  */
 import type { GpuContext } from "../../src/gpu/context.js";
 import { cast } from "../../src/kernels/layout.js";
-import { type MatmulArgs, type MatmulVariant, matmul, matmulVariant } from "../../src/kernels/matmul.js";
+import {
+  type MatmulArgs,
+  type MatmulVariant,
+  matmul,
+  matmulVariant,
+  setBlockedMatmulDepth,
+  subgroupMatrixShape,
+} from "../../src/kernels/matmul.js";
 import type { BenchCase } from "../case.js";
 
 interface Shape {
@@ -34,6 +41,7 @@ const shapes: Shape[] = [
   { label: "512^3", m: 512, n: 512, k: 512 },
   { label: "1024^3", m: 1024, n: 1024, k: 1024, compare: true, f16: true },
   { label: "2048^3", m: 2048, n: 2048, k: 2048, f16: true },
+  { label: "4096^3", m: 4096, n: 4096, k: 4096, compare: true, f16: true },
   { label: "[4096x128]·[128x384]", m: 4096, n: 384, k: 128, compare: true },
   { label: "[4096x384]·[384x128]", m: 4096, n: 128, k: 384, compare: true },
   { label: "qwen x·Wqᵀ [512x896]·[896x896]ᵀ", m: TOKENS, n: HIDDEN, k: HIDDEN, transB: true, f16: true },
@@ -66,23 +74,41 @@ function filled(ctx: GpuContext, n: number, seed: number, dtype: "f32" | "f16"):
   return half;
 }
 
-function caseFor(shape: Shape, variant?: MatmulVariant, dtype: "f32" | "f16" = "f32"): BenchCase {
+/** A variant to force; "blocked16" is "blocked" with a k-step of 16 instead of 8. */
+type BenchVariant = MatmulVariant | "blocked16";
+
+function skipReason(ctx: GpuContext, variant: BenchVariant | undefined, dtype: "f32" | "f16") {
+  if (dtype === "f16" && !ctx.info.features.shaderF16) return "no shader-f16";
+  if (variant === "subgroup-matrix") {
+    if (dtype !== "f16") return "f16 operands only";
+    if (!subgroupMatrixShape(ctx)) return "no f16 subgroup matrices on this adapter";
+  }
+  return undefined;
+}
+
+function caseFor(shape: Shape, variant?: BenchVariant, dtype: "f32" | "f16" = "f32"): BenchCase {
   const batch = shape.batch ?? 1;
   return {
     family: "matmul",
     name: `${shape.label} [${variant ?? "auto"}${dtype === "f16" ? " f16" : ""}]`,
     flops: 2 * batch * shape.m * shape.n * shape.k,
-    skip: (ctx) => (dtype === "f16" && !ctx.info.features.shaderF16 ? "no shader-f16" : undefined),
+    skip: (ctx) => skipReason(ctx, variant, dtype),
     setup(ctx) {
       const a = filled(ctx, batch * shape.m * shape.k, 1, dtype);
       const b = filled(ctx, batch * shape.k * shape.n, 2, dtype);
       const out = ctx.pool.acquire(batch * shape.m * shape.n * (dtype === "f16" ? 2 : 4));
-      const args: MatmulArgs = { a, b, out, batch, m: shape.m, n: shape.n, k: shape.k, variant, dtype };
+      const forced = variant === "blocked16" ? "blocked" : variant;
+      const args: MatmulArgs = { a, b, out, batch, m: shape.m, n: shape.n, k: shape.k, variant: forced, dtype };
       if (shape.transA) args.transA = true;
       if (shape.transB) args.transB = true;
       if (!variant) console.log(`  (auto picks "${matmulVariant(ctx, args)}" for ${shape.label})`);
       return {
-        run: () => matmul(ctx, args),
+        run: () => {
+          if (variant !== "blocked16") return matmul(ctx, args);
+          const depth = setBlockedMatmulDepth(16);
+          matmul(ctx, args);
+          setBlockedMatmulDepth(depth);
+        },
         dispose: () => {
           for (const buffer of [a, b, out]) ctx.pool.release(buffer);
         },
@@ -91,7 +117,7 @@ function caseFor(shape: Shape, variant?: MatmulVariant, dtype: "f32" | "f16" = "
   };
 }
 
-const variants: MatmulVariant[] = ["texture", "tiled", "buffer"];
+const variants: BenchVariant[] = ["texture", "tiled", "buffer", "blocked", "blocked16", "subgroup-matrix"];
 
 export const cases: BenchCase[] = [
   ...shapes.flatMap((shape) =>
@@ -101,7 +127,13 @@ export const cases: BenchCase[] = [
     .filter((shape) => shape.compare)
     .flatMap((shape) =>
       variants.flatMap((v) =>
-        shape.f16 ? [caseFor(shape, v), caseFor(shape, v, "f16")] : [caseFor(shape, v)],
+        v === "subgroup-matrix"
+          ? shape.f16
+            ? [caseFor(shape, v, "f16")]
+            : []
+          : shape.f16
+            ? [caseFor(shape, v), caseFor(shape, v, "f16")]
+            : [caseFor(shape, v)],
       ),
     ),
 ];

@@ -1,0 +1,122 @@
+/**
+ * The model measurements behind `pnpm bench:models` and the portable benchmark: forward+backward tokens/s of
+ * a language-model loss, and batched greedy decode tokens/s with a KV cache, of a randomly initialised
+ * Qwen2-shaped model on a given backend.
+ */
+import {
+  asyncScope,
+  type Backend,
+  backward,
+  crossEntropy,
+  mean,
+  reshape,
+  tensor,
+} from "@ragen/tensor-webgpu";
+import { generate } from "../src/model/generate.js";
+import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
+
+const qwenShape = (overrides: Partial<Qwen2Shape>): Qwen2Shape => ({
+  vocabSize: 151936,
+  hiddenSize: 896,
+  intermediateSize: 4864,
+  numHiddenLayers: 24,
+  numAttentionHeads: 14,
+  numKeyValueHeads: 2,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1000000,
+  tieWordEmbeddings: true,
+  ...overrides,
+});
+
+/** Model sizes the benchmarks know, by name. */
+export const MODEL_SIZES: Record<string, Qwen2Shape> = {
+  tiny: qwenShape({
+    vocabSize: 1024,
+    hiddenSize: 128,
+    intermediateSize: 344,
+    numHiddenLayers: 4,
+    numAttentionHeads: 4,
+    numKeyValueHeads: 2,
+    ropeTheta: 10000,
+  }),
+  small: qwenShape({
+    vocabSize: 2048,
+    hiddenSize: 256,
+    intermediateSize: 688,
+    numHiddenLayers: 6,
+    numAttentionHeads: 8,
+    numKeyValueHeads: 2,
+    ropeTheta: 10000,
+  }),
+  "qwen0.5b": qwenShape({}),
+};
+
+/** The deterministic token ids and targets both this engine and the PyTorch peer use. */
+export function benchTokens(shape: Qwen2Shape, batch: number, seq: number) {
+  return {
+    ids: Int32Array.from({ length: batch * seq }, (_, i) => (i * 7919) % shape.vocabSize),
+    targets: Int32Array.from({ length: batch * seq }, (_, i) => (i * 104729 + 1) % shape.vocabSize),
+  };
+}
+
+export interface TrainingMeasurement {
+  tokensPerSecond: number;
+  secondsPerStep: number[];
+  dispatchesPerStep: number;
+}
+
+const dispatchCount = (backend: Backend) =>
+  (backend as { ctx?: { stats: { dispatches: number } } }).ctx?.stats.dispatches ?? 0;
+
+/** Forward + backward of mean cross-entropy over batch x seq tokens; `steps` timed after one warm-up. */
+export async function measureTraining(
+  model: Qwen2Model,
+  backend: Backend,
+  options: { batch: number; seq: number; steps: number },
+): Promise<TrainingMeasurement> {
+  const { batch, seq } = options;
+  const shape = model.config;
+  const { ids, targets } = benchTokens(shape, batch, seq);
+  const step = async () => {
+    await asyncScope(async () => {
+      const logits = model.logits({ ids, batch, seqLen: seq });
+      const t = tensor(targets, [batch * seq], { backend, dtype: "i32" });
+      backward(mean(crossEntropy(reshape(logits, [batch * seq, shape.vocabSize]), t)));
+      for (const p of model.parameters()) {
+        p.grad?.dispose();
+        p.grad = undefined;
+      }
+      await backend.sync();
+    });
+  };
+  await step(); // compile
+  const before = dispatchCount(backend);
+  const secondsPerStep: number[] = [];
+  for (let i = 0; i < options.steps; i++) {
+    const start = performance.now();
+    await step();
+    secondsPerStep.push((performance.now() - start) / 1000);
+  }
+  const total = secondsPerStep.reduce((a, b) => a + b, 0);
+  return {
+    tokensPerSecond: (options.steps * batch * seq) / total,
+    secondsPerStep,
+    dispatchesPerStep: (dispatchCount(backend) - before) / options.steps,
+  };
+}
+
+/** Greedy decoding of `newTokens` for `batch` prompts of `promptLength` tokens (after one short warm-up). */
+export async function measureDecode(
+  model: Qwen2Model,
+  options: { batch: number; promptLength: number; newTokens: number },
+): Promise<{ tokensPerSecond: number; seconds: number }> {
+  const { ids } = benchTokens(model.config, options.batch, options.promptLength);
+  const prompts = Array.from({ length: options.batch }, (_, b) =>
+    ids.slice(b * options.promptLength, (b + 1) * options.promptLength),
+  );
+  await generate(model, prompts, { maxNewTokens: 2, temperature: 0 });
+  const start = performance.now();
+  await generate(model, prompts, { maxNewTokens: options.newTokens, temperature: 0 });
+  const seconds = (performance.now() - start) / 1000;
+  return { tokensPerSecond: (options.batch * options.newTokens) / seconds, seconds };
+}

@@ -1,0 +1,248 @@
+/**
+ * The portable benchmark, bundled by build.mjs into `<folder>/bench.mjs`:
+ *
+ *   node bench.mjs [--quick] [--only matmul,attention,model] [--match 4096] [--min-time 0.5]
+ *                  [--model qwen0.5b] [--batch 4] [--seq 512] [--steps 3]
+ *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--repeats 1]
+ *                  [--torch auto|on|off] [--out results-folder]
+ *
+ * Runs the kernel benchmarks (matmul, attention, row ops, ...) and the model benchmark (a Qwen2-shaped
+ * model's forward+backward and batched decode) on the machine's preferred high-performance WebGPU adapter,
+ * then the same shapes in PyTorch when python3 has torch: on CUDA when there is a GPU (matmul f32 with TF32
+ * off and on, bf16; SDPA attention; the model in f32 and under bf16 autocast), else on the CPU with 1
+ * thread and with all cores, keeping the better. With --repeats > 1 the model measurements alternate this
+ * engine and PyTorch and report the median. Writes results.json and results.md to --out.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { MODEL_SIZES, measureDecode, measureTraining } from "../../../packages/models/bench/model-bench.js";
+import { Qwen2Model } from "../../../packages/models/src/model/qwen2.js";
+import { allCases } from "../../../packages/tensor-webgpu/bench/cases/index.js";
+import { type KernelResult, runCases, selectCases } from "../../../packages/tensor-webgpu/bench/run-cases.js";
+import { webGpuBackend } from "../../../packages/tensor-webgpu/src/index.js";
+import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels/matmul.js";
+import { comparisonRows, type PeerResults, renderMarkdown } from "./report.js";
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+    match: { type: "string" },
+    "min-time": { type: "string", default: "0.5" },
+    model: { type: "string", default: "qwen0.5b" },
+    batch: { type: "string", default: "4" },
+    seq: { type: "string", default: "512" },
+    steps: { type: "string", default: "3" },
+    "decode-batch": { type: "string", default: "16" },
+    prompt: { type: "string", default: "32" },
+    "new-tokens": { type: "string", default: "32" },
+    repeats: { type: "string", default: "1" },
+    torch: { type: "string", default: "auto" },
+    out: { type: "string", default: "bench-results" },
+  },
+});
+
+const here = dirname(fileURLToPath(import.meta.url));
+const quick = values.quick!;
+const families = values.only?.split(",");
+const wants = (family: string) => !families || families.includes(family);
+const number = (name: keyof typeof values) => {
+  const value = Number(values[name]);
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`--${name} must be a number, got ${values[name]}`);
+  return value;
+};
+
+/** Matmul shapes compared with PyTorch (the engine's case names are `${label} [auto]` / `[auto f16]`). */
+const PEER_MATMUL = quick
+  ? [{ label: "256^3", m: 256, n: 256, k: 256 }]
+  : [
+      { label: "1024^3", m: 1024, n: 1024, k: 1024 },
+      { label: "2048^3", m: 2048, n: 2048, k: 2048 },
+      { label: "4096^3", m: 4096, n: 4096, k: 4096 },
+      { label: "qwen x·Wupᵀ [512x896]·[4864x896]ᵀ", m: 512, n: 4864, k: 896, transB: true },
+      { label: "qwen dWq=dYᵀ·X [896x512]ᵀ·[512x896]", m: 896, n: 896, k: 512, transA: true },
+    ];
+/** Attention shapes compared with PyTorch's SDPA. */
+const PEER_ATTENTION = (quick ? [128] : [512, 1024]).map((seqLen) => ({
+  label: `qwen0.5b T=${seqLen} 14/2x64 b=1`,
+  batch: 1,
+  seqLen,
+  numHeads: 14,
+  numKvHeads: 2,
+  headDim: 64,
+}));
+
+const backend = await webGpuBackend({ powerPreference: "high-performance" });
+const ctx = backend.ctx;
+const { adapter, features, subgroupSizes } = ctx.info;
+console.log(`adapter: ${[adapter.vendor, adapter.architecture, adapter.device, adapter.description].join(" ").trim()}`);
+console.log(
+  `features: shader-f16 ${features.shaderF16}, subgroups ${features.subgroups} (${subgroupSizes.min}-${subgroupSizes.max}), ` +
+    `subgroup matrices ${JSON.stringify(features.subgroupMatrixConfigs)} -> ${JSON.stringify(subgroupMatrixShape(ctx) ?? null)}`,
+);
+
+// ---- kernels
+let kernels: KernelResult[] = [];
+const kernelFamilies = !families || families.includes("kernels") ? undefined : families.filter((f) => f !== "model");
+if (kernelFamilies === undefined || kernelFamilies.length > 0) {
+  const patterns = values.match?.split(",") ?? [];
+  const quickNames = new Set([
+    "256^3 [auto]",
+    "256^3 [auto f16]",
+    "256^3 [blocked]",
+    `attention fwd ${PEER_ATTENTION[0]!.label}`,
+    `attention fwd+bwd ${PEER_ATTENTION[0]!.label}`,
+  ]);
+  const selected = selectCases(allCases, kernelFamilies, patterns).filter(
+    (c) => !quick || quickNames.has(c.name),
+  );
+  console.log(`\n# kernels (${selected.length} cases)`);
+  kernels = await runCases(ctx, selected, { minSeconds: number("min-time") });
+}
+
+// ---- PyTorch
+const python = ["python3", "/usr/bin/python3"].find((p) => spawnSync(p, ["-c", "import torch"]).status === 0);
+const torchMode = values.torch!;
+if (torchMode === "on" && !python) throw new Error("--torch on: no python3 with torch found");
+const usePeer = torchMode !== "off" && python !== undefined;
+const peerScript = (name: string) =>
+  [join(here, name), resolve(here, "../../../packages/tensor-webgpu/bench", name), resolve(here, "../../../packages/models/bench", name)].find(existsSync);
+
+function runPeer(script: string, args: object): Record<string, unknown> | undefined {
+  const path = peerScript(script);
+  if (!python || !path) return undefined;
+  const run = spawnSync(python, [path, JSON.stringify(args)], { encoding: "utf8", maxBuffer: 1 << 26 });
+  if (run.status !== 0) {
+    console.error(`PyTorch peer ${script} failed: ${(run.stderr || run.error?.message || "").trim().split("\n").slice(-3).join(" | ")}`);
+    return undefined;
+  }
+  return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as Record<string, unknown>;
+}
+
+const cuda = usePeer && spawnSync(python!, ["-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"]).status === 0;
+const peerDevice = cuda ? "cuda" : "cpu";
+const threadChoices = cuda ? [1] : [...new Set([1, cpus().length])];
+const peer: PeerResults = { device: peerDevice, matmul: [], attention: [], model: [] };
+
+if (usePeer && kernels.length > 0) {
+  console.log(`\n# PyTorch kernels on ${peerDevice}`);
+  for (const threads of threadChoices) {
+    const result = runPeer("torch_kernels.py", {
+      device: peerDevice,
+      threads,
+      repeats: quick ? 3 : 20,
+      matmul: wants("matmul") || wants("kernels") ? PEER_MATMUL : [],
+      matmulModes: cuda ? ["f32", "tf32", "bf16", "f16"] : ["f32"],
+      attention: wants("attention") || wants("kernels") ? PEER_ATTENTION : [],
+    }) as (PeerResults & { threads: number; gpu?: string; torch?: string }) | undefined;
+    if (!result) continue;
+    peer.torch = result.torch;
+    peer.gpu = result.gpu;
+    // Keep the better thread count per case.
+    for (const row of result.matmul) {
+      const same = peer.matmul.find((r) => r.label === row.label && r.mode === row.mode);
+      if (!same) peer.matmul.push({ ...row, threads: result.threads });
+      else if (row.ms < same.ms) Object.assign(same, row, { threads: result.threads });
+    }
+    for (const row of result.attention) {
+      const same = peer.attention.find((r) => r.label === row.label && r.pass === row.pass);
+      if (!same) peer.attention.push({ ...row, threads: result.threads });
+      else if (row.ms < same.ms) Object.assign(same, row, { threads: result.threads });
+    }
+  }
+  for (const r of peer.matmul) console.log(`${r.label.padEnd(44)} ${r.mode.padEnd(5)} ${r.ms.toFixed(3).padStart(9)} ms ${r.tflops.toFixed(2).padStart(8)} TFLOP/s`);
+  for (const r of peer.attention) console.log(`attention ${r.pass.padEnd(8)} ${r.label.padEnd(34)} ${r.ms.toFixed(3).padStart(9)} ms ${r.tflops.toFixed(2).padStart(8)} TFLOP/s`);
+}
+
+// ---- model
+interface ModelResult {
+  size: string;
+  batch: number;
+  seq: number;
+  decodeBatch: number;
+  promptLength: number;
+  newTokens: number;
+  trainTokensPerSecond: number[];
+  decodeTokensPerSecond: number[];
+  dispatchesPerStep: number;
+  peakBytes: number;
+}
+let model: ModelResult | undefined;
+if (wants("model")) {
+  const size = quick ? "tiny" : values.model!;
+  const shape = MODEL_SIZES[size];
+  if (!shape) throw new RangeError(`--model must be one of ${Object.keys(MODEL_SIZES).join(", ")}`);
+  const batch = quick ? 2 : number("batch");
+  const seq = quick ? 32 : number("seq");
+  const steps = quick ? 1 : number("steps");
+  const decode = {
+    batch: quick ? 2 : number("decode-batch"),
+    promptLength: quick ? 8 : number("prompt"),
+    newTokens: quick ? 4 : number("new-tokens"),
+  };
+  console.log(`\n# model ${size}: forward+backward ${batch} x ${seq} tokens, decode ${decode.batch} x ${decode.newTokens} after ${decode.promptLength}`);
+  const qwen = Qwen2Model.random(shape, 0, backend);
+  model = {
+    size,
+    batch,
+    seq,
+    decodeBatch: decode.batch,
+    promptLength: decode.promptLength,
+    newTokens: decode.newTokens,
+    trainTokensPerSecond: [],
+    decodeTokensPerSecond: [],
+    dispatchesPerStep: 0,
+    peakBytes: 0,
+  };
+  const peerArgs = { shape, batch, seq, steps, decodeBatch: decode.batch, promptLength: decode.promptLength, newTokens: decode.newTokens };
+  for (let r = 0; r < number("repeats"); r++) {
+    const train = await measureTraining(qwen, backend, { batch, seq, steps });
+    model.trainTokensPerSecond.push(train.tokensPerSecond);
+    model.dispatchesPerStep = train.dispatchesPerStep;
+    model.peakBytes = Math.max(model.peakBytes, ctx.pool.stats.peakInUseBytes);
+    const dec = await measureDecode(qwen, decode);
+    model.decodeTokensPerSecond.push(dec.tokensPerSecond);
+    console.log(`this engine: forward+backward ${train.tokensPerSecond.toFixed(1)} tokens/s (${train.dispatchesPerStep} dispatches/step), decode ${dec.tokensPerSecond.toFixed(1)} tokens/s`);
+    if (!usePeer) continue;
+    for (const dtype of cuda ? ["f32", "bf16"] : ["f32"]) {
+      for (const threads of threadChoices) {
+        const result = runPeer("torch_models.py", { ...peerArgs, device: peerDevice, threads, dtype }) as
+          | { train: number; decode: number; threads: number; peakBytes: number }
+          | undefined;
+        if (!result) continue;
+        peer.model.push({ dtype, threads: result.threads, train: result.train, decode: result.decode, peakBytes: result.peakBytes });
+        console.log(`PyTorch ${peerDevice} ${dtype} ${result.threads} thread(s): forward+backward ${result.train.toFixed(1)} tokens/s, decode ${result.decode.toFixed(1)} tokens/s`);
+      }
+    }
+  }
+  qwen.dispose();
+}
+
+// ---- report
+const out = resolve(values.out!);
+mkdirSync(out, { recursive: true });
+const report = {
+  date: new Date().toISOString(),
+  node: process.version,
+  adapter,
+  features,
+  subgroupSizes,
+  quick,
+  kernels,
+  model,
+  peer: usePeer ? peer : undefined,
+};
+const write = (name: string, text: string) => {
+  writeFileSync(join(out, `${name}.tmp`), text);
+  renameSync(join(out, `${name}.tmp`), join(out, name));
+};
+write("results.json", `${JSON.stringify(report, null, 2)}\n`);
+const rows = comparisonRows(kernels, model, usePeer ? peer : undefined, PEER_MATMUL.map((m) => m.label), PEER_ATTENTION.map((a) => a.label));
+write("results.md", renderMarkdown(report, rows));
+console.log(`\n${renderMarkdown(report, rows)}`);
+console.log(`wrote ${join(out, "results.json")} and results.md`);
+backend.ctx.destroy();

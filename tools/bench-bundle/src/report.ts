@@ -1,0 +1,129 @@
+/** The portable benchmark's markdown: this engine beside PyTorch per case, then every kernel measured. */
+import type { KernelResult } from "../../../packages/tensor-webgpu/bench/run-cases.js";
+
+export interface PeerResults {
+  device: string;
+  gpu?: string;
+  torch?: string;
+  matmul: { label: string; mode: string; ms: number; tflops: number; threads?: number }[];
+  attention: { label: string; pass: string; ms: number; tflops: number; threads?: number }[];
+  model: { dtype: string; threads: number; train: number; decode: number; peakBytes: number }[];
+}
+
+export interface ModelSummary {
+  size: string;
+  batch: number;
+  seq: number;
+  decodeBatch: number;
+  newTokens: number;
+  trainTokensPerSecond: number[];
+  decodeTokensPerSecond: number[];
+  peakBytes: number;
+}
+
+export interface ComparisonRow {
+  case: string;
+  engine: string;
+  peer: string;
+  peerMode: string;
+  /** engine / peer: above 1 the engine is faster. */
+  ratio: number | undefined;
+}
+
+const median = (values: number[]) =>
+  values.length === 0 ? Number.NaN : [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
+
+export function comparisonRows(
+  kernels: readonly KernelResult[],
+  model: ModelSummary | undefined,
+  peer: PeerResults | undefined,
+  matmulLabels: readonly string[],
+  attentionLabels: readonly string[],
+): ComparisonRow[] {
+  const rows: ComparisonRow[] = [];
+  const engine = (name: string) => kernels.find((k) => k.name === name && k.gflops !== undefined);
+  const add = (name: string, tflops: number | undefined, peerTflops: number | undefined, mode: string) => {
+    if (tflops === undefined && peerTflops === undefined) return;
+    rows.push({
+      case: name,
+      engine: tflops === undefined ? "-" : `${fmt(tflops, 2)} TFLOP/s`,
+      peer: peerTflops === undefined ? "-" : `${fmt(peerTflops, 2)} TFLOP/s`,
+      peerMode: mode,
+      ratio: tflops !== undefined && peerTflops !== undefined ? tflops / peerTflops : undefined,
+    });
+  };
+  for (const label of matmulLabels) {
+    const f32 = engine(`${label} [auto]`);
+    const f16 = engine(`${label} [auto f16]`);
+    const p = (mode: string) => peer?.matmul.find((r) => r.label === label && r.mode === mode)?.tflops;
+    const t = (k: KernelResult | undefined) => (k?.gflops !== undefined ? k.gflops / 1000 : undefined);
+    add(`matmul ${label} f32`, t(f32), p("f32"), "f32, TF32 off");
+    if (peer?.device === "cuda") add(`matmul ${label} f32`, t(f32), p("tf32"), "f32, TF32 on");
+    if (f16 && peer?.device === "cuda") {
+      add(`matmul ${label} f16`, t(f16), p("bf16"), "bf16");
+      add(`matmul ${label} f16`, t(f16), p("f16"), "f16");
+    }
+  }
+  for (const label of attentionLabels) {
+    for (const pass of ["fwd", "fwd+bwd"]) {
+      const k = engine(`attention ${pass} ${label}`);
+      const p = peer?.attention.find((r) => r.label === label && r.pass === pass);
+      add(`attention ${pass} ${label}`, k?.gflops !== undefined ? k.gflops / 1000 : undefined, p?.tflops, "SDPA f32");
+    }
+  }
+  if (model) {
+    const train = median(model.trainTokensPerSecond);
+    const decode = median(model.decodeTokensPerSecond);
+    const modes = [...new Set(peer?.model.map((r) => r.dtype) ?? [])];
+    const best = (dtype: string, key: "train" | "decode") =>
+      Math.max(...(peer?.model.filter((r) => r.dtype === dtype).map((r) => r[key]) ?? []));
+    const threads = (dtype: string, key: "train" | "decode") => {
+      const rowsOf = peer?.model.filter((r) => r.dtype === dtype) ?? [];
+      const top = rowsOf.find((r) => r[key] === best(dtype, key));
+      return peer?.device === "cpu" && top ? `, ${top.threads} thread${top.threads > 1 ? "s" : ""}` : "";
+    };
+    const label = `${model.size} forward+backward ${model.batch}x${model.seq}`;
+    const decodeLabel = `${model.size} decode batch ${model.decodeBatch}, ${model.newTokens} tokens`;
+    if (modes.length === 0) {
+      rows.push({ case: label, engine: `${fmt(train)} tokens/s`, peer: "-", peerMode: "-", ratio: undefined });
+      rows.push({ case: decodeLabel, engine: `${fmt(decode)} tokens/s`, peer: "-", peerMode: "-", ratio: undefined });
+    }
+    for (const dtype of modes) {
+      const mode = dtype === "bf16" ? "eager, bf16 autocast" : "eager f32";
+      const pt = best(dtype, "train");
+      const pd = best(dtype, "decode");
+      rows.push({ case: label, engine: `${fmt(train)} tokens/s`, peer: `${fmt(pt)} tokens/s`, peerMode: `${mode}${threads(dtype, "train")}`, ratio: train / pt });
+      rows.push({ case: decodeLabel, engine: `${fmt(decode)} tokens/s`, peer: `${fmt(pd)} tokens/s`, peerMode: `${mode}, KV cache${threads(dtype, "decode")}`, ratio: decode / pd });
+    }
+  }
+  return rows;
+}
+
+export function renderMarkdown(
+  report: {
+    date: string;
+    adapter: { vendor: string; architecture: string; device: string; description: string };
+    peer?: PeerResults;
+    kernels: readonly KernelResult[];
+    model?: ModelSummary;
+  },
+  rows: readonly ComparisonRow[],
+): string {
+  const a = report.adapter;
+  const lines = [
+    `# RAGEN.ts benchmark, ${report.date.slice(0, 10)}`,
+    "",
+    `- adapter: ${[a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(" / ")}`,
+    `- PyTorch: ${report.peer ? `${report.peer.torch ?? "?"} on ${report.peer.gpu ?? report.peer.device}` : "not run"}`,
+  ];
+  if (report.model) lines.push(`- model step peak memory (buffer pool): ${(report.model.peakBytes / 2 ** 30).toFixed(2)} GiB`);
+  lines.push("", "| case | this engine | PyTorch | PyTorch mode | ratio |", "|---|---|---|---|---|");
+  for (const r of rows) lines.push(`| ${r.case} | ${r.engine} | ${r.peer} | ${r.peerMode} | ${r.ratio === undefined ? "-" : `${r.ratio.toFixed(2)}x`} |`);
+  lines.push("", "## Every kernel case", "", "| case | ms | rate | dispatches |", "|---|---|---|---|");
+  for (const k of report.kernels) {
+    const rate = k.skipped ? k.skipped : k.gflops !== undefined ? `${fmt(k.gflops)} GFLOP/s` : k.gbps !== undefined ? `${fmt(k.gbps)} GB/s` : "";
+    lines.push(`| ${k.family}: ${k.name} | ${fmt(k.msPerIteration, 3)} | ${rate} | ${k.dispatchesPerIteration} |`);
+  }
+  return `${lines.join("\n")}\n`;
+}
