@@ -63,10 +63,21 @@ export interface TrainingMeasurement {
   tokensPerSecond: number;
   secondsPerStep: number[];
   dispatchesPerStep: number;
+  /** Of each step, the seconds spent waiting for the GPU (the rest is the CPU recording the work). */
+  waitSecondsPerStep: number;
 }
 
-const dispatchCount = (backend: Backend) =>
-  (backend as { ctx?: { stats: { dispatches: number } } }).ctx?.stats.dispatches ?? 0;
+interface Counters {
+  dispatches: number;
+  waitMs: number;
+  readbacks: number;
+}
+
+/** The WebGPU context's counters (zeros on the CPU backend). */
+const counters = (backend: Backend): Counters => {
+  const stats = (backend as { ctx?: { stats: Counters } }).ctx?.stats;
+  return { dispatches: stats?.dispatches ?? 0, waitMs: stats?.waitMs ?? 0, readbacks: stats?.readbacks ?? 0 };
+};
 
 /** Forward + backward of mean cross-entropy over batch x seq tokens; `steps` timed after one warm-up. */
 export async function measureTraining(
@@ -90,7 +101,7 @@ export async function measureTraining(
     });
   };
   await step(); // compile
-  const before = dispatchCount(backend);
+  const before = counters(backend);
   const secondsPerStep: number[] = [];
   for (let i = 0; i < options.steps; i++) {
     const start = performance.now();
@@ -101,22 +112,45 @@ export async function measureTraining(
   return {
     tokensPerSecond: (options.steps * batch * seq) / total,
     secondsPerStep,
-    dispatchesPerStep: (dispatchCount(backend) - before) / options.steps,
+    dispatchesPerStep: (counters(backend).dispatches - before.dispatches) / options.steps,
+    waitSecondsPerStep: (counters(backend).waitMs - before.waitMs) / 1000 / options.steps,
   };
 }
 
-/** Greedy decoding of `newTokens` for `batch` prompts of `promptLength` tokens (after one short warm-up). */
+export interface DecodeMeasurement {
+  tokensPerSecond: number;
+  seconds: number;
+  /** Seconds waiting for the GPU (its work and the copies back); the rest is the CPU's. */
+  waitSeconds: number;
+  dispatchesPerStep: number;
+  readbacksPerStep: number;
+}
+
+/**
+ * Decoding of `newTokens` for `batch` prompts of `promptLength` tokens (after one short warm-up), greedy or
+ * sampled at `temperature`.
+ */
 export async function measureDecode(
   model: Qwen2Model,
-  options: { batch: number; promptLength: number; newTokens: number },
-): Promise<{ tokensPerSecond: number; seconds: number }> {
+  options: { batch: number; promptLength: number; newTokens: number; temperature?: number },
+): Promise<DecodeMeasurement> {
   const { ids } = benchTokens(model.config, options.batch, options.promptLength);
   const prompts = Array.from({ length: options.batch }, (_, b) =>
     ids.slice(b * options.promptLength, (b + 1) * options.promptLength),
   );
-  await generate(model, prompts, { maxNewTokens: 2, temperature: 0 });
+  const temperature = options.temperature ?? 0;
+  await generate(model, prompts, { maxNewTokens: 2, temperature });
+  const backend = model.parameters()[0]!.backend;
+  const before = counters(backend);
   const start = performance.now();
-  await generate(model, prompts, { maxNewTokens: options.newTokens, temperature: 0 });
+  await generate(model, prompts, { maxNewTokens: options.newTokens, temperature });
   const seconds = (performance.now() - start) / 1000;
-  return { tokensPerSecond: (options.batch * options.newTokens) / seconds, seconds };
+  const after = counters(backend);
+  return {
+    tokensPerSecond: (options.batch * options.newTokens) / seconds,
+    seconds,
+    waitSeconds: (after.waitMs - before.waitMs) / 1000,
+    dispatchesPerStep: (after.dispatches - before.dispatches) / options.newTokens,
+    readbacksPerStep: (after.readbacks - before.readbacks) / options.newTokens,
+  };
 }

@@ -83,6 +83,8 @@ const shapes: Case[] = [
   { batch: 1, m: 8, n: 8, k: 4096 }, // long k (the texture variant splits it into accumulating chunks)
   { batch: 1, m: 256, n: 896, k: 128, transB: true }, // transformer-shaped: x · Wᵀ
   { batch: 1, m: 128, n: 192, k: 256, transA: true }, // dW = dYᵀ · X
+  // More than 8 rows of 64- and 128-row tiles: the GPU kernels' grouped tile order, with a partial group.
+  { batch: 2, m: 1100, n: 300, k: 24, transB: true },
 ];
 
 const variants: MatmulVariant[] = ["buffer", "tiled", "texture", "blocked"];
@@ -128,6 +130,38 @@ for (const variant of variants) {
     });
   });
 }
+
+describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
+  const cases: Case[] = [
+    { batch: 1, m: 1, n: 1, k: 1, transB: true },
+    { batch: 1, m: 1, n: 257, k: 896, transB: true },
+    { batch: 1, m: 3, n: 100, k: 31, transB: true },
+    { batch: 1, m: 5, n: 7, k: 1000, transB: true },
+    { batch: 1, m: 16, n: 130, k: 96, transB: true },
+    { batch: 1, m: 8, n: 64, k: 33, transB: true, accumulate: true, alpha: -0.5 },
+    { batch: 3, m: 2, n: 40, k: 50, transB: true, bBatchStride: 0 }, // one weight for every batch
+    { batch: 2, m: 4, n: 9, k: 12, transB: true, aBatchStride: 60, bBatchStride: 130 },
+  ];
+  it.each(cases.map((c) => [describeCase(c), c] as const))("%s", async (_, c) => {
+    await check(await testContext(), c, "matvec", c.m + c.n);
+  });
+
+  it("splits problems that exceed bindings or dispatch limits into chunks", async () => {
+    const ctx = await testContext();
+    limitMatmulForTesting({ bindingBytes: 8 * 1024, workgroupsPerDimension: 3 });
+    await check(ctx, { batch: 2, m: 6, n: 90, k: 150, transB: true, bBatchStride: 0 }, "matvec");
+    await check(ctx, { batch: 1, m: 16, n: 70, k: 200, transB: true, accumulate: true, alpha: 2 }, "matvec");
+  });
+
+  it("refuses products it does not take", async () => {
+    const ctx = await testContext();
+    const buffer = ctx.pool.acquire(4096);
+    const base = { a: buffer, b: buffer, out: buffer, batch: 1, n: 4, k: 4, variant: "matvec" as const };
+    expect(() => matmul(ctx, { ...base, m: 17, transB: true })).toThrow(/at most 16 rows/);
+    expect(() => matmul(ctx, { ...base, m: 2 })).toThrow(/B transposed/);
+    ctx.pool.release(buffer);
+  });
+});
 
 describe('matmul, "texture" variant specifics', () => {
   it("never lets stale scratch texels (NaN here) reach stored outputs, via copies or repacks", async () => {
@@ -318,6 +352,8 @@ describe("matmul, all variants", () => {
     expect(matmulVariant(ctx, { ...args(512, 512, 512), variant: "buffer" })).toBe("buffer");
     if (!ctx.info.adapter.isSoftware) {
       expect(matmulVariant(ctx, args(512, 512, 512))).toBe("tiled");
+      expect(matmulVariant(ctx, { ...args(4, 896, 896), transB: true })).toBe("matvec"); // decoding
+      expect(matmulVariant(ctx, args(4, 896, 896))).toBe("tiled"); // W not transposed: no matvec
     } else {
       expect(matmulVariant(ctx, args(512, 512, 512))).toBe(
         textureVariantAvailable(ctx) ? "texture" : "buffer",

@@ -80,10 +80,40 @@ const backend = await webGpuBackend({ powerPreference: "high-performance" });
 const ctx = backend.ctx;
 const { adapter, features, subgroupSizes } = ctx.info;
 console.log(`adapter: ${[adapter.vendor, adapter.architecture, adapter.device, adapter.description].join(" ").trim()}`);
+console.log(`adapter features: ${ctx.info.adapterFeatures.join(" ")}`);
 console.log(
   `features: shader-f16 ${features.shaderF16}, subgroups ${features.subgroups} (${subgroupSizes.min}-${subgroupSizes.max}), ` +
     `subgroup matrices ${JSON.stringify(features.subgroupMatrixConfigs)} -> ${JSON.stringify(subgroupMatrixShape(ctx) ?? null)}`,
 );
+
+// ---- latency of waiting: what one step of a decode loop pays at least, apart from its work
+async function latencies() {
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+  const time = async (fn: () => Promise<unknown>, n: number) => {
+    await fn();
+    const samples: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      await fn();
+      samples.push(performance.now() - t);
+    }
+    return median(samples);
+  };
+  const small = ctx.pool.acquire(16);
+  const large = ctx.pool.acquire(16 * 151936 * 4);
+  const result = {
+    syncMs: await time(() => ctx.sync(), 20),
+    read4BytesMs: await time(() => ctx.read(small, 4), 20),
+    read9_7MBMs: await time(() => ctx.read(large, 16 * 151936 * 4), 5),
+  };
+  ctx.pool.release(small);
+  ctx.pool.release(large);
+  console.log(
+    `latency: empty sync ${result.syncMs.toFixed(3)} ms, read 4 B ${result.read4BytesMs.toFixed(3)} ms, read 9.7 MB ${result.read9_7MBMs.toFixed(2)} ms`,
+  );
+  return result;
+}
+const latency = await latencies();
 
 // ---- kernels
 let kernels: KernelResult[] = [];
@@ -170,6 +200,7 @@ interface ModelResult {
   decodeTokensPerSecond: number[];
   dispatchesPerStep: number;
   peakBytes: number;
+  phases?: Record<string, number>;
 }
 let model: ModelResult | undefined;
 if (wants("model")) {
@@ -206,7 +237,15 @@ if (wants("model")) {
     model.peakBytes = Math.max(model.peakBytes, ctx.pool.stats.peakInUseBytes);
     const dec = await measureDecode(qwen, decode);
     model.decodeTokensPerSecond.push(dec.tokensPerSecond);
-    console.log(`this engine: forward+backward ${train.tokensPerSecond.toFixed(1)} tokens/s (${train.dispatchesPerStep} dispatches/step), decode ${dec.tokensPerSecond.toFixed(1)} tokens/s`);
+    const stepSeconds = train.secondsPerStep.reduce((a, b) => a + b, 0) / train.secondsPerStep.length;
+    console.log(
+      `this engine: forward+backward ${train.tokensPerSecond.toFixed(1)} tokens/s (${train.dispatchesPerStep} dispatches/step, ` +
+        `${stepSeconds.toFixed(3)} s/step of which ${train.waitSecondsPerStep.toFixed(3)} s waiting for the GPU), ` +
+        `decode ${dec.tokensPerSecond.toFixed(1)} tokens/s (${(dec.seconds / decode.newTokens * 1000).toFixed(1)} ms/step, ` +
+        `${(dec.waitSeconds / decode.newTokens * 1000).toFixed(1)} ms waiting, ${dec.dispatchesPerStep.toFixed(0)} dispatches, ` +
+        `${dec.readbacksPerStep.toFixed(1)} readbacks per step)`,
+    );
+    model.phases = { trainSecondsPerStep: stepSeconds, trainWaitSecondsPerStep: train.waitSecondsPerStep, decodeSecondsPerStep: dec.seconds / decode.newTokens, decodeWaitSecondsPerStep: dec.waitSeconds / decode.newTokens, decodeDispatchesPerStep: dec.dispatchesPerStep };
     if (!usePeer) continue;
     for (const dtype of cuda ? ["f32", "bf16"] : ["f32"]) {
       for (const threads of threadChoices) {
@@ -230,6 +269,8 @@ const report = {
   node: process.version,
   adapter,
   features,
+  adapterFeatures: ctx.info.adapterFeatures,
+  latency,
   subgroupSizes,
   quick,
   kernels,

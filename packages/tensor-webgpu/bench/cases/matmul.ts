@@ -15,6 +15,7 @@ import {
   matmulVariant,
   setBlockedMatmulDepth,
   subgroupMatrixShape,
+  textureVariantAvailable,
 } from "../../src/kernels/matmul.js";
 import type { BenchCase } from "../case.js";
 
@@ -59,8 +60,9 @@ const shapes: Shape[] = [
   { label: "qwen dWup=dYᵀ·X [4864x512]ᵀ·[512x896]", m: INTERMEDIATE, n: HIDDEN, k: TOKENS, transA: true },
   { label: "qwen dWq=dYᵀ·X [896x512]ᵀ·[512x896]", m: HIDDEN, n: HIDDEN, k: TOKENS, transA: true, f16: true },
   // Decoding: one new token for each of 16 sequences, and for a single sequence.
-  { label: "qwen decode x16 [16x896]·[4864x896]ᵀ", m: 16, n: INTERMEDIATE, k: HIDDEN, transB: true },
-  { label: "qwen decode x1 [1x896]·[4864x896]ᵀ", m: 1, n: INTERMEDIATE, k: HIDDEN, transB: true },
+  { label: "qwen decode x16 [16x896]·[4864x896]ᵀ", m: 16, n: INTERMEDIATE, k: HIDDEN, transB: true, compare: true },
+  { label: "qwen decode x1 [1x896]·[4864x896]ᵀ", m: 1, n: INTERMEDIATE, k: HIDDEN, transB: true, compare: true },
+  { label: "qwen lm head x16 [16x896]·[151936x896]ᵀ", m: 16, n: 151936, k: HIDDEN, transB: true, compare: true },
 ];
 
 function filled(ctx: GpuContext, n: number, seed: number, dtype: "f32" | "f16"): GPUBuffer {
@@ -77,7 +79,9 @@ function filled(ctx: GpuContext, n: number, seed: number, dtype: "f32" | "f16"):
 /** A variant to force; "blocked16" is "blocked" with a k-step of 16 instead of 8. */
 type BenchVariant = MatmulVariant | "blocked16";
 
-function skipReason(ctx: GpuContext, variant: BenchVariant | undefined, dtype: "f32" | "f16") {
+function skipReason(ctx: GpuContext, shape: Shape, variant: BenchVariant | undefined, dtype: "f32" | "f16") {
+  if (variant === "matvec" && (shape.m > 16 || !shape.transB || shape.transA)) return "x · Wᵀ of <= 16 rows only";
+  if (variant === "texture" && !textureVariantAvailable(ctx)) return "for software adapters' narrow subgroups";
   if (dtype === "f16" && !ctx.info.features.shaderF16) return "no shader-f16";
   if (variant === "subgroup-matrix") {
     if (dtype !== "f16") return "f16 operands only";
@@ -92,7 +96,7 @@ function caseFor(shape: Shape, variant?: BenchVariant, dtype: "f32" | "f16" = "f
     family: "matmul",
     name: `${shape.label} [${variant ?? "auto"}${dtype === "f16" ? " f16" : ""}]`,
     flops: 2 * batch * shape.m * shape.n * shape.k,
-    skip: (ctx) => skipReason(ctx, variant, dtype),
+    skip: (ctx) => skipReason(ctx, shape, variant, dtype),
     setup(ctx) {
       const a = filled(ctx, batch * shape.m * shape.k, 1, dtype);
       const b = filled(ctx, batch * shape.k * shape.n, 2, dtype);
@@ -117,7 +121,15 @@ function caseFor(shape: Shape, variant?: BenchVariant, dtype: "f32" | "f16" = "f
   };
 }
 
-const variants: BenchVariant[] = ["texture", "tiled", "buffer", "blocked", "blocked16", "subgroup-matrix"];
+const variants: BenchVariant[] = [
+  "texture",
+  "tiled",
+  "buffer",
+  "blocked",
+  "blocked16",
+  "subgroup-matrix",
+  "matvec",
+];
 
 export const cases: BenchCase[] = [
   ...shapes.flatMap((shape) =>

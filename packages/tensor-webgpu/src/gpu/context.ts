@@ -22,6 +22,11 @@ export interface ContextStats {
   readbacks: number;
   uploads: number;
   pipelines: number;
+  /**
+   * Milliseconds spent waiting for the GPU in `read` and `sync` (its work and the copy back): the rest of
+   * a loop's time is the CPU's (recording work, JS between steps).
+   */
+  waitMs: number;
 }
 
 export class GpuValidationError extends Error {
@@ -64,6 +69,7 @@ export class GpuContext {
     readbacks: 0,
     uploads: 0,
     pipelines: 0,
+    waitMs: 0,
   };
 
   private constructor(info: AcquiredDevice, maxPooledBytes?: number, maxPooledTextureBytes?: number) {
@@ -277,8 +283,10 @@ export class GpuContext {
     });
     if (size > 0) this.copy(buffer, byteOffset, staging, 0, size);
     this.flush();
+    const start = performance.now();
     try {
       await waitForGpu(staging.mapAsync(MAP_READ));
+      this.stats_.waitMs += performance.now() - start;
       this.check();
       this.stats_.readbacks++;
       return staging.getMappedRange().slice(0, bytes);
@@ -290,7 +298,9 @@ export class GpuContext {
   /** Wait until all submitted work has finished. */
   async sync(): Promise<void> {
     this.flush();
+    const start = performance.now();
     await waitForGpu(this.device.queue.onSubmittedWorkDone());
+    this.stats_.waitMs += performance.now() - start;
     this.check();
   }
 

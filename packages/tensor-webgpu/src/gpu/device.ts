@@ -48,6 +48,8 @@ export interface AcquiredDevice {
      */
     subgroupMatrixConfigs: readonly SubgroupMatrixConfig[];
   };
+  /** Every optional feature the adapter offers (requested or not), sorted: for reports. */
+  adapterFeatures: string[];
   /** The adapter's subgroup sizes (0 when unknown). */
   subgroupSizes: { min: number; max: number };
   limits: GPUSupportedLimits;
@@ -106,7 +108,13 @@ async function getGpu(options: DeviceOptions): Promise<GPU> {
     throw new NoAdapterError(`the npm package "webgpu" could not be loaded: ${(error as Error).message}`);
   }
   Object.assign(globalThis, module.globals);
-  const features = ["allow_unsafe_apis", ...(options.robust ? [] : ["disable_robustness"])];
+  // vulkan_enable_f16_on_nvidia: Dawn hides shader-f16 on NVIDIA's Vulkan driver unless asked (measured
+  // on an H100, driver 580: without it the adapter offers no shader-f16, hence no f16 kernels).
+  const features = [
+    "allow_unsafe_apis",
+    "vulkan_enable_f16_on_nvidia",
+    ...(options.robust ? [] : ["disable_robustness"]),
+  ];
   nodeGpu = module.create([`enable-dawn-features=${features.join(",")}`, ...(options.dawnFlags ?? [])]);
   return nodeGpu;
 }
@@ -171,6 +179,7 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
             }))
           : [],
     },
+    adapterFeatures: [...adapter.features].map(String).sort(),
     subgroupSizes: { min: info?.subgroupMinSize ?? 0, max: info?.subgroupMaxSize ?? 0 },
     limits: device.limits,
   };

@@ -29,6 +29,22 @@
 import type { FloatStorage } from "./elementwise.js";
 import { enableFor } from "./elementwise.js";
 
+/**
+ * WGSL that places workgroup `wg` of a [tilesN, tilesM] grid on its output tile in groups of 8 tile-rows:
+ * consecutive workgroups (which run at the same time) walk down 8 rows of tiles before moving right, so
+ * they share 8 row-panels of A and a few column-panels of B, which then stay in the L2 cache (row-major
+ * order would stream every column-panel of B per row of tiles: at 4096³, 64 MB of B against a 50 MB L2).
+ */
+export const SWIZZLED_TILE_WGSL = /* wgsl */ `
+fn swizzledTile(wg: vec3u, groups: vec3u) -> vec2u {
+  let id = wg.y * groups.x + wg.x;
+  let perGroup = 8u * groups.x;
+  let firstRow = (id / perGroup) * 8u;
+  let rows = min(groups.y - firstRow, 8u);
+  let inGroup = id % perGroup;
+  return vec2u(inGroup / rows, firstRow + inGroup % rows); // (tile column, tile row)
+}`;
+
 /** Output tile of both GPU kernels (rows and columns per workgroup). */
 export const GPU_TILE = 128;
 
@@ -135,15 +151,18 @@ fn storeRow(outBase: u32, row: u32, col: u32, v: vec4f) {
     if (col + j < p.n) { storeOut(outBase + row * p.ldo + col + j, v[j]); }
   }
 }
+${SWIZZLED_TILE_WGSL}
 
 @compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u,
+        @builtin(num_workgroups) groups: vec3u) {
   let t = lid.y * 16u + lid.x;
   let batch = wg.z;
   let aBase = p.aBase + batch * p.aBatchStride;
   let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${GPU_TILE}u;
-  let tileCol = wg.x * ${GPU_TILE}u;
+  let tile = swizzledTile(wg, groups);
+  let tileRow = tile.y * ${GPU_TILE}u;
+  let tileCol = tile.x * ${GPU_TILE}u;
   ${accumulators.join(" ")}
   ${declareNext}
   var k0 = 0u;
@@ -268,6 +287,7 @@ ${store}
 var<workgroup> aTile: array<f16, ${aRows * aStride}>;
 var<workgroup> bTile: array<f16, ${bRows * bStride}>;
 var<workgroup> scratch: array<f32, ${SUBGROUPS * M * N}>;
+${SWIZZLED_TILE_WGSL}
 
 fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, outBase: u32) {
   // Every subgroup calls this the same number of times, so the barriers are in uniform control flow.
@@ -284,12 +304,14 @@ fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, out
 
 @compute @workgroup_size(${invocations})
 fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
-        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
+        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u,
+        @builtin(num_workgroups) groups: vec3u) {
   let batch = wg.z;
   let aBase = p.aBase + batch * p.aBatchStride;
   let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${GPU_TILE}u;
-  let tileCol = wg.x * ${GPU_TILE}u;
+  let tile = swizzledTile(wg, groups);
+  let tileRow = tile.y * ${GPU_TILE}u;
+  let tileCol = tile.x * ${GPU_TILE}u;
   let blockRowInTile = (sg / 4u) * 64u;
   let blockColInTile = (sg % 4u) * 32u;
   ${declare.join("\n  ")}
@@ -327,3 +349,61 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u3
 
 /** Invocations per workgroup of the subgroup-matrix kernel. */
 export const subgroupMatrixInvocations = (lanes: number): number => lanes * SUBGROUPS;
+
+/** Most rows of op(A) the "matvec" kernel takes (one decoding step of up to this many sequences). */
+export const MATVEC_MAX_ROWS = 16;
+/** Output columns per workgroup of the "matvec" kernel (one group of 32 invocations each). */
+export const MATVEC_COLUMNS = 8;
+
+/**
+ * WGSL of the "matvec" kernel: x · Wᵀ for a few rows x (decoding: one new token per sequence), A stored
+ * [m][k] and B (the weight) stored [n][k], both contiguous along k. It is bound by reading W once, so the
+ * scheme is about coalescing: 32 invocations share one output column and read consecutive elements of
+ * its weight row (one 128-byte line per step), each keeping `rows` partial sums; a workgroup-memory tree
+ * then adds the 32 partial sums of each row. `rows` is m rounded up to a power of two (rows past m read
+ * the last real row and are never stored).
+ */
+export function matvecKernel(rows: number, storage: FloatStorage, params: string, store: string): string {
+  const read = (array: string, index: string) =>
+    storage === "f32" ? `${array}[${index}]` : `f32(${array}[${index}])`;
+  const range = Array.from({ length: rows }, (_, r) => r);
+  const width = 32 * MATVEC_COLUMNS;
+  return /* wgsl */ `${enableFor(storage)}
+${params}
+@group(0) @binding(0) var<storage, read> a: array<${storage}>;
+@group(0) @binding(1) var<storage, read> b: array<${storage}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
+@group(0) @binding(3) var<uniform> p: Params;
+${store}
+
+var<workgroup> partial: array<f32, ${rows * width}>;
+
+@compute @workgroup_size(${width})
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
+  let lane = t % 32u;
+  let col = wg.x * ${MATVEC_COLUMNS}u + t / 32u;
+  let batch = wg.z;
+  let aBase = p.aBase + batch * p.aBatchStride;
+  let wRow = p.bBase + batch * p.bBatchStride + min(col, p.n - 1u) * p.ldb;
+  ${range.map((r) => `let a${r} = aBase + min(${r}u, p.m - 1u) * p.lda;`).join("\n  ")}
+  ${range.map((r) => `var acc${r} = 0.0;`).join(" ")}
+  for (var kk = lane; kk < p.k; kk += 32u) {
+    let w = ${read("b", "wRow + kk")};
+    ${range.map((r) => `acc${r} = fma(${read("a", `a${r} + kk`)}, w, acc${r});`).join("\n    ")}
+  }
+  ${range.map((r) => `partial[${r * width}u + t] = acc${r};`).join("\n  ")}
+  workgroupBarrier();
+  for (var s = 16u; s > 0u; s >>= 1u) {
+    if (lane < s) {
+      ${range.map((r) => `partial[${r * width}u + t] += partial[${r * width}u + t + s];`).join("\n      ")}
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u && col < p.n) {
+    let outBase = p.outBase + batch * p.outBatchStride;
+    for (var r = 0u; r < p.m; r++) {
+      storeOut(outBase + r * p.ldo + col, partial[r * ${width}u + t]);
+    }
+  }
+}`;
+}

@@ -28,8 +28,8 @@
  *   go back to it once recorded. Measured on lavapipe, 2 cores, end to end: ~45 GFLOP/s
  *   at 1024³ and 2048³, 35-52 on transformer and Qwen2.5-0.5B shapes, vs 4-8 for "buffer" and 3-6 for
  *   "tiled" there (bench/cases/matmul.ts; a sampled-texture 8x8 kernel made 7-15).
- * "tiled" — for GPUs: 64 x 64 output tile per workgroup of 16 x 16 invocations, 4 x 4 outputs each, k in
- *   steps of 16 through workgroup memory (A as [k][m/4] vec4s, B as [k][n/4] vec4s, one vec4 of each
+ * "tiled" — for GPUs: 64 x 64 output tile per workgroup of 16 x 16 invocations, 4 x 4 outputs each, tiles
+ *   visited in L2-friendly groups of 8 tile-rows (matmul-gpu.ts), k in steps of 16 through workgroup memory (A as [k][m/4] vec4s, B as [k][n/4] vec4s, one vec4 of each
  *   filled per invocation per step, global loads arranged so neighbouring invocations read neighbouring
  *   addresses of the stored layout).
  * "buffer" — no workgroup memory, subgroups or textures: 4 x 4 outputs per invocation read straight from
@@ -38,6 +38,8 @@
  *   loads (matmul-gpu.ts).
  * "subgroup-matrix" — for GPUs with matrix units exposed to WGSL, f16 operands: tensor-core multiplies
  *   with f32 accumulation on 128 x 128 tiles (matmul-gpu.ts).
+ * "matvec" — for GPUs, x · Wᵀ with at most 16 rows (decoding): 32 invocations per output column read its
+ *   weight row in coalesced lines (matmul-gpu.ts); needs A not transposed and B transposed.
  *
  * All variants handle any m, n, k (edges are clamped on load and guarded on store), any batch strides, the
  * four transpose combinations, alpha and accumulate, and f16 operands (dtype "f16": halves converted on
@@ -54,12 +56,16 @@ import {
   type BlockedDepth,
   blockedKernel,
   GPU_TILE,
+  MATVEC_COLUMNS,
+  MATVEC_MAX_ROWS,
+  matvecKernel,
   pickSubgroupMatrixShape,
+  SWIZZLED_TILE_WGSL,
   type SubgroupMatrixShape,
   subgroupMatrixKernel,
 } from "./matmul-gpu.js";
 
-export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix";
+export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix" | "matvec";
 
 export interface MatmulArgs {
   a: GPUBuffer;
@@ -454,14 +460,18 @@ fn loadB(bBase: u32, kk: u32, col: u32) -> f32 {
   return select(0.0, v, kk < p.k && col < p.n);
 }
 
+${SWIZZLED_TILE_WGSL}
+
 @compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u,
+        @builtin(num_workgroups) groups: vec3u) {
   let t = lid.y * 16u + lid.x;
   let batch = wg.z;
   let aBase = p.aBase + batch * p.aBatchStride;
   let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${TILE}u;
-  let tileCol = wg.x * ${TILE}u;
+  let tile = swizzledTile(wg, groups);
+  let tileRow = tile.y * ${TILE}u;
+  let tileCol = tile.x * ${TILE}u;
   ${aSlot}
   ${bSlot}
   var acc0 = vec4f(0.0); var acc1 = vec4f(0.0); var acc2 = vec4f(0.0); var acc3 = vec4f(0.0);
@@ -555,6 +565,36 @@ function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     blockedKernel(p.transA, p.transB, p.dtype, blockedDepth, GEMM_PARAMS, storeFn(p.dtype)),
   );
   runGpuTiles(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl));
+}
+
+function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
+  if (p.transA || !p.transB || p.m > MATVEC_MAX_ROWS) {
+    throw new RangeError(
+      `matmul: the "matvec" variant takes x · Wᵀ with at most ${MATVEC_MAX_ROWS} rows (A not transposed, B transposed)`,
+    );
+  }
+  const rows = 2 ** Math.ceil(Math.log2(p.m));
+  const key = `matvec${rows} ${code(p)}`;
+  const pipeline = ctx.pipeline(
+    `matmul ${key}`,
+    source(key, () => matvecKernel(rows, p.dtype, GEMM_PARAMS, storeFn(p.dtype))),
+  );
+  const overflow = (c: Chunk): Axis | undefined =>
+    bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, p.m, MATVEC_COLUMNS);
+  for (const c of plan(p, overflow)) {
+    const s = spans(p, c);
+    const [a, b, out] = [
+      windowFor(ctx, args.a, s.a, p.bytes),
+      windowFor(ctx, args.b, s.b, p.bytes),
+      windowFor(ctx, args.out, s.out, p.bytes),
+    ];
+    ctx.dispatch(
+      pipeline,
+      [a.binding, b.binding, out.binding],
+      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base),
+      [Math.ceil(c.n / MATVEC_COLUMNS), 1, c.batches],
+    );
+  }
 }
 
 /** The matrix-unit shape the "subgroup-matrix" variant uses on this context, if it can run here. */
@@ -715,7 +755,9 @@ function textureLanes(ctx: GpuContext): number | undefined {
     const bits = /(\d+)-bits/.exec(ctx.info.adapter.device)?.[1];
     lanes = bits && /llvmpipe/i.test(ctx.info.adapter.device) ? Number(bits) / 32 : undefined;
   }
-  return lanes && lanes >= 4 && lanes <= 64 && (lanes & (lanes - 1)) === 0 ? lanes : undefined;
+  // Made for software adapters' narrow SIMD: on a 32-lane GPU (H100) it ran 4x slower than "tiled", and
+  // its 16 x 4L tiles outgrow small textures.
+  return lanes && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) === 0 ? lanes : undefined;
 }
 
 const roundUp = (x: number, multiple: number) => Math.ceil(x / multiple) * multiple;
@@ -998,9 +1040,12 @@ function problemOf(args: MatmulArgs): Problem {
 export function matmulVariant(ctx: GpuContext, args: MatmulArgs): MatmulVariant {
   if (args.variant) return args.variant;
   if (!ctx.info.adapter.isSoftware) {
+    // Measured on an H100 (bench/cases/matmul.ts): "tiled" was the fastest f32 variant on most shapes
+    // (4096³ 22 TFLOP/s, "blocked" 6-7: it won only at 2048³); "matvec" reads decode weights coalesced.
+    if (args.m <= MATVEC_MAX_ROWS && args.transB && !args.transA) return "matvec";
     const large = args.m >= 64 && args.n >= 64 && args.m * args.n * args.k >= 2 ** 24;
     if (large && args.dtype === "f16" && subgroupMatrixShape(ctx)) return "subgroup-matrix";
-    return large ? "blocked" : "tiled";
+    return "tiled";
   }
   // On software adapters the texture variant wins once a problem fills its 16-row tiles and amortises
   // staging its operands in textures. Measured: 16x896x896 3.6x faster than "buffer", 128³ even,
@@ -1018,6 +1063,7 @@ export function matmul(ctx: GpuContext, args: MatmulArgs): void {
   else if (variant === "tiled") runTiled(ctx, args, p);
   else if (variant === "blocked") runBlocked(ctx, args, p);
   else if (variant === "subgroup-matrix") runSubgroupMatrix(ctx, args, p);
+  else if (variant === "matvec") runMatvec(ctx, args, p);
   else runBuffer(ctx, args, p);
 }
 
