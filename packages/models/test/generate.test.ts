@@ -1,6 +1,7 @@
 import { type Backend, noGrad, webGpuBackend } from "@ragen/tensor-webgpu";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { generate } from "../src/model/generate.js";
+import { NormalSampler } from "../src/model/init.js";
 import { PrefixCache } from "../src/model/prefix-cache.js";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
 import { sampleToken } from "../src/model/sampling.js";
@@ -62,6 +63,48 @@ describe("generate", () => {
     const c = await generate(model, prompts, { maxNewTokens: 12, temperature: 1, seed: 43 });
     expect(a.map((g) => Array.from(g.tokens))).toEqual(b.map((g) => Array.from(g.tokens)));
     expect(a.map((g) => Array.from(g.tokens))).not.toEqual(c.map((g) => Array.from(g.tokens)));
+  });
+
+  it("samples on the device the tokens sampleToken picks from read-back logits, finished rows still drawing", async () => {
+    const prompts = [
+      Int32Array.from([3, 7, 11, 2]),
+      Int32Array.from([9]),
+      Int32Array.from([1, 2, 3, 4, 5, 6]),
+    ];
+    const maxNewTokens = 8;
+    const base = { maxNewTokens, temperature: 0.7, seed: 11 };
+    // A stop token that ends row 1 early, so later draws of the other rows come after its finish.
+    const unstopped = await generate(model, prompts, base);
+    const options = { ...base, stopTokenIds: [unstopped[1]!.tokens[2]!] };
+    const onDevice = vi.spyOn(gpu, "sampleRows");
+    const out = await generate(model, prompts, options);
+    expect(onDevice).toHaveBeenCalled();
+    onDevice.mockRestore();
+    expect(out[1]!.finishReason).toBe("stop");
+    expect(out[1]!.tokens.length).toBeLessThan(maxNewTokens);
+    expect(Math.max(...out.map((g) => g.tokens.length))).toBe(maxNewTokens);
+
+    // generate's draws: one per row per step, in row order, finished rows included.
+    const random = new NormalSampler(options.seed);
+    const draws = Array.from({ length: maxNewTokens }, () => Array.from(prompts, () => random.uniform()));
+    for (let b = 0; b < prompts.length; b++) {
+      const full = Int32Array.from([...prompts[b]!, ...out[b]!.tokens]);
+      const logits = await noGrad(() => model.logits({ ids: full, batch: 1, seqLen: full.length })).floats();
+      for (let t = 0; t < out[b]!.tokens.length; t++) {
+        const row = logits.subarray((prompts[b]!.length - 1 + t) * 40, (prompts[b]!.length + t) * 40);
+        const expected = sampleToken(row, options, draws[t]![b]!);
+        expect(out[b]!.tokens[t], `row ${b} token ${t}`).toBe(expected.token);
+        expect(Math.abs(out[b]!.logProbs[t]! - expected.logProb)).toBeLessThan(1e-4);
+      }
+    }
+  });
+
+  it("samples top-k and top-p on the CPU", async () => {
+    const onDevice = vi.spyOn(gpu, "sampleRows");
+    const out = await generate(model, [Int32Array.from([4, 5])], { maxNewTokens: 6, topK: 3, seed: 1 });
+    expect(onDevice).not.toHaveBeenCalled();
+    onDevice.mockRestore();
+    expect(out[0]!.tokens.length).toBe(6);
   });
 
   it("stops a sequence at a stop token and reports why", async () => {

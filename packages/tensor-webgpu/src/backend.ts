@@ -183,6 +183,20 @@ export interface Backend<B = unknown> {
     vocab: number;
     accumulate?: boolean;
   }): void;
+  /**
+   * For each row r of logits [rows, vocab]: the token sampled with the uniform draw uniforms[r] in [0, 1)
+   * (i32 into tokens[r]) and its log-probability under softmax(logits / temperature) (into logProbs[r]);
+   * temperature 0 is greedy. See reference/sampling.ts.
+   */
+  sampleRows(args: {
+    logits: B;
+    uniforms: B;
+    tokens: B;
+    logProbs: B;
+    rows: number;
+    vocab: number;
+    temperature: number;
+  }): void;
 
   attentionForward(args: AttentionDims & { q: B; k: B; v: B; out: B; lse?: B; kvStart?: B }): void;
   attentionBackward(

@@ -1,8 +1,8 @@
-import { asyncScope, narrow, noGradAsync, type Tensor } from "@ragen/tensor-webgpu";
+import { asyncScope, narrow, noGradAsync, sampleRows, type Tensor } from "@ragen/tensor-webgpu";
 import { NormalSampler } from "./init.js";
 import type { PrefixCache } from "./prefix-cache.js";
 import type { Qwen2Model } from "./qwen2.js";
-import { checkSamplingOptions, type SamplingOptions, sampleToken } from "./sampling.js";
+import { checkSamplingOptions, type SampledToken, type SamplingOptions, sampleToken } from "./sampling.js";
 
 export interface GenerateOptions extends SamplingOptions {
   maxNewTokens: number;
@@ -56,10 +56,27 @@ export async function generate(
   const prefixCache = options.prefixCache;
   let kept = false;
 
-  const lastLogits = async (hidden: Tensor): Promise<Float32Array> => {
+  const temperature = options.temperature ?? 1;
+  const truncated = (options.topK ?? 0) > 0 || (options.topP ?? 1) < 1;
+
+  /** Every row's next token from the last position of `hidden` (finished rows' are not used). */
+  const sampleNext = async (hidden: Tensor): Promise<SampledToken[]> => {
     const seqLen = hidden.shape[1]!;
     const last = seqLen === 1 ? hidden : narrow(hidden, 1, seqLen - 1, 1);
-    return model.lmHead(last).floats();
+    const logits = model.lmHead(last);
+    // Every sequence draws, finished or not, so one sequence's length never shifts another's randomness.
+    const uniforms = Array.from({ length: batch }, () => random.uniform());
+    if (!truncated) {
+      // Sampled where the logits are: only a token and a log-prob per row come back, not batch x vocab.
+      const sampled = await sampleRows(logits, Float32Array.from(uniforms), temperature);
+      return Array.from(sampled.tokens, (token, b) => ({ token, logProb: sampled.logProbs[b]! }));
+    }
+    const values = await logits.floats();
+    return uniforms.map((u, b) =>
+      finished[b]
+        ? { token: -1, logProb: 0 }
+        : sampleToken(values.subarray(b * vocab, (b + 1) * vocab), options, u),
+    );
   };
 
   try {
@@ -89,17 +106,15 @@ export async function generate(
     await noGradAsync(async () => {
       // `start` is in cache slots: it masks each row's left padding in the chunk and in the cache alike.
       const input = { ids: chunkIds, batch, seqLen: chunk, start };
-      let logits = await asyncScope(() => lastLogits(model.run(input, chunkPositions, cache)));
+      let sampled = await asyncScope(() => sampleNext(model.run(input, chunkPositions, cache)));
       for (let step = 0; step < options.maxNewTokens; step++) {
         const next = new Int32Array(batch);
         for (let b = 0; b < batch; b++) {
-          // Every sequence draws, finished or not, so one sequence's length never shifts another's randomness.
-          const u = random.uniform();
           if (finished[b]) {
             next[b] = tokens[b]!.at(-1)!;
             continue;
           }
-          const { token, logProb } = sampleToken(logits.subarray(b * vocab, (b + 1) * vocab), options, u);
+          const { token, logProb } = sampled[b]!;
           tokens[b]!.push(token);
           logProbs[b]!.push(logProb);
           next[b] = token;
@@ -108,8 +123,8 @@ export async function generate(
         options.onStep?.(step + 1);
         if (finished.every(Boolean) || step + 1 === options.maxNewTokens) break;
         const positions = Int32Array.from(start, (s) => promptLength - s + step);
-        logits = await asyncScope(() =>
-          lastLogits(model.run({ ids: next, batch, seqLen: 1, start }, positions, cache)),
+        sampled = await asyncScope(() =>
+          sampleNext(model.run({ ids: next, batch, seqLen: 1, start }, positions, cache)),
         );
       }
     });

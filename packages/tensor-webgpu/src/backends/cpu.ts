@@ -17,6 +17,7 @@ import { adamwRef, clipScaleRef, scaleInPlaceRef, sumOfSquaresRef } from "../ref
 import { argmaxRef, reduceRef } from "../reference/reduce.js";
 import { rmsNormBackwardRef, rmsNormRef } from "../reference/rmsnorm.js";
 import { ropeRef } from "../reference/rope.js";
+import { sampleRowsRef } from "../reference/sampling.js";
 import {
   logSoftmaxBackwardRef,
   logSoftmaxRef,
@@ -225,6 +226,15 @@ export function createCpuBackend(): CpuBackend {
         dLogits: a.accumulate ? f32(a.dLogits, a.rows * a.vocab) : undefined,
       });
       store(a.dLogits, grad);
+    },
+    sampleRows: (a) => {
+      const { tokens, logProbs } = sampleRowsRef({
+        ...a,
+        logits: f32(a.logits, a.rows * a.vocab),
+        uniforms: f32(a.uniforms, a.rows),
+      });
+      i32(a.tokens, a.rows).set(tokens);
+      store(a.logProbs, logProbs);
     },
     attentionForward: (a) => {
       const { out, lse } = attentionForwardRef({

@@ -14,6 +14,7 @@ import * as optimizer from "../kernels/optimizer.js";
 import * as reduce from "../kernels/reduce.js";
 import * as rmsnorm from "../kernels/rmsnorm.js";
 import * as rope from "../kernels/rope.js";
+import * as sampling from "../kernels/sampling.js";
 import * as softmax from "../kernels/softmax.js";
 
 /**
@@ -185,6 +186,7 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     entropyBackward: (args) => logprobs.entropyBackward(ctx, args),
     crossEntropy: (args) => logprobs.crossEntropy(ctx, args),
     crossEntropyBackward: (args) => logprobs.crossEntropyBackward(ctx, args),
+    sampleRows: (args) => sampling.sampleRows(ctx, args),
     attentionForward: (args) => attention.attentionForward(ctx, args),
     attentionBackward: (args) => attention.attentionBackward(ctx, args),
     decodeAttention: (args) => attention.decodeAttention(ctx, args),

@@ -1,0 +1,58 @@
+import { emptyTensor, tensor } from "../runtime.js";
+import type { Tensor } from "../tensor.js";
+import { castUnrecorded } from "./precision.js";
+import { backendOf, ShapeError } from "./util.js";
+
+export interface SampledRows {
+  tokens: Int32Array;
+  logProbs: Float32Array;
+}
+
+/**
+ * Sample one token per row of `logits` ([rows, vocab], or any shape whose leading dimensions multiply to
+ * the rows, e.g. [batch, 1, vocab]) with the uniform draws `uniforms` (one in [0, 1) per row), on the
+ * logits' backend: only the token and its log-probability under softmax(logits / temperature) come back,
+ * not the logits. Temperature 0 is greedy (argmax, first of ties). Not recorded for autograd.
+ */
+export async function sampleRows(
+  logits: Tensor,
+  uniforms: Float32Array,
+  temperature: number,
+): Promise<SampledRows> {
+  const backend = backendOf("sampleRows", logits);
+  if (logits.rank < 1 || logits.dtype === "i32")
+    throw new TypeError(`sampleRows: expected float logits [rows, vocab], got ${logits.describe()}`);
+  if (!(temperature >= 0) || !Number.isFinite(temperature))
+    throw new RangeError(`sampleRows: temperature must be >= 0, got ${temperature}`);
+  const vocab = logits.shape[logits.rank - 1]!;
+  if (vocab === 0) throw new ShapeError(`sampleRows: ${logits.describe()} has no vocabulary`);
+  const rows = logits.size / vocab;
+  if (uniforms.length !== rows)
+    throw new ShapeError(
+      `sampleRows: ${uniforms.length} uniform draws for the ${rows} rows of ${logits.describe()}`,
+    );
+  if (rows === 0) return { tokens: new Int32Array(0), logProbs: new Float32Array(0) };
+  const wide = logits.dtype === "f16" ? castUnrecorded(logits, "f32") : logits;
+  const draws = tensor(uniforms, [rows], { backend });
+  const tokens = emptyTensor(backend, [rows], "i32");
+  const logProbs = emptyTensor(backend, [rows], "f32");
+  try {
+    backend.sampleRows({
+      logits: wide.buffer,
+      uniforms: draws.buffer,
+      tokens: tokens.buffer,
+      logProbs: logProbs.buffer,
+      rows,
+      vocab,
+      temperature,
+    });
+    // Both reads start before either is awaited: one wait for the GPU, not two.
+    const [tokenData, logProbData] = await Promise.all([tokens.data(), logProbs.data()]);
+    return { tokens: tokenData as Int32Array, logProbs: logProbData as Float32Array };
+  } finally {
+    if (wide !== logits) wide.dispose();
+    draws.dispose();
+    tokens.dispose();
+    logProbs.dispose();
+  }
+}
