@@ -13,7 +13,7 @@ import {
   tensor,
 } from "@ragen/tensor-webgpu";
 import { generate } from "../src/model/generate.js";
-import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
+import type { Qwen2Model, Qwen2Shape } from "../src/model/qwen2.js";
 
 const qwenShape = (overrides: Partial<Qwen2Shape>): Qwen2Shape => ({
   vocabSize: 151936,

@@ -63,7 +63,17 @@ for (let round = 0; round < repeats; round++) {
       engine.decode.push((await measureDecode(model, { batch, promptLength, newTokens })).tokensPerSecond);
     } else if (hasTorch) {
       for (const threads of threadChoices) {
-        const args = { shape, batch, seq, steps, decodeBatch: batch, promptLength, newTokens, device: "cpu", threads };
+        const args = {
+          shape,
+          batch,
+          seq,
+          steps,
+          decodeBatch: batch,
+          promptLength,
+          newTokens,
+          device: "cpu",
+          threads,
+        };
         const run = spawnSync("python3", [script, JSON.stringify(args)], { encoding: "utf8" });
         if (run.status !== 0) {
           console.error(`PyTorch (${threads} threads) failed: ${run.stderr.trim().split("\n").at(-1)}`);
@@ -90,7 +100,9 @@ console.log(
   `model ${values.size} (hidden ${shape.hiddenSize}, ${shape.numHiddenLayers} layers, vocab ${shape.vocabSize}), batch ${batch} x ${seq} tokens, ${repeats} alternating rounds`,
 );
 console.log(`dispatches per training step: ${dispatchesPerStep}`);
-const rows = [["", "this package (WebGPU): median (range)", "PyTorch CPU, best of 1 and all threads", "ratio"]];
+const rows = [
+  ["", "this package (WebGPU): median (range)", "PyTorch CPU, best of 1 and all threads", "ratio"],
+];
 for (const [label, key] of [
   ["forward+backward tokens/s", "train"],
   ["batched decode tokens/s", "decode"],
@@ -100,18 +112,29 @@ for (const [label, key] of [
   rows.push([
     label,
     `${mine.toFixed(0)} (${range(engine[key])})`,
-    best ? `${median(best[1][key]).toFixed(0)} (${range(best[1][key])}), ${best[0]} thread${best[0] > 1 ? "s" : ""}` : "-",
+    best
+      ? `${median(best[1][key]).toFixed(0)} (${range(best[1][key])}), ${best[0]} thread${best[0] > 1 ? "s" : ""}`
+      : "-",
     best ? `${(mine / median(best[1][key])).toFixed(2)}x` : "-",
   ]);
 }
-if (!hasTorch) console.error("PyTorch column skipped: python3 has no torch (Debian: apt-get install python3-torch)");
-for (const [a, b, c, d] of rows) console.log(`${a!.padEnd(28)}${b!.padStart(40)}${c!.padStart(44)}${d!.padStart(8)}`);
+if (!hasTorch)
+  console.error("PyTorch column skipped: python3 has no torch (Debian: apt-get install python3-torch)");
+for (const [a, b, c, d] of rows)
+  console.log(`${a!.padEnd(28)}${b!.padStart(40)}${c!.padStart(44)}${d!.padStart(8)}`);
 for (const [threads, r] of torch) {
-  console.log(`  PyTorch ${threads} thread(s): forward+backward ${range(r.train)}, decode ${range(r.decode)} tokens/s`);
+  console.log(
+    `  PyTorch ${threads} thread(s): forward+backward ${range(r.train)}, decode ${range(r.decode)} tokens/s`,
+  );
 }
 
 // Nothing but training steps and decoding has run, so the pool's peak is a training step's.
-const estimate = estimateTrainingMemory(shape, { microBatch: batch, seqLen: seq, recompute: values.recompute, entropy: false });
+const estimate = estimateTrainingMemory(shape, {
+  microBatch: batch,
+  seqLen: seq,
+  recompute: values.recompute,
+  entropy: false,
+});
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 console.log(
   `training step peak memory${values.recompute ? " (recompute)" : ""}: ${mib(backend.ctx.pool.stats.peakInUseBytes)} measured (buffer pool), ${mib(estimate.trainingPeak - estimate.bytes.optimizerState)} estimated (${estimate.trainingPeakPhase})`,

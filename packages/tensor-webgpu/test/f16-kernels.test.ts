@@ -8,6 +8,7 @@ import {
   subgroupMatrixShape,
   textureVariantAvailable,
 } from "../src/kernels/matmul.js";
+import { pickSubgroupMatrixShape } from "../src/kernels/matmul-gpu.js";
 import { affineRef, binaryRef, unaryRef } from "../src/reference/elementwise.js";
 import {
   fromHalfBits,
@@ -60,24 +61,29 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
   const variants: MatmulVariant[] = ["buffer", "tiled", "texture", "blocked", "subgroup-matrix"];
   for (const variant of variants) {
     const unavailable = variant === "subgroup-matrix" && !hasSubgroupMatrix;
-    it.skipIf(unavailable).each(cases.map((c) => [JSON.stringify(c), c] as const))(`"${variant}" %s`, async (_, c) => {
-      await withF16(async (ctx) => {
-        if (variant === "texture" && !textureVariantAvailable(ctx)) return;
-        const aLength = c.batch * c.m * c.k;
-        const bLength = (c.bBatchStride === 0 ? 1 : c.batch) * c.k * c.n;
-        const a = halves(randomArray(aLength, c.m));
-        const b = halves(randomArray(bLength, c.n));
-        const init = halves(randomArray(c.batch * c.m * c.n, c.k));
-        const buffers = [uploadHalves(ctx, a), uploadHalves(ctx, b), uploadHalves(ctx, init)] as const;
-        matmul(ctx, { ...c, a: buffers[0], b: buffers[1], out: buffers[2], variant, dtype: "f16" });
-        const actual = await readHalves(ctx, buffers[2], init.length);
-        const expected = matmulRef({ ...c, a, b, accumulateInto: c.accumulate ? init.slice() : undefined });
-        expectClose(actual, expected, F16.atol * Math.sqrt(c.k), F16.rtol);
-        // The result really is f16: every value is a half.
-        expect(Array.from(actual.subarray(0, 64)).every((v) => fromHalfBits(toHalfBits(v)) === v)).toBe(true);
-        for (const buffer of buffers) ctx.pool.release(buffer);
-      });
-    });
+    it.skipIf(unavailable).each(cases.map((c) => [JSON.stringify(c), c] as const))(
+      `"${variant}" %s`,
+      async (_, c) => {
+        await withF16(async (ctx) => {
+          if (variant === "texture" && !textureVariantAvailable(ctx)) return;
+          const aLength = c.batch * c.m * c.k;
+          const bLength = (c.bBatchStride === 0 ? 1 : c.batch) * c.k * c.n;
+          const a = halves(randomArray(aLength, c.m));
+          const b = halves(randomArray(bLength, c.n));
+          const init = halves(randomArray(c.batch * c.m * c.n, c.k));
+          const buffers = [uploadHalves(ctx, a), uploadHalves(ctx, b), uploadHalves(ctx, init)] as const;
+          matmul(ctx, { ...c, a: buffers[0], b: buffers[1], out: buffers[2], variant, dtype: "f16" });
+          const actual = await readHalves(ctx, buffers[2], init.length);
+          const expected = matmulRef({ ...c, a, b, accumulateInto: c.accumulate ? init.slice() : undefined });
+          expectClose(actual, expected, F16.atol * Math.sqrt(c.k), F16.rtol);
+          // The result really is f16: every value is a half.
+          expect(Array.from(actual.subarray(0, 64)).every((v) => fromHalfBits(toHalfBits(v)) === v)).toBe(
+            true,
+          );
+          for (const buffer of buffers) ctx.pool.release(buffer);
+        });
+      },
+    );
   }
 });
 
@@ -217,5 +223,32 @@ describe("roundToHalf (the CPU backend's f16 emulation)", () => {
       const f = Math.fround(v);
       expect(Object.is(roundToHalf(f), fromHalfBits(toHalfBits(f))), `value ${f}`).toBe(true);
     }
+  });
+});
+
+describe("subgroup-matrix shape choice", () => {
+  // The configurations an H100 offers through Dawn's Vulkan backend (driver 580), as its adapter lists them.
+  const h100 = [
+    { componentType: "f16", resultType: "f16", M: 16, N: 16, K: 16 },
+    { componentType: "f16", resultType: "f16", M: 16, N: 8, K: 16 },
+    { componentType: "f16", resultType: "f16", M: 16, N: 8, K: 8 },
+    { componentType: "f16", resultType: "f32", M: 16, N: 16, K: 16 },
+    { componentType: "f16", resultType: "f32", M: 16, N: 8, K: 16 },
+    { componentType: "f16", resultType: "f32", M: 16, N: 8, K: 8 },
+    { componentType: "u8", resultType: "u32", M: 16, N: 16, K: 32 },
+    { componentType: "i8", resultType: "i32", M: 16, N: 16, K: 32 },
+  ];
+
+  it("takes the largest f16 x f16 -> f32 shape that tiles 64 x 32 blocks and 32-deep k-steps", () => {
+    expect(pickSubgroupMatrixShape(h100)).toEqual({ m: 16, n: 16, k: 16 });
+    expect(pickSubgroupMatrixShape(h100.filter((c) => c.N !== 16))).toEqual({ m: 16, n: 8, k: 16 });
+  });
+
+  it("refuses f16 accumulators, integer shapes and shapes that do not tile", () => {
+    expect(pickSubgroupMatrixShape(h100.filter((c) => c.resultType !== "f32"))).toBeUndefined();
+    expect(
+      pickSubgroupMatrixShape([{ componentType: "f16", resultType: "f32", M: 24, N: 8, K: 8 }]),
+    ).toBeUndefined();
+    expect(pickSubgroupMatrixShape([])).toBeUndefined();
   });
 });

@@ -52,7 +52,8 @@ const families = values.only?.split(",");
 const wants = (family: string) => !families || families.includes(family);
 const number = (name: keyof typeof values) => {
   const value = Number(values[name]);
-  if (!Number.isFinite(value) || value < 0) throw new RangeError(`--${name} must be a number, got ${values[name]}`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new RangeError(`--${name} must be a number, got ${values[name]}`);
   return value;
 };
 
@@ -79,7 +80,9 @@ const PEER_ATTENTION = (quick ? [128] : [512, 1024]).map((seqLen) => ({
 const backend = await webGpuBackend({ powerPreference: "high-performance" });
 const ctx = backend.ctx;
 const { adapter, features, subgroupSizes } = ctx.info;
-console.log(`adapter: ${[adapter.vendor, adapter.architecture, adapter.device, adapter.description].join(" ").trim()}`);
+console.log(
+  `adapter: ${[adapter.vendor, adapter.architecture, adapter.device, adapter.description].join(" ").trim()}`,
+);
 console.log(`adapter features: ${ctx.info.adapterFeatures.join(" ")}`);
 console.log(
   `features: shader-f16 ${features.shaderF16}, subgroups ${features.subgroups} (${subgroupSizes.min}-${subgroupSizes.max}), ` +
@@ -117,7 +120,8 @@ const latency = await latencies();
 
 // ---- kernels
 let kernels: KernelResult[] = [];
-const kernelFamilies = !families || families.includes("kernels") ? undefined : families.filter((f) => f !== "model");
+const kernelFamilies =
+  !families || families.includes("kernels") ? undefined : families.filter((f) => f !== "model");
 if (kernelFamilies === undefined || kernelFamilies.length > 0) {
   const patterns = values.match?.split(",") ?? [];
   const quickNames = new Set([
@@ -140,20 +144,29 @@ const torchMode = values.torch!;
 if (torchMode === "on" && !python) throw new Error("--torch on: no python3 with torch found");
 const usePeer = torchMode !== "off" && python !== undefined;
 const peerScript = (name: string) =>
-  [join(here, name), resolve(here, "../../../packages/tensor-webgpu/bench", name), resolve(here, "../../../packages/models/bench", name)].find(existsSync);
+  [
+    join(here, name),
+    resolve(here, "../../../packages/tensor-webgpu/bench", name),
+    resolve(here, "../../../packages/models/bench", name),
+  ].find(existsSync);
 
 function runPeer(script: string, args: object): Record<string, unknown> | undefined {
   const path = peerScript(script);
   if (!python || !path) return undefined;
   const run = spawnSync(python, [path, JSON.stringify(args)], { encoding: "utf8", maxBuffer: 1 << 26 });
   if (run.status !== 0) {
-    console.error(`PyTorch peer ${script} failed: ${(run.stderr || run.error?.message || "").trim().split("\n").slice(-3).join(" | ")}`);
+    console.error(
+      `PyTorch peer ${script} failed: ${(run.stderr || run.error?.message || "").trim().split("\n").slice(-3).join(" | ")}`,
+    );
     return undefined;
   }
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!) as Record<string, unknown>;
 }
 
-const cuda = usePeer && spawnSync(python!, ["-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"]).status === 0;
+const cuda =
+  usePeer &&
+  spawnSync(python!, ["-c", "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"]).status ===
+    0;
 const peerDevice = cuda ? "cuda" : "cpu";
 const threadChoices = cuda ? [1] : [...new Set([1, cpus().length])];
 const peer: PeerResults = { device: peerDevice, matmul: [], attention: [], model: [] };
@@ -184,8 +197,14 @@ if (usePeer && kernels.length > 0) {
       else if (row.ms < same.ms) Object.assign(same, row, { threads: result.threads });
     }
   }
-  for (const r of peer.matmul) console.log(`${r.label.padEnd(44)} ${r.mode.padEnd(5)} ${r.ms.toFixed(3).padStart(9)} ms ${r.tflops.toFixed(2).padStart(8)} TFLOP/s`);
-  for (const r of peer.attention) console.log(`attention ${r.pass.padEnd(8)} ${r.label.padEnd(34)} ${r.ms.toFixed(3).padStart(9)} ms ${r.tflops.toFixed(2).padStart(8)} TFLOP/s`);
+  for (const r of peer.matmul)
+    console.log(
+      `${r.label.padEnd(44)} ${r.mode.padEnd(5)} ${r.ms.toFixed(3).padStart(9)} ms ${r.tflops.toFixed(2).padStart(8)} TFLOP/s`,
+    );
+  for (const r of peer.attention)
+    console.log(
+      `attention ${r.pass.padEnd(8)} ${r.label.padEnd(34)} ${r.ms.toFixed(3).padStart(9)} ms ${r.tflops.toFixed(2).padStart(8)} TFLOP/s`,
+    );
 }
 
 // ---- model
@@ -215,7 +234,9 @@ if (wants("model")) {
     promptLength: quick ? 8 : number("prompt"),
     newTokens: quick ? 4 : number("new-tokens"),
   };
-  console.log(`\n# model ${size}: forward+backward ${batch} x ${seq} tokens, decode ${decode.batch} x ${decode.newTokens} after ${decode.promptLength}`);
+  console.log(
+    `\n# model ${size}: forward+backward ${batch} x ${seq} tokens, decode ${decode.batch} x ${decode.newTokens} after ${decode.promptLength}`,
+  );
   const qwen = Qwen2Model.random(shape, 0, backend);
   model = {
     size,
@@ -229,7 +250,15 @@ if (wants("model")) {
     dispatchesPerStep: 0,
     peakBytes: 0,
   };
-  const peerArgs = { shape, batch, seq, steps, decodeBatch: decode.batch, promptLength: decode.promptLength, newTokens: decode.newTokens };
+  const peerArgs = {
+    shape,
+    batch,
+    seq,
+    steps,
+    decodeBatch: decode.batch,
+    promptLength: decode.promptLength,
+    newTokens: decode.newTokens,
+  };
   for (let r = 0; r < number("repeats"); r++) {
     const train = await measureTraining(qwen, backend, { batch, seq, steps });
     model.trainTokensPerSecond.push(train.tokensPerSecond);
@@ -241,11 +270,17 @@ if (wants("model")) {
     console.log(
       `this engine: forward+backward ${train.tokensPerSecond.toFixed(1)} tokens/s (${train.dispatchesPerStep} dispatches/step, ` +
         `${stepSeconds.toFixed(3)} s/step of which ${train.waitSecondsPerStep.toFixed(3)} s waiting for the GPU), ` +
-        `decode ${dec.tokensPerSecond.toFixed(1)} tokens/s (${(dec.seconds / decode.newTokens * 1000).toFixed(1)} ms/step, ` +
-        `${(dec.waitSeconds / decode.newTokens * 1000).toFixed(1)} ms waiting, ${dec.dispatchesPerStep.toFixed(0)} dispatches, ` +
+        `decode ${dec.tokensPerSecond.toFixed(1)} tokens/s (${((dec.seconds / decode.newTokens) * 1000).toFixed(1)} ms/step, ` +
+        `${((dec.waitSeconds / decode.newTokens) * 1000).toFixed(1)} ms waiting, ${dec.dispatchesPerStep.toFixed(0)} dispatches, ` +
         `${dec.readbacksPerStep.toFixed(1)} readbacks per step)`,
     );
-    model.phases = { trainSecondsPerStep: stepSeconds, trainWaitSecondsPerStep: train.waitSecondsPerStep, decodeSecondsPerStep: dec.seconds / decode.newTokens, decodeWaitSecondsPerStep: dec.waitSeconds / decode.newTokens, decodeDispatchesPerStep: dec.dispatchesPerStep };
+    model.phases = {
+      trainSecondsPerStep: stepSeconds,
+      trainWaitSecondsPerStep: train.waitSecondsPerStep,
+      decodeSecondsPerStep: dec.seconds / decode.newTokens,
+      decodeWaitSecondsPerStep: dec.waitSeconds / decode.newTokens,
+      decodeDispatchesPerStep: dec.dispatchesPerStep,
+    };
     if (!usePeer) continue;
     for (const dtype of cuda ? ["f32", "bf16"] : ["f32"]) {
       for (const threads of threadChoices) {
@@ -253,8 +288,16 @@ if (wants("model")) {
           | { train: number; decode: number; threads: number; peakBytes: number }
           | undefined;
         if (!result) continue;
-        peer.model.push({ dtype, threads: result.threads, train: result.train, decode: result.decode, peakBytes: result.peakBytes });
-        console.log(`PyTorch ${peerDevice} ${dtype} ${result.threads} thread(s): forward+backward ${result.train.toFixed(1)} tokens/s, decode ${result.decode.toFixed(1)} tokens/s`);
+        peer.model.push({
+          dtype,
+          threads: result.threads,
+          train: result.train,
+          decode: result.decode,
+          peakBytes: result.peakBytes,
+        });
+        console.log(
+          `PyTorch ${peerDevice} ${dtype} ${result.threads} thread(s): forward+backward ${result.train.toFixed(1)} tokens/s, decode ${result.decode.toFixed(1)} tokens/s`,
+        );
       }
     }
   }
@@ -282,7 +325,13 @@ const write = (name: string, text: string) => {
   renameSync(join(out, `${name}.tmp`), join(out, name));
 };
 write("results.json", `${JSON.stringify(report, null, 2)}\n`);
-const rows = comparisonRows(kernels, model, usePeer ? peer : undefined, PEER_MATMUL.map((m) => m.label), PEER_ATTENTION.map((a) => a.label));
+const rows = comparisonRows(
+  kernels,
+  model,
+  usePeer ? peer : undefined,
+  PEER_MATMUL.map((m) => m.label),
+  PEER_ATTENTION.map((a) => a.label),
+);
 write("results.md", renderMarkdown(report, rows));
 console.log(`\n${renderMarkdown(report, rows)}`);
 console.log(`wrote ${join(out, "results.json")} and results.md`);

@@ -36,7 +36,9 @@ await build({
   alias: { "@ragen/tensor-webgpu": join(root, "packages/tensor-webgpu/src/index.ts") },
   // Dawn's module is loaded at run time from the folder's node_modules.
   external: ["webgpu"],
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+  },
   logLevel: "warning",
   legalComments: "none",
 });
@@ -53,13 +55,11 @@ const require = createRequire(join(here, "..", "package.json"));
 const webgpu = dirname(require.resolve("webgpu/package.json"));
 const target = join(out, "node_modules", "webgpu");
 mkdirSync(join(target, "dist", "linux-x64"), { recursive: true });
-for (const file of ["package.json", "index.js", "LICENSE.md"]) copyFileSync(join(webgpu, file), join(target, file));
+for (const file of ["package.json", "index.js", "LICENSE.md"])
+  copyFileSync(join(webgpu, file), join(target, file));
 copyFileSync(join(webgpu, "dist", "linux-x64", "dawn.node"), join(target, "dist", "linux-x64", "dawn.node"));
 
-writeFileSync(
-  join(out, "README.md"),
-  readFileSync(join(here, "..", "README.md"), "utf8"),
-);
+writeFileSync(join(out, "README.md"), readFileSync(join(here, "..", "README.md"), "utf8"));
 
 let bytes = 0;
 const walk = (dir) => {

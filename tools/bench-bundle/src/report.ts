@@ -69,7 +69,12 @@ export function comparisonRows(
     for (const pass of ["fwd", "fwd+bwd"]) {
       const k = engine(`attention ${pass} ${label}`);
       const p = peer?.attention.find((r) => r.label === label && r.pass === pass);
-      add(`attention ${pass} ${label}`, k?.gflops !== undefined ? k.gflops / 1000 : undefined, p?.tflops, "SDPA f32");
+      add(
+        `attention ${pass} ${label}`,
+        k?.gflops !== undefined ? k.gflops / 1000 : undefined,
+        p?.tflops,
+        "SDPA f32",
+      );
     }
   }
   if (model) {
@@ -86,15 +91,39 @@ export function comparisonRows(
     const label = `${model.size} forward+backward ${model.batch}x${model.seq}`;
     const decodeLabel = `${model.size} decode batch ${model.decodeBatch}, ${model.newTokens} tokens`;
     if (modes.length === 0) {
-      rows.push({ case: label, engine: `${fmt(train)} tokens/s`, peer: "-", peerMode: "-", ratio: undefined });
-      rows.push({ case: decodeLabel, engine: `${fmt(decode)} tokens/s`, peer: "-", peerMode: "-", ratio: undefined });
+      rows.push({
+        case: label,
+        engine: `${fmt(train)} tokens/s`,
+        peer: "-",
+        peerMode: "-",
+        ratio: undefined,
+      });
+      rows.push({
+        case: decodeLabel,
+        engine: `${fmt(decode)} tokens/s`,
+        peer: "-",
+        peerMode: "-",
+        ratio: undefined,
+      });
     }
     for (const dtype of modes) {
       const mode = dtype === "bf16" ? "eager, bf16 autocast" : "eager f32";
       const pt = best(dtype, "train");
       const pd = best(dtype, "decode");
-      rows.push({ case: label, engine: `${fmt(train)} tokens/s`, peer: `${fmt(pt)} tokens/s`, peerMode: `${mode}${threads(dtype, "train")}`, ratio: train / pt });
-      rows.push({ case: decodeLabel, engine: `${fmt(decode)} tokens/s`, peer: `${fmt(pd)} tokens/s`, peerMode: `${mode}, KV cache${threads(dtype, "decode")}`, ratio: decode / pd });
+      rows.push({
+        case: label,
+        engine: `${fmt(train)} tokens/s`,
+        peer: `${fmt(pt)} tokens/s`,
+        peerMode: `${mode}${threads(dtype, "train")}`,
+        ratio: train / pt,
+      });
+      rows.push({
+        case: decodeLabel,
+        engine: `${fmt(decode)} tokens/s`,
+        peer: `${fmt(pd)} tokens/s`,
+        peerMode: `${mode}, KV cache${threads(dtype, "decode")}`,
+        ratio: decode / pd,
+      });
     }
   }
   return rows;
@@ -117,13 +146,27 @@ export function renderMarkdown(
     `- adapter: ${[a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(" / ")}`,
     `- PyTorch: ${report.peer ? `${report.peer.torch ?? "?"} on ${report.peer.gpu ?? report.peer.device}` : "not run"}`,
   ];
-  if (report.model) lines.push(`- model step peak memory (buffer pool): ${(report.model.peakBytes / 2 ** 30).toFixed(2)} GiB`);
+  if (report.model)
+    lines.push(
+      `- model step peak memory (buffer pool): ${(report.model.peakBytes / 2 ** 30).toFixed(2)} GiB`,
+    );
   lines.push("", "| case | this engine | PyTorch | PyTorch mode | ratio |", "|---|---|---|---|---|");
-  for (const r of rows) lines.push(`| ${r.case} | ${r.engine} | ${r.peer} | ${r.peerMode} | ${r.ratio === undefined ? "-" : `${r.ratio.toFixed(2)}x`} |`);
+  for (const r of rows)
+    lines.push(
+      `| ${r.case} | ${r.engine} | ${r.peer} | ${r.peerMode} | ${r.ratio === undefined ? "-" : `${r.ratio.toFixed(2)}x`} |`,
+    );
   lines.push("", "## Every kernel case", "", "| case | ms | rate | dispatches |", "|---|---|---|---|");
   for (const k of report.kernels) {
-    const rate = k.skipped ? k.skipped : k.gflops !== undefined ? `${fmt(k.gflops)} GFLOP/s` : k.gbps !== undefined ? `${fmt(k.gbps)} GB/s` : "";
-    lines.push(`| ${k.family}: ${k.name} | ${fmt(k.msPerIteration, 3)} | ${rate} | ${k.dispatchesPerIteration} |`);
+    const rate = k.skipped
+      ? k.skipped
+      : k.gflops !== undefined
+        ? `${fmt(k.gflops)} GFLOP/s`
+        : k.gbps !== undefined
+          ? `${fmt(k.gbps)} GB/s`
+          : "";
+    lines.push(
+      `| ${k.family}: ${k.name} | ${fmt(k.msPerIteration, 3)} | ${rate} | ${k.dispatchesPerIteration} |`,
+    );
   }
   return `${lines.join("\n")}\n`;
 }

@@ -60,9 +60,30 @@ const shapes: Shape[] = [
   { label: "qwen dWup=dYᵀ·X [4864x512]ᵀ·[512x896]", m: INTERMEDIATE, n: HIDDEN, k: TOKENS, transA: true },
   { label: "qwen dWq=dYᵀ·X [896x512]ᵀ·[512x896]", m: HIDDEN, n: HIDDEN, k: TOKENS, transA: true, f16: true },
   // Decoding: one new token for each of 16 sequences, and for a single sequence.
-  { label: "qwen decode x16 [16x896]·[4864x896]ᵀ", m: 16, n: INTERMEDIATE, k: HIDDEN, transB: true, compare: true },
-  { label: "qwen decode x1 [1x896]·[4864x896]ᵀ", m: 1, n: INTERMEDIATE, k: HIDDEN, transB: true, compare: true },
-  { label: "qwen lm head x16 [16x896]·[151936x896]ᵀ", m: 16, n: 151936, k: HIDDEN, transB: true, compare: true },
+  {
+    label: "qwen decode x16 [16x896]·[4864x896]ᵀ",
+    m: 16,
+    n: INTERMEDIATE,
+    k: HIDDEN,
+    transB: true,
+    compare: true,
+  },
+  {
+    label: "qwen decode x1 [1x896]·[4864x896]ᵀ",
+    m: 1,
+    n: INTERMEDIATE,
+    k: HIDDEN,
+    transB: true,
+    compare: true,
+  },
+  {
+    label: "qwen lm head x16 [16x896]·[151936x896]ᵀ",
+    m: 16,
+    n: 151936,
+    k: HIDDEN,
+    transB: true,
+    compare: true,
+  },
 ];
 
 function filled(ctx: GpuContext, n: number, seed: number, dtype: "f32" | "f16"): GPUBuffer {
@@ -80,8 +101,10 @@ function filled(ctx: GpuContext, n: number, seed: number, dtype: "f32" | "f16"):
 type BenchVariant = MatmulVariant | "blocked16";
 
 function skipReason(ctx: GpuContext, shape: Shape, variant: BenchVariant | undefined, dtype: "f32" | "f16") {
-  if (variant === "matvec" && (shape.m > 16 || !shape.transB || shape.transA)) return "x · Wᵀ of <= 16 rows only";
-  if (variant === "texture" && !textureVariantAvailable(ctx)) return "for software adapters' narrow subgroups";
+  if (variant === "matvec" && (shape.m > 16 || !shape.transB || shape.transA))
+    return "x · Wᵀ of <= 16 rows only";
+  if (variant === "texture" && !textureVariantAvailable(ctx))
+    return "for software adapters' narrow subgroups";
   if (dtype === "f16" && !ctx.info.features.shaderF16) return "no shader-f16";
   if (variant === "subgroup-matrix") {
     if (dtype !== "f16") return "f16 operands only";
@@ -102,7 +125,17 @@ function caseFor(shape: Shape, variant?: BenchVariant, dtype: "f32" | "f16" = "f
       const b = filled(ctx, batch * shape.k * shape.n, 2, dtype);
       const out = ctx.pool.acquire(batch * shape.m * shape.n * (dtype === "f16" ? 2 : 4));
       const forced = variant === "blocked16" ? "blocked" : variant;
-      const args: MatmulArgs = { a, b, out, batch, m: shape.m, n: shape.n, k: shape.k, variant: forced, dtype };
+      const args: MatmulArgs = {
+        a,
+        b,
+        out,
+        batch,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        variant: forced,
+        dtype,
+      };
       if (shape.transA) args.transA = true;
       if (shape.transB) args.transB = true;
       if (!variant) console.log(`  (auto picks "${matmulVariant(ctx, args)}" for ${shape.label})`);

@@ -149,7 +149,7 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
   const info = adapter.info as GPUAdapterInfo & {
     subgroupMinSize?: number;
     subgroupMaxSize?: number;
-    subgroupMatrixConfigs?: readonly SubgroupMatrixConfig[];
+    subgroupMatrixConfigs?: readonly (SubgroupMatrixConfig & { resultComponentType?: string })[];
   };
   const summary: AdapterSummary = {
     vendor: info?.vendor ?? "",
@@ -172,7 +172,8 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
         device.features.has(SUBGROUP_MATRIX) && device.features.has("shader-f16")
           ? (info?.subgroupMatrixConfigs ?? []).map((c) => ({
               componentType: String(c.componentType),
-              resultType: String(c.resultType),
+              // WebGPU's name; older drafts said resultType.
+              resultType: String(c.resultComponentType ?? c.resultType),
               M: c.M,
               N: c.N,
               K: c.K,

@@ -29,22 +29,6 @@
 import type { FloatStorage } from "./elementwise.js";
 import { enableFor } from "./elementwise.js";
 
-/**
- * WGSL that places workgroup `wg` of a [tilesN, tilesM] grid on its output tile in groups of 8 tile-rows:
- * consecutive workgroups (which run at the same time) walk down 8 rows of tiles before moving right, so
- * they share 8 row-panels of A and a few column-panels of B, which then stay in the L2 cache (row-major
- * order would stream every column-panel of B per row of tiles: at 4096³, 64 MB of B against a 50 MB L2).
- */
-export const SWIZZLED_TILE_WGSL = /* wgsl */ `
-fn swizzledTile(wg: vec3u, groups: vec3u) -> vec2u {
-  let id = wg.y * groups.x + wg.x;
-  let perGroup = 8u * groups.x;
-  let firstRow = (id / perGroup) * 8u;
-  let rows = min(groups.y - firstRow, 8u);
-  let inGroup = id % perGroup;
-  return vec2u(inGroup / rows, firstRow + inGroup % rows); // (tile column, tile row)
-}`;
-
 /** Output tile of both GPU kernels (rows and columns per workgroup). */
 export const GPU_TILE = 128;
 
@@ -151,18 +135,14 @@ fn storeRow(outBase: u32, row: u32, col: u32, v: vec4f) {
     if (col + j < p.n) { storeOut(outBase + row * p.ldo + col + j, v[j]); }
   }
 }
-${SWIZZLED_TILE_WGSL}
-
 @compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u,
-        @builtin(num_workgroups) groups: vec3u) {
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
   let t = lid.y * 16u + lid.x;
   let batch = wg.z;
   let aBase = p.aBase + batch * p.aBatchStride;
   let bBase = p.bBase + batch * p.bBatchStride;
-  let tile = swizzledTile(wg, groups);
-  let tileRow = tile.y * ${GPU_TILE}u;
-  let tileCol = tile.x * ${GPU_TILE}u;
+  let tileRow = wg.y * ${GPU_TILE}u;
+  let tileCol = wg.x * ${GPU_TILE}u;
   ${accumulators.join(" ")}
   ${declareNext}
   var k0 = 0u;
@@ -253,7 +233,9 @@ export function subgroupMatrixKernel(
     for (let j = 0; j < fn; j++) {
       declare.push(`var acc${i}_${j} = ${result}();`);
       multiply.push(`acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`);
-      epilogue.push(`storeFragment(acc${i}_${j}, blockRow + ${i * M}u, blockCol + ${j * N}u, sg, sgLane, outBase);`);
+      epilogue.push(
+        `storeFragment(acc${i}_${j}, blockRow + ${i * M}u, blockCol + ${j * N}u, sg, sgLane, outBase);`,
+      );
     }
   }
   const loadsLeft = Array.from({ length: fm }, (_, i) => {
@@ -287,7 +269,6 @@ ${store}
 var<workgroup> aTile: array<f16, ${aRows * aStride}>;
 var<workgroup> bTile: array<f16, ${bRows * bStride}>;
 var<workgroup> scratch: array<f32, ${SUBGROUPS * M * N}>;
-${SWIZZLED_TILE_WGSL}
 
 fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, outBase: u32) {
   // Every subgroup calls this the same number of times, so the barriers are in uniform control flow.
@@ -304,14 +285,12 @@ fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, out
 
 @compute @workgroup_size(${invocations})
 fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
-        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u,
-        @builtin(num_workgroups) groups: vec3u) {
+        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
   let batch = wg.z;
   let aBase = p.aBase + batch * p.aBatchStride;
   let bBase = p.bBase + batch * p.bBatchStride;
-  let tile = swizzledTile(wg, groups);
-  let tileRow = tile.y * ${GPU_TILE}u;
-  let tileCol = tile.x * ${GPU_TILE}u;
+  let tileRow = wg.y * ${GPU_TILE}u;
+  let tileCol = wg.x * ${GPU_TILE}u;
   let blockRowInTile = (sg / 4u) * 64u;
   let blockColInTile = (sg % 4u) * 32u;
   ${declare.join("\n  ")}

@@ -28,8 +28,8 @@
  *   go back to it once recorded. Measured on lavapipe, 2 cores, end to end: ~45 GFLOP/s
  *   at 1024³ and 2048³, 35-52 on transformer and Qwen2.5-0.5B shapes, vs 4-8 for "buffer" and 3-6 for
  *   "tiled" there (bench/cases/matmul.ts; a sampled-texture 8x8 kernel made 7-15).
- * "tiled" — for GPUs: 64 x 64 output tile per workgroup of 16 x 16 invocations, 4 x 4 outputs each, tiles
- *   visited in L2-friendly groups of 8 tile-rows (matmul-gpu.ts), k in steps of 16 through workgroup memory (A as [k][m/4] vec4s, B as [k][n/4] vec4s, one vec4 of each
+ * "tiled" — for GPUs: 64 x 64 output tile per workgroup of 16 x 16 invocations, 4 x 4 outputs each, k in
+ *   steps of 16 through workgroup memory (A as [k][m/4] vec4s, B as [k][n/4] vec4s, one vec4 of each
  *   filled per invocation per step, global loads arranged so neighbouring invocations read neighbouring
  *   addresses of the stored layout).
  * "buffer" — no workgroup memory, subgroups or textures: 4 x 4 outputs per invocation read straight from
@@ -60,7 +60,6 @@ import {
   MATVEC_MAX_ROWS,
   matvecKernel,
   pickSubgroupMatrixShape,
-  SWIZZLED_TILE_WGSL,
   type SubgroupMatrixShape,
   subgroupMatrixKernel,
 } from "./matmul-gpu.js";
@@ -460,18 +459,14 @@ fn loadB(bBase: u32, kk: u32, col: u32) -> f32 {
   return select(0.0, v, kk < p.k && col < p.n);
 }
 
-${SWIZZLED_TILE_WGSL}
-
 @compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u,
-        @builtin(num_workgroups) groups: vec3u) {
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
   let t = lid.y * 16u + lid.x;
   let batch = wg.z;
   let aBase = p.aBase + batch * p.aBatchStride;
   let bBase = p.bBase + batch * p.bBatchStride;
-  let tile = swizzledTile(wg, groups);
-  let tileRow = tile.y * ${TILE}u;
-  let tileCol = tile.x * ${TILE}u;
+  let tileRow = wg.y * ${TILE}u;
+  let tileCol = wg.x * ${TILE}u;
   ${aSlot}
   ${bSlot}
   var acc0 = vec4f(0.0); var acc1 = vec4f(0.0); var acc2 = vec4f(0.0); var acc3 = vec4f(0.0);
