@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sizeClass } from "../src/gpu/buffer-pool.js";
+import { BufferPool, sizeClass } from "../src/gpu/buffer-pool.js";
 import { GpuContext, GpuValidationError, grid } from "../src/gpu/context.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -85,6 +85,29 @@ describe("GpuContext", () => {
     } finally {
       ctx.destroy();
     }
+  });
+
+  it("keeps a working set larger than its default budget, so a big step does not re-create its buffers", async () => {
+    const ctx = await testContext();
+    const MiB = 1024 * 1024;
+    // A step of 3 MiB in use at once; pools on the context's device with a 1 MiB floor or a 1 MiB cap.
+    const step = (pool: BufferPool) => {
+      const buffers = Array.from({ length: 6 }, () => pool.acquire(MiB / 2));
+      for (const b of buffers) pool.release(b);
+    };
+    const adaptive = new BufferPool(ctx.device, undefined, MiB);
+    const capped = new BufferPool(ctx.device, MiB);
+    for (const pool of [adaptive, capped]) step(pool);
+    expect(adaptive.budget).toBe(3 * MiB);
+    expect(adaptive.stats.pooledBytes).toBe(3 * MiB);
+    expect(capped.budget).toBe(MiB);
+    expect(capped.stats.pooledBytes).toBe(MiB);
+    for (const pool of [adaptive, capped]) step(pool);
+    expect(adaptive.stats.created).toBe(6); // the second step reused every buffer
+    expect(capped.stats.created).toBe(10); // four of six re-created
+    adaptive.trim();
+    capped.trim();
+    ctx.pool.destroyRetired();
   });
 
   it("keeps every dispatch's params when more dispatches are recorded than the uniform ring holds", async () => {

@@ -2,6 +2,11 @@
  * Reuses GPU buffers by size class, so a training loop that allocates the same shapes every step does
  * not create (and leak) thousands of buffers. Size classes are 2^k × {1, 1.25, 1.5, 1.75}: at most 25%
  * of a buffer is slack.
+ *
+ * By default the pool keeps up to the larger of 2 GiB and the highest in-use total seen (the working set),
+ * as a caching allocator does: a step whose activations exceed a fixed budget would otherwise destroy and
+ * re-create them every step (measured on an H100: a Qwen2.5-0.5B step peaks at 9.2 GiB, and with a 2 GiB
+ * budget 0.61 s of its 0.74 s went to the CPU). Memory is not raised: what is kept was in use at once.
  */
 
 export const STORAGE_USAGE = 0x80 | 0x4 | 0x8; // STORAGE | COPY_SRC | COPY_DST (numeric: no GPU globals needed)
@@ -42,11 +47,21 @@ export class BufferPool {
 
   private readonly retired: GPUBuffer[] = [];
 
-  /** @param maxPooledBytes released buffers beyond this are destroyed (after the next submit) instead of kept */
+  /**
+   * @param maxPooledBytes released buffers beyond this are destroyed (after the next submit) instead of kept;
+   *   by default the larger of `floorBytes` and the working set (the highest in-use total so far)
+   * @param floorBytes the least the default budget keeps (2 GiB)
+   */
   constructor(
     private readonly device: GPUDevice,
-    private readonly maxPooledBytes = 2 ** 31,
+    private readonly maxPooledBytes?: number,
+    private readonly floorBytes = 2 ** 31,
   ) {}
+
+  /** Bytes of released buffers the pool keeps at most, now. */
+  get budget(): number {
+    return this.maxPooledBytes ?? Math.max(this.floorBytes, this.stats_.peakInUseBytes);
+  }
 
   acquire(bytes: number, label = "tensor"): GPUBuffer {
     const size = sizeClass(bytes);
@@ -68,14 +83,15 @@ export class BufferPool {
   release(buffer: GPUBuffer): void {
     const size = buffer.size;
     this.stats_.inUseBytes -= size;
-    if (size > this.maxPooledBytes) {
+    const budget = this.budget;
+    if (size > budget) {
       this.retire(buffer);
       return;
     }
     // Over budget, the longest-unused buffers go: shapes change (growing prompts, new batch sizes) and the
     // recent sizes are the ones the next steps ask for again.
     for (const old of this.releaseOrder) {
-      if (this.stats_.pooledBytes + size <= this.maxPooledBytes) break;
+      if (this.stats_.pooledBytes + size <= budget) break;
       const list = this.free.get(old.size)!;
       list.splice(list.indexOf(old), 1);
       this.releaseOrder.delete(old);

@@ -91,7 +91,8 @@ export class GpuContext {
   }
 
   /**
-   * `maxPooledBytes`: released buffers kept for reuse at most (default 2 GiB); the rest are destroyed.
+   * `maxPooledBytes`: released buffers kept for reuse at most (default: the larger of 2 GiB and the working
+   * set, the highest in-use total so far); the rest are destroyed. `ctx.pool.trim()` frees what is kept.
    * `maxPooledTextureBytes`: the same for scratch textures (default 256 MiB).
    */
   static async create(

@@ -1,0 +1,60 @@
+// The portable benchmark: built into a folder of its own, copied away from the workspace, and run with
+// plain `node bench.mjs --quick` on this machine's adapter (lavapipe here), writing its JSON and markdown.
+import { execFileSync } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const here = import.meta.dirname;
+const work = mkdtempSync(join(tmpdir(), "ragen-bench-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function folderBytes(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    total += entry.isDirectory() ? folderBytes(path) : statSync(path).size;
+  }
+  return total;
+}
+
+describe("bench:bundle", () => {
+  it("builds one small folder that runs with node alone and writes results.json and results.md", () => {
+    const built = join(work, "built");
+    execFileSync(process.execPath, [join(here, "..", "src", "build.mjs"), "--out", built], { stdio: "pipe" });
+    for (const file of ["bench.mjs", "torch_kernels.py", "torch_models.py", "README.md"]) {
+      expect(existsSync(join(built, file)), file).toBe(true);
+    }
+    expect(existsSync(join(built, "node_modules/webgpu/dist/linux-x64/dawn.node"))).toBe(true);
+    expect(folderBytes(built)).toBeLessThan(40 * 2 ** 20);
+
+    // Away from the workspace: nothing can resolve from the repository's node_modules.
+    const moved = join(work, "elsewhere", "ragen-bench");
+    cpSync(built, moved, { recursive: true });
+    const out = join(work, "results");
+    const log = execFileSync(
+      process.execPath,
+      [join(moved, "bench.mjs"), "--quick", "--torch", "off", "--out", out],
+      { cwd: work, encoding: "utf8", env: { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp" } },
+    );
+    expect(log).toMatch(/adapter: /);
+    const report = JSON.parse(readFileSync(join(out, "results.json"), "utf8")) as {
+      adapter: { description: string };
+      kernels: { name: string; msPerIteration: number; gflops?: number; skipped?: string }[];
+      model: { trainTokensPerSecond: number[]; decodeTokensPerSecond: number[] };
+      latency: { syncMs: number };
+    };
+    const ran = report.kernels.filter((k) => !k.skipped);
+    expect(ran.map((k) => k.name)).toEqual(
+      expect.arrayContaining(["256^3 [auto]", "attention fwd qwen0.5b T=128 14/2x64 b=1"]),
+    );
+    for (const k of ran) expect(k.msPerIteration).toBeGreaterThan(0);
+    expect(report.model.trainTokensPerSecond[0]).toBeGreaterThan(0);
+    expect(report.model.decodeTokensPerSecond[0]).toBeGreaterThan(0);
+    expect(report.latency.syncMs).toBeGreaterThan(0);
+    const markdown = readFileSync(join(out, "results.md"), "utf8");
+    expect(markdown).toContain("| case | this engine | PyTorch | PyTorch mode | ratio |");
+    expect(markdown).toContain("256^3 [auto]");
+  });
+});
