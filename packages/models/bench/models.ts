@@ -46,7 +46,11 @@ const model = Qwen2Model.random(shape, 0, backend);
 model.gradientCheckpointing = values.recompute!;
 
 const script = join(dirname(fileURLToPath(import.meta.url)), "torch_models.py");
-const hasTorch = spawnSync("python3", ["-c", "import torch"]).status === 0;
+// The first Python with torch: $PYTHON, the one on PATH, then the system's (Debian's python3-torch).
+const python = [process.env.PYTHON, "python3", "/usr/bin/python3"].find(
+  (p) => p && spawnSync(p, ["-c", "import torch"]).status === 0,
+);
+const hasTorch = python !== undefined;
 const threadChoices = [...new Set([1, cpus().length])];
 
 const engine = { train: [] as number[], decode: [] as number[] };
@@ -74,7 +78,7 @@ for (let round = 0; round < repeats; round++) {
           device: "cpu",
           threads,
         };
-        const run = spawnSync("python3", [script, JSON.stringify(args)], { encoding: "utf8" });
+        const run = spawnSync(python!, [script, JSON.stringify(args)], { encoding: "utf8" });
         if (run.status !== 0) {
           console.error(`PyTorch (${threads} threads) failed: ${run.stderr.trim().split("\n").at(-1)}`);
           continue;

@@ -139,7 +139,9 @@ if (kernelFamilies === undefined || kernelFamilies.length > 0) {
 }
 
 // ---- PyTorch
-const python = ["python3", "/usr/bin/python3"].find((p) => spawnSync(p, ["-c", "import torch"]).status === 0);
+const python = [process.env.PYTHON, "python3", "/usr/bin/python3"].find(
+  (p) => p && spawnSync(p, ["-c", "import torch"]).status === 0,
+);
 const torchMode = values.torch!;
 if (torchMode === "on" && !python) throw new Error("--torch on: no python3 with torch found");
 const usePeer = torchMode !== "off" && python !== undefined;
@@ -171,6 +173,7 @@ const peerDevice = cuda ? "cuda" : "cpu";
 const threadChoices = cuda ? [1] : [...new Set([1, cpus().length])];
 const peer: PeerResults = { device: peerDevice, matmul: [], attention: [], model: [] };
 
+const ran = (name: string) => kernels.some((k) => k.name === name && !k.skipped);
 if (usePeer && kernels.length > 0) {
   console.log(`\n# PyTorch kernels on ${peerDevice}`);
   for (const threads of threadChoices) {
@@ -178,9 +181,10 @@ if (usePeer && kernels.length > 0) {
       device: peerDevice,
       threads,
       repeats: quick ? 3 : 20,
-      matmul: wants("matmul") || wants("kernels") ? PEER_MATMUL : [],
+      // Only the shapes this engine measured in this run.
+      matmul: PEER_MATMUL.filter((m) => ran(`${m.label} [auto]`)),
       matmulModes: cuda ? ["f32", "tf32", "bf16", "f16"] : ["f32"],
-      attention: wants("attention") || wants("kernels") ? PEER_ATTENTION : [],
+      attention: PEER_ATTENTION.filter((a) => ran(`attention fwd ${a.label}`)),
     }) as (PeerResults & { threads: number; gpu?: string; torch?: string }) | undefined;
     if (!result) continue;
     peer.torch = result.torch;

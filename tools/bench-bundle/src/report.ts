@@ -33,6 +33,8 @@ export interface ComparisonRow {
 const median = (values: number[]) =>
   values.length === 0 ? Number.NaN : [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
+/** A rate in TFLOP/s, or in GFLOP/s below one TFLOP/s (CPUs, small kernels). */
+const rate = (tflops: number) => (tflops >= 1 ? `${fmt(tflops, 2)} TFLOP/s` : `${fmt(tflops * 1000, 1)} GFLOP/s`);
 
 export function comparisonRows(
   kernels: readonly KernelResult[],
@@ -47,8 +49,8 @@ export function comparisonRows(
     if (tflops === undefined && peerTflops === undefined) return;
     rows.push({
       case: name,
-      engine: tflops === undefined ? "-" : `${fmt(tflops, 2)} TFLOP/s`,
-      peer: peerTflops === undefined ? "-" : `${fmt(peerTflops, 2)} TFLOP/s`,
+      engine: tflops === undefined ? "-" : rate(tflops),
+      peer: peerTflops === undefined ? "-" : rate(peerTflops),
       peerMode: mode,
       ratio: tflops !== undefined && peerTflops !== undefined ? tflops / peerTflops : undefined,
     });
