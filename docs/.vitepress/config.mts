@@ -70,6 +70,7 @@ export default defineConfig({
           items: [
             { text: "Adding an environment", link: "/guide/adding-an-environment" },
             { text: "The Quest homework", link: "/guide/quest-homework" },
+            { text: "Performance", link: "/guide/performance" },
           ],
         },
         { text: "Packages", items: pagesIn("packages") },
