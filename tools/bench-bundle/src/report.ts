@@ -34,7 +34,8 @@ const median = (values: number[]) =>
   values.length === 0 ? Number.NaN : [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
 /** A rate in TFLOP/s, or in GFLOP/s below one TFLOP/s (CPUs, small kernels). */
-const rate = (tflops: number) => (tflops >= 1 ? `${fmt(tflops, 2)} TFLOP/s` : `${fmt(tflops * 1000, 1)} GFLOP/s`);
+const rate = (tflops: number) =>
+  tflops >= 1 ? `${fmt(tflops, 2)} TFLOP/s` : `${fmt(tflops * 1000, 1)} GFLOP/s`;
 
 export function comparisonRows(
   kernels: readonly KernelResult[],

@@ -36,7 +36,11 @@ describe("bench:bundle", () => {
     const log = execFileSync(
       process.execPath,
       [join(moved, "bench.mjs"), "--quick", "--torch", "off", "--out", out],
-      { cwd: work, encoding: "utf8", env: { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp" } },
+      {
+        cwd: work,
+        encoding: "utf8",
+        env: { ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? "/tmp" },
+      },
     );
     expect(log).toMatch(/adapter: /);
     const report = JSON.parse(readFileSync(join(out, "results.json"), "utf8")) as {
