@@ -26,6 +26,7 @@ import { type KernelResult, runCases, selectCases } from "../../../packages/tens
 import { webGpuBackend } from "../../../packages/tensor-webgpu/src/index.js";
 import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels/matmul.js";
 import { comparisonRows, type PeerResults, renderMarkdown } from "./report.js";
+import { measureStarPOStep, RAGEN_STEP, type StarPOStepResult } from "./starpo-step.js";
 
 const { values } = parseArgs({
   options: {
@@ -41,6 +42,10 @@ const { values } = parseArgs({
     prompt: { type: "string", default: "32" },
     "new-tokens": { type: "string", default: "32" },
     repeats: { type: "string", default: "1" },
+    "starpo-groups": { type: "string", default: String(RAGEN_STEP.groups) },
+    "starpo-group-size": { type: "string", default: String(RAGEN_STEP.groupSize) },
+    "starpo-prompt": { type: "string", default: String(RAGEN_STEP.promptLength) },
+    "starpo-new-tokens": { type: "string", default: String(RAGEN_STEP.newTokens) },
     torch: { type: "string", default: "auto" },
     out: { type: "string", default: "bench-results" },
   },
@@ -308,6 +313,35 @@ if (wants("model")) {
   qwen.dispose();
 }
 
+// ---- one StarPO step at RAGEN's settings
+let starpo: StarPOStepResult | undefined;
+if (wants("starpo")) {
+  const size = quick ? "tiny" : values.model!;
+  const shape = MODEL_SIZES[size]!;
+  const options = quick
+    ? { groups: 4, groupSize: 2, promptLength: 8, newTokens: 4 }
+    : {
+        groups: number("starpo-groups"),
+        groupSize: number("starpo-group-size"),
+        promptLength: number("starpo-prompt"),
+        newTokens: number("starpo-new-tokens"),
+      };
+  console.log(
+    `\n# one StarPO step, ${size}: ${options.groups} groups x ${options.groupSize}, ${options.newTokens} new tokens after ${options.promptLength}`,
+  );
+  const actor = Qwen2Model.random(shape, 0, backend);
+  starpo = await measureStarPOStep(actor, backend, options);
+  actor.dispose();
+  console.log(
+    `seconds per phase: ${Object.entries(starpo.seconds)
+      .map(([phase, s]) => `${phase} ${s.toFixed(2)}`)
+      .join(
+        ", ",
+      )}; ${starpo.generatedTokens} tokens generated, ${starpo.trainedTrajectories} trajectories trained, ` +
+      `peak ${(starpo.peakBytes / 2 ** 30).toFixed(2)} GiB`,
+  );
+}
+
 // ---- report
 const out = resolve(values.out!);
 mkdirSync(out, { recursive: true });
@@ -322,6 +356,7 @@ const report = {
   quick,
   kernels,
   model,
+  starpo,
   peer: usePeer ? peer : undefined,
 };
 const write = (name: string, text: string) => {

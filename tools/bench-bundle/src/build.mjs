@@ -32,8 +32,11 @@ await build({
   platform: "node",
   format: "esm",
   target: "node20",
-  // One copy of the tensor package: the benchmarks import its sources, the model imports the package.
-  alias: { "@ragen/tensor-webgpu": join(root, "packages/tensor-webgpu/src/index.ts") },
+  // One copy of the tensor and model packages: the benchmarks import their sources, StarPO the packages.
+  alias: {
+    "@ragen/tensor-webgpu": join(root, "packages/tensor-webgpu/src/index.ts"),
+    "@ragen/models": join(root, "packages/models/src/index.ts"),
+  },
   // Dawn's module is loaded at run time from the folder's node_modules.
   external: ["webgpu"],
   banner: {

@@ -139,6 +139,13 @@ export function renderMarkdown(
     peer?: PeerResults;
     kernels: readonly KernelResult[];
     model?: ModelSummary;
+    starpo?: {
+      options: { groups: number; groupSize: number; promptLength: number; newTokens: number };
+      seconds: Record<string, number>;
+      generatedTokens: number;
+      trainedTrajectories: number;
+      peakBytes: number;
+    };
   },
   rows: readonly ComparisonRow[],
 ): string {
@@ -158,6 +165,19 @@ export function renderMarkdown(
     lines.push(
       `| ${r.case} | ${r.engine} | ${r.peer} | ${r.peerMode} | ${r.ratio === undefined ? "-" : `${r.ratio.toFixed(2)}x`} |`,
     );
+  if (report.starpo) {
+    const { options: o, seconds, generatedTokens, trainedTrajectories, peakBytes } = report.starpo;
+    lines.push(
+      "",
+      `## One StarPO step (${o.groups} groups x ${o.groupSize}, ${o.newTokens} new tokens after ${o.promptLength})`,
+      "",
+      `${generatedTokens} tokens generated, ${trainedTrajectories} trajectories trained after the filter, peak ${(peakBytes / 2 ** 30).toFixed(2)} GiB.`,
+      "",
+      "| phase | seconds |",
+      "|---|---|",
+      ...Object.entries(seconds).map(([phase, s]) => `| ${phase} | ${s.toFixed(2)} |`),
+    );
+  }
   lines.push("", "## Every kernel case", "", "| case | ms | rate | dispatches |", "|---|---|---|---|");
   for (const k of report.kernels) {
     const rate = k.skipped

@@ -48,6 +48,7 @@ describe("bench:bundle", () => {
       kernels: { name: string; msPerIteration: number; gflops?: number; skipped?: string }[];
       model: { trainTokensPerSecond: number[]; decodeTokensPerSecond: number[] };
       latency: { syncMs: number };
+      starpo: { seconds: Record<string, number>; trainedTrajectories: number };
     };
     const ran = report.kernels.filter((k) => !k.skipped);
     expect(ran.map((k) => k.name)).toEqual(
@@ -57,8 +58,12 @@ describe("bench:bundle", () => {
     expect(report.model.trainTokensPerSecond[0]).toBeGreaterThan(0);
     expect(report.model.decodeTokensPerSecond[0]).toBeGreaterThan(0);
     expect(report.latency.syncMs).toBeGreaterThan(0);
+    for (const phase of ["generate", "values", "update_critic", "update_actor", "step"]) {
+      expect(report.starpo.seconds[phase], phase).toBeGreaterThan(0);
+    }
     const markdown = readFileSync(join(out, "results.md"), "utf8");
     expect(markdown).toContain("| case | this engine | PyTorch | PyTorch mode | ratio |");
     expect(markdown).toContain("256^3 [auto]");
+    expect(markdown).toContain("## One StarPO step");
   });
 });
