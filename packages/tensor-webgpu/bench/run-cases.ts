@@ -32,6 +32,16 @@ export interface RunOptions {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+/** The result of a case that did not run, and why. */
+const notRun = (c: BenchCase, reason: string): KernelResult => ({
+  family: c.family,
+  name: c.name,
+  msPerIteration: Number.NaN,
+  msRange: [Number.NaN, Number.NaN],
+  dispatchesPerIteration: 0,
+  skipped: reason,
+});
+
 export async function runCases(
   ctx: GpuContext,
   cases: readonly BenchCase[],
@@ -45,14 +55,7 @@ export async function runCases(
     const skipped = c.skip?.(ctx);
     if (skipped) {
       log(`${c.family.padEnd(10)} ${c.name.padEnd(52)} skipped: ${skipped}`);
-      results.push({
-        family: c.family,
-        name: c.name,
-        msPerIteration: Number.NaN,
-        msRange: [Number.NaN, Number.NaN],
-        dispatchesPerIteration: 0,
-        skipped,
-      });
+      results.push(notRun(c, skipped));
       continue;
     }
     const { run, dispose } = c.setup(ctx);
@@ -98,14 +101,7 @@ export async function runCases(
     } catch (error) {
       const message = (error as Error).message.split("\n")[0]!;
       log(`${c.family.padEnd(10)} ${c.name.padEnd(52)} FAILED: ${message}`);
-      results.push({
-        family: c.family,
-        name: c.name,
-        msPerIteration: Number.NaN,
-        msRange: [Number.NaN, Number.NaN],
-        dispatchesPerIteration: 0,
-        skipped: `failed: ${message}`,
-      });
+      results.push(notRun(c, `failed: ${message}`));
     } finally {
       dispose();
     }

@@ -27,7 +27,6 @@
  *     epilogue (alpha, accumulate, edges, one rounding for f16 out).
  */
 import type { FloatStorage } from "./elementwise.js";
-import { enableFor } from "./elementwise.js";
 
 /** Output tile of both GPU kernels (rows and columns per workgroup). */
 export const GPU_TILE = 128;
@@ -36,16 +35,15 @@ export const GPU_TILE = 128;
 export type BlockedDepth = 8 | 16;
 
 /**
- * WGSL of the "blocked" kernel. `params` declares the uniform struct `Params` (m, n, k, bases, strides,
- * leading dimensions); `store` the `storeOut(index, value)` epilogue.
+ * WGSL of the "blocked" kernel. `preamble` declares the enables, the uniform struct `Params` (m, n, k,
+ * bases, strides, leading dimensions), the bindings a, b, out, p and the `storeOut(index, value)` epilogue.
  */
 export function blockedKernel(
   transA: boolean,
   transB: boolean,
   storage: FloatStorage,
   bk: BlockedDepth,
-  params: string,
-  store: string,
+  preamble: string,
 ): string {
   const rowQuads = GPU_TILE / 4; // vec4s per k-row of a staged slice
   const stride = rowQuads + 1; // one vec4 of padding per k-row
@@ -95,13 +93,7 @@ export function blockedKernel(
     transA ? `aBase + (${kk}) * p.lda + (${row})` : `aBase + (${row}) * p.lda + (${kk})`;
   const bIndex = (kk: string, col: string) =>
     transB ? `bBase + (${col}) * p.ldb + (${kk})` : `bBase + (${kk}) * p.ldb + (${col})`;
-  return /* wgsl */ `${enableFor(storage)}
-${params}
-@group(0) @binding(0) var<storage, read> a: array<${storage}>;
-@group(0) @binding(1) var<storage, read> b: array<${storage}>;
-@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
-@group(0) @binding(3) var<uniform> p: Params;
-${store}
+  return /* wgsl */ `${preamble}
 
 // aTile[kk * ${stride} + q]: rows 4q..4q+3 of the tile at k-offset kk; bTile likewise for columns.
 var<workgroup> aTile: array<vec4f, ${bk * stride}>;
@@ -209,8 +201,7 @@ export function subgroupMatrixKernel(
   transB: boolean,
   shape: SubgroupMatrixShape,
   lanes: number,
-  params: string,
-  store: string,
+  preamble: string,
 ): string {
   const { m: M, n: N, k: K } = shape;
   const bk = SUBGROUP_MATRIX_DEPTH;
@@ -255,16 +246,10 @@ export function subgroupMatrixKernel(
   // Staging: the slice's elements in stored order, (major, minor) with minor contiguous in memory.
   const aMinor = transA ? GPU_TILE : bk;
   const bMinor = transB ? bk : GPU_TILE;
-  return /* wgsl */ `enable f16;
-enable subgroups;
+  return /* wgsl */ `enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
-${params}
-@group(0) @binding(0) var<storage, read> a: array<f16>;
-@group(0) @binding(1) var<storage, read> b: array<f16>;
-@group(0) @binding(2) var<storage, read_write> out: array<f16>;
-@group(0) @binding(3) var<uniform> p: Params;
-${store}
+${preamble}
 
 var<workgroup> aTile: array<f16, ${aRows * aStride}>;
 var<workgroup> bTile: array<f16, ${bRows * bStride}>;
@@ -342,18 +327,12 @@ export const MATVEC_COLUMNS = 8;
  * then adds the 32 partial sums of each row. `rows` is m rounded up to a power of two (rows past m read
  * the last real row and are never stored).
  */
-export function matvecKernel(rows: number, storage: FloatStorage, params: string, store: string): string {
+export function matvecKernel(rows: number, storage: FloatStorage, preamble: string): string {
   const read = (array: string, index: string) =>
     storage === "f32" ? `${array}[${index}]` : `f32(${array}[${index}])`;
   const range = Array.from({ length: rows }, (_, r) => r);
   const width = 32 * MATVEC_COLUMNS;
-  return /* wgsl */ `${enableFor(storage)}
-${params}
-@group(0) @binding(0) var<storage, read> a: array<${storage}>;
-@group(0) @binding(1) var<storage, read> b: array<${storage}>;
-@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
-@group(0) @binding(3) var<uniform> p: Params;
-${store}
+  return /* wgsl */ `${preamble}
 
 var<workgroup> partial: array<f32, ${rows * width}>;
 

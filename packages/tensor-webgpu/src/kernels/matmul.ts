@@ -307,6 +307,17 @@ struct Params {
   accumulate: u32, alpha: f32,
 }`;
 
+/** The storage-buffer kernels' common start: enables, params, the a / b / out / params bindings, storeOut. */
+export function gemmPreamble(storage: FloatStorage): string {
+  return /* wgsl */ `${enableFor(storage)}
+${GEMM_PARAMS}
+@group(0) @binding(0) var<storage, read> a: array<${storage}>;
+@group(0) @binding(1) var<storage, read> b: array<${storage}>;
+@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
+@group(0) @binding(3) var<uniform> p: Params;
+${storeFn(storage)}`;
+}
+
 function gemmParams(
   p: Problem,
   c: Chunk,
@@ -344,13 +355,7 @@ const BUFFER_WORKGROUP = 8; // 8 x 8 invocations = a 32 x 32 tile per workgroup
 function bufferKernel(transA: boolean, transB: boolean, storage: FloatStorage): string {
   const a = (row: string, col: string) => element("a", "aBase", "p.lda", row, col, transA, storage);
   const b = (row: string, col: string) => element("b", "bBase", "p.ldb", row, col, transB, storage);
-  return /* wgsl */ `${enableFor(storage)}
-${GEMM_PARAMS}
-@group(0) @binding(0) var<storage, read> a: array<${storage}>;
-@group(0) @binding(1) var<storage, read> b: array<${storage}>;
-@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
-@group(0) @binding(3) var<uniform> p: Params;
-${storeFn(storage)}
+  return /* wgsl */ `${gemmPreamble(storage)}
 
 @compute @workgroup_size(${BUFFER_WORKGROUP}, ${BUFFER_WORKGROUP})
 fn main(@builtin(global_invocation_id) id: vec3u) {
@@ -387,23 +392,7 @@ function runBuffer(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     source(`buffer ${code(p)}`, () => bufferKernel(p.transA, p.transB, p.dtype)),
   );
   const perGroup = BUFFER_TILE * BUFFER_WORKGROUP;
-  const overflow = (c: Chunk): Axis | undefined =>
-    bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, perGroup, perGroup);
-  for (const c of plan(p, overflow)) {
-    const s = spans(p, c);
-    const [a, b, out] = [
-      windowFor(ctx, args.a, s.a, p.bytes),
-      windowFor(ctx, args.b, s.b, p.bytes),
-      windowFor(ctx, args.out, s.out, p.bytes),
-    ];
-    const accumulate = p.accumulate || c.k0 > 0;
-    ctx.dispatch(
-      pipeline,
-      [a.binding, b.binding, out.binding],
-      gemmParams(p, c, accumulate, a.base, b.base, out.base),
-      [Math.ceil(c.n / perGroup), Math.ceil(c.m / perGroup), c.batches],
-    );
-  }
+  dispatchChunks(ctx, args, p, pipeline, perGroup, perGroup);
 }
 
 function dispatchOverflow(
@@ -417,6 +406,37 @@ function dispatchOverflow(
   if (Math.ceil(c.m / rowsPerGroup) > max) return "m";
   if (Math.ceil(c.n / colsPerGroup) > max) return "n";
   return undefined;
+}
+
+/**
+ * Records `pipeline` over the chunks of `p` that fit one binding and one dispatch, each workgroup covering
+ * `rowsPerGroup` x `colsPerGroup` outputs: the shared dispatch of the storage-buffer kernels (all but
+ * "texture", which stages its operands first).
+ */
+function dispatchChunks(
+  ctx: GpuContext,
+  args: MatmulArgs,
+  p: Problem,
+  pipeline: GPUComputePipeline,
+  rowsPerGroup: number,
+  colsPerGroup: number,
+): void {
+  const overflow = (c: Chunk): Axis | undefined =>
+    bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, rowsPerGroup, colsPerGroup);
+  for (const c of plan(p, overflow)) {
+    const s = spans(p, c);
+    const [a, b, out] = [
+      windowFor(ctx, args.a, s.a, p.bytes),
+      windowFor(ctx, args.b, s.b, p.bytes),
+      windowFor(ctx, args.out, s.out, p.bytes),
+    ];
+    ctx.dispatch(
+      pipeline,
+      [a.binding, b.binding, out.binding],
+      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base),
+      [Math.ceil(c.n / colsPerGroup), Math.ceil(c.m / rowsPerGroup), c.batches],
+    );
+  }
 }
 
 function code(p: Problem): string {
@@ -436,13 +456,7 @@ function tiledKernel(transA: boolean, transB: boolean, storage: FloatStorage): s
   // neighbouring invocations read neighbouring addresses of the stored layout.
   const aSlot = transA ? "let aq = t % 16u; let ak = t / 16u;" : "let ak = t % 16u; let aq = t / 16u;";
   const bSlot = transB ? "let bk = t % 16u; let bq = t / 16u;" : "let bq = t % 16u; let bk = t / 16u;";
-  return /* wgsl */ `${enableFor(storage)}
-${GEMM_PARAMS}
-@group(0) @binding(0) var<storage, read> a: array<${storage}>;
-@group(0) @binding(1) var<storage, read> b: array<${storage}>;
-@group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
-@group(0) @binding(3) var<uniform> p: Params;
-${storeFn(storage)}
+  return /* wgsl */ `${gemmPreamble(storage)}
 
 // aTile[k][q] holds rows 4q..4q+3 of the tile at k; bTile[k][q] holds columns 4q..4q+3.
 var<workgroup> aTile: array<vec4f, ${TILE_K * (TILE / 4)}>;
@@ -504,23 +518,7 @@ function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     `matmul tiled ${code(p)}`,
     source(`tiled ${code(p)}`, () => tiledKernel(p.transA, p.transB, p.dtype)),
   );
-  const overflow = (c: Chunk): Axis | undefined =>
-    bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, TILE, TILE);
-  for (const c of plan(p, overflow)) {
-    const s = spans(p, c);
-    const [a, b, out] = [
-      windowFor(ctx, args.a, s.a, p.bytes),
-      windowFor(ctx, args.b, s.b, p.bytes),
-      windowFor(ctx, args.out, s.out, p.bytes),
-    ];
-    const accumulate = p.accumulate || c.k0 > 0;
-    ctx.dispatch(
-      pipeline,
-      [a.binding, b.binding, out.binding],
-      gemmParams(p, c, accumulate, a.base, b.base, out.base),
-      [Math.ceil(c.n / TILE), Math.ceil(c.m / TILE), c.batches],
-    );
-  }
+  dispatchChunks(ctx, args, p, pipeline, TILE, TILE);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -535,31 +533,12 @@ export function setBlockedMatmulDepth(depth: BlockedDepth): BlockedDepth {
   return previous;
 }
 
-function runGpuTiles(ctx: GpuContext, args: MatmulArgs, p: Problem, pipeline: GPUComputePipeline): void {
-  const overflow = (c: Chunk): Axis | undefined =>
-    bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, GPU_TILE, GPU_TILE);
-  for (const c of plan(p, overflow)) {
-    const s = spans(p, c);
-    const [a, b, out] = [
-      windowFor(ctx, args.a, s.a, p.bytes),
-      windowFor(ctx, args.b, s.b, p.bytes),
-      windowFor(ctx, args.out, s.out, p.bytes),
-    ];
-    ctx.dispatch(
-      pipeline,
-      [a.binding, b.binding, out.binding],
-      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base),
-      [Math.ceil(c.n / GPU_TILE), Math.ceil(c.m / GPU_TILE), c.batches],
-    );
-  }
-}
-
 function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
   const key = `blocked${blockedDepth} ${code(p)}`;
   const wgsl = source(key, () =>
-    blockedKernel(p.transA, p.transB, p.dtype, blockedDepth, GEMM_PARAMS, storeFn(p.dtype)),
+    blockedKernel(p.transA, p.transB, p.dtype, blockedDepth, gemmPreamble(p.dtype)),
   );
-  runGpuTiles(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl));
+  dispatchChunks(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl), GPU_TILE, GPU_TILE);
 }
 
 function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
@@ -572,24 +551,10 @@ function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
   const key = `matvec${rows} ${code(p)}`;
   const pipeline = ctx.pipeline(
     `matmul ${key}`,
-    source(key, () => matvecKernel(rows, p.dtype, GEMM_PARAMS, storeFn(p.dtype))),
+    source(key, () => matvecKernel(rows, p.dtype, gemmPreamble(p.dtype))),
   );
-  const overflow = (c: Chunk): Axis | undefined =>
-    bindingOverflow(ctx, p, c) ?? dispatchOverflow(ctx, c, p.m, MATVEC_COLUMNS);
-  for (const c of plan(p, overflow)) {
-    const s = spans(p, c);
-    const [a, b, out] = [
-      windowFor(ctx, args.a, s.a, p.bytes),
-      windowFor(ctx, args.b, s.b, p.bytes),
-      windowFor(ctx, args.out, s.out, p.bytes),
-    ];
-    ctx.dispatch(
-      pipeline,
-      [a.binding, b.binding, out.binding],
-      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base),
-      [Math.ceil(c.n / MATVEC_COLUMNS), 1, c.batches],
-    );
-  }
+  // One row of workgroups: every workgroup takes all m rows.
+  dispatchChunks(ctx, args, p, pipeline, Math.max(p.m, 1), MATVEC_COLUMNS);
 }
 
 /** The matrix-unit shape the "subgroup-matrix" variant uses on this context, if it can run here. */
@@ -611,10 +576,8 @@ function runSubgroupMatrix(ctx: GpuContext, args: MatmulArgs, p: Problem): void 
   }
   const lanes = ctx.info.subgroupSizes.max;
   const key = `subgroup-matrix ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
-  const wgsl = source(key, () =>
-    subgroupMatrixKernel(p.transA, p.transB, shape, lanes, GEMM_PARAMS, storeFn("f16")),
-  );
-  runGpuTiles(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl));
+  const wgsl = source(key, () => subgroupMatrixKernel(p.transA, p.transB, shape, lanes, gemmPreamble("f16")));
+  dispatchChunks(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl), GPU_TILE, GPU_TILE);
 }
 
 // ---------------------------------------------------------------------------------------------------------
