@@ -132,7 +132,8 @@ export const WHITEN_EPS = 1e-8;
 
 /**
  * (x - mean) / sqrt(var + 1e-8) with mean and sample variance over masked tokens only; unmasked tokens
- * become 0. Set `shiftMean: false` to rescale without centring.
+ * become 0. With `shiftMean: false` the mean is added back, (x - mean) / sd + mean, as verl's
+ * masked_whiten does: the spread is normalised and the level kept.
  */
 export function whitenMasked(
   values: readonly Float32Array[],
@@ -160,11 +161,11 @@ export function whitenMasked(
   // Bessel-corrected like verl's masked_var; one token has no variance to remove.
   const variance = count > 1 ? squares / (count - 1) : 0;
   const scaleBy = 1 / Math.sqrt(variance + WHITEN_EPS);
-  const shift = options.shiftMean === false ? 0 : mean;
+  const level = options.shiftMean === false ? mean : 0;
   return values.map((seq, i) => {
     const mask = masks[i]!;
     const out = new Float32Array(seq.length);
-    for (let t = 0; t < seq.length; t++) if (mask[t]) out[t] = (seq[t]! - shift) * scaleBy;
+    for (let t = 0; t < seq.length; t++) if (mask[t]) out[t] = (seq[t]! - mean) * scaleBy + level;
     return out;
   });
 }

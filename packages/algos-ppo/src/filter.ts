@@ -25,7 +25,8 @@ export interface UncertaintyFilterResult {
 
 /**
  * StarPO-S uncertainty filtering: a group whose trajectories all score alike teaches nothing, so rank
- * groups by U = sample std of their trajectory rewards (before penalties and normalisation) and keep
+ * groups by U = sample std of their trajectory rewards (format penalties included, before any
+ * normalisation: the rewards given are Trajectory.reward, which counts them) and keep
  * floor(ratio * groups) of them, at least one. Equal U keeps the group that appears first in the batch,
  * so the choice is deterministic. Metrics are means over groups of each group's std, max and mean.
  */

@@ -130,6 +130,17 @@ export class EnvManager {
     return mode === "val" ? VALIDATION_SEED : TRAIN_SEED_BASE + this.trainCounter;
   }
 
+  /**
+   * The start seeds the next reset in `mode` gives the groups of env `tag`, one per group in group order
+   * (groups are numbered across tags, so a later tag's seeds follow the earlier tags').
+   */
+  seedsOf(tag: string, mode: RolloutMode): number[] {
+    const base = this.nextSeedBase(mode);
+    const groups = new Set<number>();
+    for (const slot of this.slots) if (slot.tag === tag) groups.add(slot.groupId);
+    return [...groups].map((groupId) => base + groupId);
+  }
+
   /** Resets every env for a new batch of episodes; returns the slots. */
   reset(mode: RolloutMode): EnvSlot[] {
     const base = this.nextSeedBase(mode);

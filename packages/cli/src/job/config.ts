@@ -36,7 +36,7 @@ export interface QuestConfig {
   validation: {
     /** Env tags validated on (null: the training envs), e.g. other arm names to test generalisation. */
     envs: string[] | null;
-    /** Validation envs per tag (seeds 123, 124, ...; the same at every evaluation). */
+    /** Validation envs per tag (seeds 123, 124, ... numbered across tags; the same at every evaluation). */
     groupsPerEnv: number;
     /** Validate every this many steps (and before the first and after the last). */
     every: number;

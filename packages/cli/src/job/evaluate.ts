@@ -56,7 +56,7 @@ export async function runEval(config: QuestConfig, backend?: Backend): Promise<E
   const start = performance.now();
   const { outDir } = config;
   const baselines = validationEnvs(config).map((env) =>
-    measureBaselines(env, validationSeeds(config), actionBudget(config, env)),
+    measureBaselines(env, validationSeeds(config, env), actionBudget(config, env)),
   );
   const loaded = await loadPolicy(evalModelSource(config.model), backend ?? (await webGpuBackend()));
   const logger = new RunLogger(outDir, { resumeAfterStep: -1, console: null, wandb: null });

@@ -67,7 +67,7 @@ export async function runQuest(config: QuestConfig): Promise<QuestSummary> {
     );
 
   const baselines = validationEnvs(config).map((env) =>
-    measureBaselines(env, validationSeeds(config), actionBudget(config, env)),
+    measureBaselines(env, validationSeeds(config, env), actionBudget(config, env)),
   );
 
   const backend = await webGpuBackend();

@@ -12,7 +12,6 @@ import {
   type RolloutOptions,
   runRollout,
   type TrajectoryBatch,
-  VALIDATION_SEED,
 } from "@ragen/rollout";
 import type { Tokenizer } from "@ragen/tokenizer";
 import { type QuestConfig, validationEnvs } from "./config.js";
@@ -39,9 +38,12 @@ export function actionBudget(config: QuestConfig, envTag: string): number {
   return Math.min(envBudget, config.rollout.maxTurns * config.rollout.maxActionsPerTurn);
 }
 
-/** The validation seeds of one env tag. */
-export function validationSeeds(config: QuestConfig): number[] {
-  return Array.from({ length: config.validation.groupsPerEnv }, (_, i) => VALIDATION_SEED + i);
+/**
+ * The validation seeds of one env tag: the start states validation plays for it. Groups are numbered
+ * across tags, so the second tag plays 123 + groupsPerEnv, ..., not 123 again.
+ */
+export function validationSeeds(config: QuestConfig, envTag: string): number[] {
+  return validationManager(config).seedsOf(envTag, "val");
 }
 
 export function validationManager(config: QuestConfig): EnvManager {
