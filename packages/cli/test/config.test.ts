@@ -132,3 +132,13 @@ describe("quest config", () => {
     expect(() => resolveQuestConfig(bad)).toThrow(/temperature: must be number/);
   });
 });
+
+describe("group size by algorithm", () => {
+  it("samples one response per start state for A*-PO and 4 for StarPO, unless set", () => {
+    expect(resolveQuestConfig([]).train.groupSize).toBe(4);
+    expect(resolveQuestConfig(["algorithm=apo"]).train.groupSize).toBe(1);
+    expect(resolveQuestConfig(["algorithm=apo", "train.groupSize=4"]).train.groupSize).toBe(4);
+    expect(resolveQuestConfig(["train.groupSize=2"]).train.groupSize).toBe(2);
+    expect(() => resolveQuestConfig(["train.groupSize=0"])).toThrow(/groupSize/);
+  });
+});

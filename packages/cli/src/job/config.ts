@@ -29,6 +29,7 @@ export interface QuestConfig {
      * towards an env whose decisions are noisier gives its advantages more episodes a step.
      */
     groupsPerEnv: Record<string, number> | null;
+    /** Envs per group; null in a file or override resolves by algorithm (DEFAULT_GROUP_SIZE). */
     groupSize: number;
     /** Stop once training rollouts generated this many tokens (0: no budget; `steps` still caps). */
     tokenBudget: number;
@@ -120,6 +121,9 @@ export function sizeDependentSettings(config: QuestConfig, parameterCount: numbe
   };
 }
 
+/** Envs per group when train.groupSize is null: StarPO compares a group's rollouts; A*-PO needs one. */
+export const DEFAULT_GROUP_SIZE = { starpo: 4, apo: 1 } as const;
+
 const positiveInt = (def: number, description: string, max = 1_000_000) => ({
   type: "integer",
   minimum: 1,
@@ -188,7 +192,13 @@ export const questConfigSchema = {
         default: null,
         description: "Groups per env, Tag=N,Tag=N summing to envGroups (null: split evenly)",
       },
-      groupSize: positiveInt(4, "Envs per group (same start state)"),
+      groupSize: {
+        type: ["integer", "null"],
+        minimum: 1,
+        maximum: 1_000_000,
+        default: null,
+        description: `Envs per group (same start state); null: ${DEFAULT_GROUP_SIZE.starpo} for starpo, ${DEFAULT_GROUP_SIZE.apo} for apo (A*-PO samples one response per start state)`,
+      },
       tokenBudget: {
         type: "integer",
         minimum: 0,
@@ -303,6 +313,7 @@ export function resolveQuestConfig(args: readonly string[], options: ResolveOpti
       throw new ConfigFileError(fileIssues(options.file, overrides, error.issues));
     throw error;
   }
+  config.train.groupSize ??= DEFAULT_GROUP_SIZE[config.algorithm];
   if (options.training !== false && config.train.groupsPerEnv !== null) {
     checkGroupsPerEnv(
       config,
