@@ -40,12 +40,19 @@ export interface MiniBatchTraining<R> {
   lossOf: (micro: readonly R[], packed: PackedBatch) => { loss: Tensor; metrics: Record<string, Tensor> };
   /** How much a micro-batch's metrics weigh in their averages; default 1 (every micro-batch alike). */
   metricWeight?: (micro: readonly R[]) => number;
+  /**
+   * What a micro-batch's loss counts for in its mini-batch: by default its rows (a loss that is a mean
+   * over rows); a token-mean loss counts the tokens it averages, so that every token weighs the same
+   * however the mini-batch is split.
+   */
+  lossWeight?: (micro: readonly R[]) => number;
 }
 
 /**
  * Epochs x mini-batches x micro-batches: each micro-batch's loss is weighted by its share of the
- * mini-batch, so the accumulated gradient is that of the mini-batch mean; one optimiser step per
- * mini-batch. Returns the loss metrics averaged over micro-batches, and grad_norm over steps.
+ * mini-batch (`lossWeight`: rows, or tokens for a token-mean), so the accumulated gradient is that of the
+ * loss over the whole mini-batch, the same for any micro-batch size; one optimiser step per mini-batch.
+ * Returns the loss metrics averaged over micro-batches, and grad_norm over steps.
  */
 export async function trainMiniBatches<R>(
   rows: readonly R[],
@@ -72,11 +79,13 @@ export async function trainMiniBatches<R>(
       const byLength = [...mini].sort(
         (a, b) => trajectoryOf(a).tokens.length - trajectoryOf(b).tokens.length,
       );
-      for (const micro of chunks(byLength, training.microBatchSize)) {
+      const micros = chunks(byLength, training.microBatchSize);
+      const shares = lossShares(micros, training.lossWeight);
+      for (const [m, micro] of micros.entries()) {
         const packed = packTrajectories(micro.map(trajectoryOf));
         const read = await asyncScope(async () => {
           const { loss, metrics } = training.lossOf(micro, packed);
-          backward(scale(loss, micro.length / mini.length));
+          backward(scale(loss, shares[m]!));
           return readMetrics(metrics);
         });
         const weight = metricWeight(micro);
@@ -96,4 +105,17 @@ export async function trainMiniBatches<R>(
   for (const [name, { total, weight }] of sums) out[name] = total / weight;
   out[`${prefix}/skipped_steps`] = skippedSteps;
   return out;
+}
+
+/** Each micro-batch's share of its mini-batch's loss: by `weight`, or by rows when there is none (or all weigh 0). */
+function lossShares<R>(
+  micros: readonly (readonly R[])[],
+  weight?: (micro: readonly R[]) => number,
+): number[] {
+  const rows = micros.map((micro) => micro.length);
+  const weights = weight ? micros.map(weight) : rows;
+  const total = weights.reduce((a, b) => a + b, 0);
+  if (total > 0) return weights.map((w) => w / total);
+  const allRows = rows.reduce((a, b) => a + b, 0);
+  return rows.map((r) => r / allRows);
 }

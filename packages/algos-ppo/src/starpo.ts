@@ -89,6 +89,14 @@ export interface StarPOModels {
   config?: StarPOConfig;
 }
 
+/** Tokens the loss counts in these rows: the sampled ones among the targets (tokens 1 ..). */
+function sampledTargets(rows: readonly { trajectory: Trajectory }[]): number {
+  let count = 0;
+  for (const { trajectory } of rows)
+    for (let t = 1; t < trajectory.lossMask.length; t++) count += trajectory.lossMask[t]!;
+  return count;
+}
+
 /** Per-trajectory arrays aligned to targets (length tokens - 1), the unit advantages are computed on. */
 interface AlignedTrajectory {
   mask: Float32Array;
@@ -253,6 +261,8 @@ export class StarPO {
       shuffleSeed: c.shuffleSeed,
       trajectoryOf: (row) => row.trajectory,
       lossOf: (micro, packed) => lossOf(packed, packExtras(micro, packed)),
+      // A token-mean averages the sampled tokens: a micro-batch weighs what it holds of them.
+      lossWeight: c.aggregation === "token-mean" ? (micro) => sampledTargets(micro) : undefined,
     });
   }
 

@@ -144,7 +144,14 @@ describe("whitenMasked", () => {
   });
 
   it("keeps the mean with shiftMean: false, (x - mean) / sd + mean as verl's masked_whiten", () => {
-    const out = whitenMasked([f32([1, 3]), f32([5, 99])], [[1, 1], [1, 0]], { shiftMean: false });
+    const out = whitenMasked(
+      [f32([1, 3]), f32([5, 99])],
+      [
+        [1, 1],
+        [1, 0],
+      ],
+      { shiftMean: false },
+    );
     // mean 3, sample variance 4
     const sd = Math.sqrt(4 + 1e-8);
     expectClose(out[0]!, [-2 / sd + 3, 0 / sd + 3]);

@@ -1,6 +1,6 @@
 import { Qwen2Model, type Qwen2Shape, Qwen2ValueModel } from "@ragen/models";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
-import { asyncScope, createCpuBackend, noGrad } from "@ragen/tensor-webgpu";
+import { asyncScope, createCpuBackend, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { StarPO } from "../src/starpo.js";
 
@@ -224,5 +224,60 @@ describe("StarPO.update", () => {
     expect(metrics["rollout/chosen_in_group_std"]).toBeCloseTo(Math.SQRT2, 5);
     expect(metrics["rollout/in_group_std"]).toBeCloseTo(Math.SQRT2 / 2, 5);
     expect(metrics["critic/score/min"]).toBe(-1);
+  });
+});
+
+describe("StarPO gradient over micro-batches", () => {
+  /** Eight trajectories of different lengths and sampled-token counts, in two groups of four. */
+  function unevenBatch(): TrajectoryBatch {
+    const rows: Trajectory[] = [];
+    for (let i = 0; i < 8; i++) {
+      const length = 4 + ((i * 5) % 9); // 4 .. 12 tokens
+      const tokens = Int32Array.from({ length }, (_, t) => (i * 7 + t * 3) % tiny.vocabSize);
+      const lossMask = Uint8Array.from({ length }, (_, t) => (t >= 2 && (t + i) % 3 !== 0 ? 1 : 0));
+      const oldLogProbs = Float32Array.from({ length }, (_, t) => (lossMask[t] ? -3.4 + 0.01 * t : 0));
+      const tokenRewards = new Float32Array(length);
+      tokenRewards[length - 1] = i % 3 === 0 ? 1 : i % 3 === 1 ? -0.5 : 0.25;
+      rows.push(
+        trajectory({ index: i, groupId: Math.floor(i / 4), tokens, lossMask, oldLogProbs, tokenRewards }),
+      );
+    }
+    return batchOf(rows);
+  }
+
+  /** The actor's gradient at the first optimiser step of one update with `microBatchSize`. */
+  async function firstGradient(microBatchSize: number): Promise<Float32Array[]> {
+    const trainer = new StarPO({
+      actor: Qwen2Model.random(tiny, 1, cpu),
+      config: { advantageEstimator: "grpo", ppoMiniBatchSize: 8, microBatchSize, aggregation: "token-mean" },
+    });
+    const optimizer = trainer.actorOptimizer;
+    const step = optimizer.step.bind(optimizer);
+    const captured: Tensor[] = [];
+    optimizer.step = () => {
+      if (captured.length === 0) {
+        for (const p of trainer.actor.parameters()) captured.push(noGrad(() => scale(p.grad!, 1)).keep());
+      }
+      return step();
+    };
+    await trainer.update(unevenBatch());
+    const grads = await Promise.all(captured.map((g) => g.floats()));
+    for (const g of captured) g.dispose();
+    return grads;
+  }
+
+  it("is the same for micro-batches of 1, 2 and 8 rows (token-mean weighs every token alike)", async () => {
+    const whole = await firstGradient(8);
+    for (const micro of [1, 2]) {
+      const split = await firstGradient(micro);
+      for (const [i, g] of split.entries()) {
+        for (let j = 0; j < g.length; j++) {
+          expect(
+            Math.abs(g[j]! - whole[i]![j]!),
+            `micro ${micro}, parameter ${i}, element ${j}`,
+          ).toBeLessThan(1e-6 + 1e-5 * Math.abs(whole[i]![j]!));
+        }
+      }
+    }
   });
 });
