@@ -17,7 +17,10 @@ import { generate } from "../src/model/generate.js";
 import type { Qwen2Model, Qwen2Shape } from "../src/model/qwen2.js";
 
 /** Qwen2.5-0.5B's shape with some fields replaced (the smaller benchmark models keep its constants). */
-const qwenShape = (overrides: Partial<Qwen2Shape>): Qwen2Shape => ({ ...QWEN2_5_0_5B_INSTRUCT_CONFIG, ...overrides });
+const qwenShape = (overrides: Partial<Qwen2Shape>): Qwen2Shape => ({
+  ...QWEN2_5_0_5B_INSTRUCT_CONFIG,
+  ...overrides,
+});
 
 /** Model sizes the benchmarks know, by name. */
 export const MODEL_SIZES: Record<string, Qwen2Shape> = {
