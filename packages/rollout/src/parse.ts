@@ -16,8 +16,10 @@ export interface ParsedResponse {
   answer: string;
   /** Actions to execute, in order, spelled as the env names them. */
   actions: string[];
-  /** Answer parts dropped: beyond maxActionsPerTurn, or not an action of the env. */
+  /** Answer parts within maxActionsPerTurn that are not an action of the env (dropped). */
   droppedCount: number;
+  /** Answer parts beyond maxActionsPerTurn (cut off, as RAGEN does, without counting as invalid). */
+  truncatedCount: number;
   /** The response matched the required tag layout. */
   formatOk: boolean;
 }
@@ -29,7 +31,8 @@ const ANSWER_ONLY = /<answer>(.*?)<\/answer>/s;
 export function parseResponse(text: string, options: ParseOptions): ParsedResponse {
   const thinking = options.enableThinking ?? true;
   const match = (thinking ? WITH_THINK : ANSWER_ONLY).exec(text);
-  if (match === null) return { think: "", answer: "", actions: [], droppedCount: 0, formatOk: false };
+  if (match === null)
+    return { think: "", answer: "", actions: [], droppedCount: 0, truncatedCount: 0, formatOk: false };
   const think = thinking ? match[1]!.trim() : "";
   const answer = (thinking ? match[2]! : match[1]!).trim();
   const parts = answer
@@ -45,10 +48,25 @@ export function parseResponse(text: string, options: ParseOptions): ParsedRespon
           const name = byLowerName.get(part.toLowerCase());
           return name === undefined ? [] : [name];
         });
-  return { think, answer, actions, droppedCount: parts.length - actions.length, formatOk: true };
+  return {
+    think,
+    answer,
+    actions,
+    droppedCount: kept.length - actions.length,
+    truncatedCount: parts.length - kept.length,
+    formatOk: true,
+  };
 }
 
-/** RAGEN charges the format penalty once per turn when anything was dropped or nothing valid remained. */
-export function deservesFormatPenalty(parsed: ParsedResponse): boolean {
-  return !parsed.formatOk || parsed.droppedCount > 0 || parsed.actions.length === 0;
+/**
+ * RAGEN charges the format penalty once per turn when the tags did not match, an action (among the first
+ * maxActionsPerTurn) was not valid, or no valid action remained. Actions beyond the limit are cut off
+ * without a penalty, unless `penalizeExtraActions` (a stricter rule, off by default).
+ */
+export function deservesFormatPenalty(
+  parsed: ParsedResponse,
+  options: { penalizeExtraActions?: boolean } = {},
+): boolean {
+  if (!parsed.formatOk || parsed.droppedCount > 0 || parsed.actions.length === 0) return true;
+  return options.penalizeExtraActions === true && parsed.truncatedCount > 0;
 }

@@ -24,8 +24,10 @@ export interface RolloutOptions {
   topK?: number;
   /** Seed of the sampling; each turn derives its own from it. Default 0. */
   seed?: number;
-  /** Added once for each turn whose answer lost actions or had none valid. Default -0.1. */
+  /** Added once for each turn whose tags did not match, named an invalid action or had none valid. Default -0.1. */
   formatPenalty?: number;
+  /** Also charge the format penalty for actions beyond maxActionsPerTurn (RAGEN cuts them off freely). Default false. */
+  penalizeExtraActions?: boolean;
   /** "trajectory" (default): the total reward on the last sampled token; "turn": each turn's on its last token. */
   rewardPlacement?: "trajectory" | "turn";
   /** An env whose next prompt plus maxNewTokens would exceed this stops (finish reason "context"). */
@@ -184,7 +186,7 @@ export async function runRollout(
       enableThinking: format.enableThinking,
     });
     const outcome = manager.step(slot, parsed.actions);
-    const penalized = deservesFormatPenalty(parsed);
+    const penalized = deservesFormatPenalty(parsed, { penalizeExtraActions: options.penalizeExtraActions });
     const reward = outcome.reward + (penalized ? formatPenalty : 0);
     conversation.recordReward(reward);
     run.turns.push({

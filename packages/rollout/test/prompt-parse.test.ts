@@ -62,16 +62,26 @@ describe("parseResponse", () => {
       answer: "right || DOWN",
       actions: ["Right", "Down"],
       droppedCount: 0,
+      truncatedCount: 0,
       formatOk: true,
     });
     expect(deservesFormatPenalty(parsed)).toBe(false);
   });
 
-  it("drops unknown names, empties and actions beyond the limit, and says so", () => {
+  it("drops unknown names and empties, cuts actions beyond the limit, and says which is which", () => {
     const parsed = parseResponse("<think></think><answer>Left|| ||Jump||Up||Down||Left</answer>", options);
     expect(parsed.actions).toEqual(["Left", "Up"]);
-    expect(parsed.droppedCount).toBe(3);
-    expect(deservesFormatPenalty(parsed)).toBe(true);
+    expect(parsed.droppedCount).toBe(1); // Jump
+    expect(parsed.truncatedCount).toBe(2); // Down, Left
+    expect(deservesFormatPenalty(parsed)).toBe(true); // for Jump
+  });
+
+  it("cuts actions beyond the limit without a penalty, as RAGEN does, unless asked to penalise them", () => {
+    const parsed = parseResponse("<think>x</think><answer>Left || Up || Down || Right</answer>", options);
+    expect(parsed.actions).toEqual(["Left", "Up", "Down"]);
+    expect(parsed.truncatedCount).toBe(1);
+    expect(deservesFormatPenalty(parsed)).toBe(false);
+    expect(deservesFormatPenalty(parsed, { penalizeExtraActions: true })).toBe(true);
   });
 
   it("treats missing tags as a format failure, never an error", () => {

@@ -51,6 +51,8 @@ export interface QuestConfig {
     temperature: number;
     enableThinking: boolean;
     formatPenalty: number;
+    /** Also penalise actions beyond maxActionsPerTurn (RAGEN cuts them off without a penalty). */
+    penalizeExtraActions: boolean;
     /** Reuse each turn's prompt prefix from the previous turn (same tokens, less compute). */
     prefixCaching: boolean;
   };
@@ -224,7 +226,17 @@ export const questConfigSchema = {
       maxNewTokens: positiveInt(48, "Token budget of each response"),
       temperature: number(1, "Sampling temperature of training rollouts", 0),
       enableThinking: { type: "boolean", default: true, description: "Responses start with <think>" },
-      formatPenalty: number(-0.1, "Reward added for a malformed turn", undefined, 0),
+      formatPenalty: number(
+        -0.1,
+        "Reward added for a turn whose tags did not match, named an invalid action or had none valid",
+        undefined,
+        0,
+      ),
+      penalizeExtraActions: {
+        type: "boolean",
+        default: false,
+        description: "Also penalise actions beyond maxActionsPerTurn (RAGEN cuts them off without a penalty)",
+      },
       prefixCaching: {
         type: "boolean",
         default: true,

@@ -27,6 +27,7 @@ export function rolloutOptions(config: QuestConfig, mode: "train" | "val", seed:
     maxNewTokens: r.maxNewTokens,
     enableThinking: r.enableThinking,
     formatPenalty: r.formatPenalty,
+    penalizeExtraActions: r.penalizeExtraActions,
     temperature: mode === "val" ? config.validation.temperature : r.temperature,
     seed,
   };
