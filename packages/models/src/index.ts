@@ -1,4 +1,15 @@
 // Browser-safe entry: checkpoint formats on in-memory bytes. Files, folders and the Hub are in "@ragen/models/node".
+
+export {
+  bfloat16ArrayToFloat32,
+  bfloat16BitsToFloat32,
+  float16ArrayToFloat32,
+  float16BitsToFloat32,
+  float32ArrayToBfloat16,
+  float32ArrayToFloat16,
+  float32ToBfloat16Bits,
+  float32ToFloat16Bits,
+} from "@ragen/tensor-webgpu";
 export {
   formatHuggingFaceJson,
   type ParseQwen2ConfigOptions,
@@ -11,16 +22,6 @@ export {
   serializeQwen2Config,
   type TorchDtype,
 } from "./io/config.js";
-export {
-  bfloat16ArrayToFloat32,
-  bfloat16BitsToFloat32,
-  float16ArrayToFloat32,
-  float16BitsToFloat32,
-  float32ArrayToBfloat16,
-  float32ArrayToFloat16,
-  float32ToBfloat16Bits,
-  float32ToFloat16Bits,
-} from "./io/float16.js";
 export {
   decodeToFloat32,
   encodeTensorData,

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { float32ToBits } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
-import { float32ToBits } from "../src/io/float16.js";
 import {
   MAX_SAFETENSORS_HEADER_BYTES,
   parseSafetensors,

@@ -7,8 +7,8 @@
  * The WebGPU backend stores f16 as halves; the CPU backend emulates it as f32 words rounded to halves.
  */
 
+import type { DType, FloatDType } from "./core/dtype.js";
 import type { BinaryOp, UnaryOp } from "./kernels/elementwise.js";
-import type { DType, FloatDType } from "./kernels/layout.js";
 import type { ReduceOp } from "./kernels/reduce.js";
 import type { AttentionDims } from "./reference/attention.js";
 

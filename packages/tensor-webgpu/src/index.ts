@@ -19,6 +19,22 @@ export {
   type WebGpuBackend,
   webGpuBackend,
 } from "./backends/webgpu.js";
+// The binary16 / bfloat16 converter (checkpoints, f16 tensors; @ragen/models re-exports it)
+export {
+  bfloat16ArrayToFloat32,
+  bfloat16BitsToFloat32,
+  bitsToFloat32,
+  float16ArrayToFloat32,
+  float16BitsToFloat32,
+  float16BitsToFloat32Bits,
+  float32ArrayToBfloat16,
+  float32ArrayToFloat16,
+  float32BitsToBfloat16Bits,
+  float32BitsToFloat16Bits,
+  float32ToBfloat16Bits,
+  float32ToBits,
+  float32ToFloat16Bits,
+} from "./core/half-float.js";
 export { BufferPool, type PoolStats, sizeClass } from "./gpu/buffer-pool.js";
 export {
   type Binding,

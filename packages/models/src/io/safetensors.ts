@@ -11,7 +11,7 @@ import {
   float16ArrayToFloat32,
   float32ArrayToBfloat16,
   float32ArrayToFloat16,
-} from "./float16.js";
+} from "@ragen/tensor-webgpu";
 
 /** Every dtype with a whole number of bytes per element that the reference implementation defines. */
 export type SafetensorsDtype =

@@ -16,6 +16,7 @@
  * This file also exports the small dispatch helpers the other kernel families share (workgroup counts,
  * uniform packing, dimension merging, NaN-safe WGSL functions).
  */
+import type { FloatDType } from "../core/dtype.js";
 import { type Binding, type GpuContext, grid } from "../gpu/context.js";
 
 // ---------------------------------------------------------------------------------------------------
@@ -159,7 +160,8 @@ export function vectorOf(scalar: "f32" | "i32" | "u32" | "f16", width: 1 | 4): s
 }
 
 /** Element type of float storage: kernels compute in f32 and convert at loads and stores. */
-export type FloatStorage = "f32" | "f16";
+/** How floats are stored in a kernel's buffers (the float element types). */
+export type FloatStorage = FloatDType;
 
 /** WGSL prefix enabling f16 where the storage needs it. */
 export const enableFor = (storage: "f32" | "i32" | "f16"): string =>

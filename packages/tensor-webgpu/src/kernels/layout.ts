@@ -11,8 +11,10 @@
  *   general kernel on vec4 words;
  * - the general kernel (one word per invocation, its index decomposed into coordinates, rank baked in).
  */
+
+import { type DType, dtypeBytes } from "../core/dtype.js";
+import { float32ToFloat16Bits } from "../core/half-float.js";
 import type { Binding, GpuContext } from "../gpu/context.js";
-import { toHalfBits } from "../reference/layout.js";
 import {
   checkCount,
   checkShape,
@@ -33,17 +35,8 @@ import {
   workgroupsFor,
 } from "./elementwise.js";
 
-/**
- * Element types. f16 is stored as IEEE binary16, two per 32-bit word (WGSL `array<f16>`); kernels that
- * read or write it natively need the device feature "shader-f16".
- */
-export type DType = "f32" | "i32" | "f16";
-
-/** Float element types (what float tensors, and the kernels that compute in them, hold). */
-export type FloatDType = FloatStorage;
-
-/** Bytes per element of `dtype` in GPU storage. */
-export const dtypeBytes = (dtype: DType): number => (dtype === "f16" ? 2 : 4);
+export type { DType, FloatDType } from "../core/dtype.js";
+export { dtypeBytes } from "../core/dtype.js";
 
 // ---------------------------------------------------------------------------------------------------
 // fill
@@ -69,7 +62,7 @@ export function fill(ctx: GpuContext, args: { out: Binding; n: number; value: nu
   checkCount("fill", args.n);
   const dtype = args.dtype ?? "f32";
   if (dtype === "f16") {
-    const half = toHalfBits(args.value);
+    const half = float32ToFloat16Bits(args.value);
     fill(ctx, { out: args.out, n: Math.ceil(args.n / 2), value: half | (half << 16) | 0, dtype: "i32" });
     return;
   }

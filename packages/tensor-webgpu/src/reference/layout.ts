@@ -2,7 +2,8 @@
  * Reference layout ops on typed arrays: the ground truth for ../kernels/layout.ts, including a plain
  * arithmetic f32 <-> binary16 conversion.
  */
-import type { DType } from "../kernels/layout.js";
+import type { DType } from "../core/dtype.js";
+import { float16ArrayToFloat32, float16BitsToFloat32, float32ToFloat16Bits } from "../core/half-float.js";
 
 type Words = Float32Array | Int32Array;
 
@@ -91,25 +92,9 @@ export function castRef(args: { x: Words; out: Words; n: number; from: DType; to
   return args.out;
 }
 
-/** The binary16 bit pattern nearest to `value` (ties to even), with subnormals, infinities and NaN. */
+/** The binary16 bit pattern of `value` as f32 storage holds it (ties to even), through the one converter (core/half-float.ts). */
 export function toHalfBits(value: number): number {
-  const sign = value < 0 || Object.is(value, -0) ? 0x8000 : 0;
-  const magnitude = Math.abs(value);
-  if (Number.isNaN(value)) return 0x7e00;
-  if (magnitude >= 65520) return sign | 0x7c00; // 65520 is halfway between 65504 and 2^16: rounds up
-  // Quantum (spacing of halves) at this magnitude: 2^-24 below 2^-14 (subnormals), else 2^(e - 10).
-  let exponent = -14;
-  while (exponent < 15 && 2 ** (exponent + 1) <= magnitude) exponent++;
-  const quantum = 2 ** (exponent - 10);
-  let steps = Math.floor(magnitude / quantum);
-  const remainder = magnitude / quantum - steps; // exact: quantum is a power of two
-  if (remainder > 0.5 || (remainder === 0.5 && steps % 2 === 1)) steps++;
-  const rounded = steps * quantum;
-  if (rounded < 2 ** -14) return sign | steps; // subnormal (or zero): mantissa counts 2^-24
-  let e = -14;
-  while (2 ** (e + 1) <= rounded) e++;
-  const mantissa = rounded / 2 ** (e - 10) - 1024;
-  return sign | ((e + 15) << 10) | mantissa;
+  return float32ToFloat16Bits(value);
 }
 
 /**
@@ -140,27 +125,14 @@ export function roundToHalves(values: Float32Array, n = values.length): Float32A
   return values;
 }
 
-let halfTable: Float32Array | undefined;
-
-/** Decode n halves (binary16 bit patterns) to f32, through a table of all 65536 values. */
+/** Decode n halves (binary16 bit patterns) to f32. */
 export function decodeHalves(bits: Uint16Array, n = bits.length): Float32Array {
-  if (!halfTable) {
-    halfTable = new Float32Array(65536);
-    for (let h = 0; h < 65536; h++) halfTable[h] = fromHalfBits(h);
-  }
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = halfTable[bits[i]!]!;
-  return out;
+  return float16ArrayToFloat32(bits.subarray(0, n));
 }
 
 /** The value of a binary16 bit pattern. */
 export function fromHalfBits(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exponent = (bits >> 10) & 0x1f;
-  const mantissa = bits & 0x3ff;
-  if (exponent === 0) return sign * mantissa * 2 ** -24;
-  if (exponent === 31) return mantissa ? Number.NaN : sign * Number.POSITIVE_INFINITY;
-  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
+  return float16BitsToFloat32(bits);
 }
 
 /** Word i holds element 2i in its low half and element 2i+1 (or 0) in its high half. */

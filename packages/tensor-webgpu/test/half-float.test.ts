@@ -12,7 +12,7 @@ import {
   float32ToBfloat16Bits,
   float32ToBits,
   float32ToFloat16Bits,
-} from "../src/io/float16.js";
+} from "../src/core/half-float.js";
 
 /** binary16 value from its fields, written straight from the IEEE 754 definition. */
 function halfFromDefinition(bits: number): number {
