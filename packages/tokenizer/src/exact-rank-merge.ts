@@ -1,4 +1,4 @@
-import type { RankTable } from "./bpe-encoder.js";
+import type { RankTable } from "./rank-table.js";
 
 /** Bytes as a Latin-1 string: a compact, exact map key. */
 function bytesKey(bytes: ArrayLike<number>): string {

@@ -3,14 +3,14 @@
 // something is missing or unsupported.
 
 import type { AddedToken } from "./added-tokens.js";
-import type { RankTable } from "./bpe-encoder.js";
 import { BYTE_TO_UNICODE, byteLevelToBytes, writeByteLevelBytes } from "./byte-level.js";
 import { ChatTemplateRenderer, type ChatTemplateSource } from "./chat-template.js";
+import type { SpecialTokenNames, TokenizerDefinition } from "./definition.js";
 import { TokenizerFileError } from "./errors.js";
 import { buildNormalizer } from "./normalizer.js";
+import type { RankTable } from "./rank-table.js";
 import { compileSplitPattern, GPT2_SPLIT_PATTERN } from "./split-pattern.js";
 import { TokenBytesTable } from "./token-bytes.js";
-import type { SpecialTokenNames, TokenizerDefinition } from "./tokenizer.js";
 
 export interface HuggingFaceFileNames {
   /** How to name tokenizer.json in errors (a path, when read from disk). */

@@ -1,5 +1,5 @@
 import { type AddedToken, AddedTokenSplitter } from "./added-tokens.js";
-import { BpeEncoder, type RankTable } from "./bpe-encoder.js";
+import { BpeEncoder } from "./bpe-encoder.js";
 import { bytesToByteLevel } from "./byte-level.js";
 import {
   type ChatMessage,
@@ -7,34 +7,13 @@ import {
   ChatTemplateRenderer,
   type ChatTemplateSource,
 } from "./chat-template.js";
+import type { SpecialTokenNames, TokenizerDefinition } from "./definition.js";
 import { TokenizerError } from "./errors.js";
 import { definitionFromHuggingFaceFiles, type HuggingFaceLoadOptions } from "./huggingface-files.js";
 import { StreamingDecoder } from "./streaming-decoder.js";
 import type { TokenBytesTable } from "./token-bytes.js";
 
-/** Names (contents) of the tokens with a role, as tokenizer_config.json gives them. */
-export interface SpecialTokenNames {
-  bos?: string;
-  eos?: string;
-  pad?: string;
-  unk?: string;
-}
-
-/**
- * Everything a Tokenizer is made of, whatever file format it came from.
- * @internal built by the loaders (Hugging Face files, gpt-tokenizer encodings, the trainer).
- */
-export interface TokenizerDefinition {
-  ranks: RankTable;
-  rankToId: Int32Array | null;
-  splitPattern: RegExp;
-  normalize: ((text: string) => string) | null;
-  /** Decoded bytes of every id, added tokens included. */
-  tokenBytes: TokenBytesTable;
-  addedTokens: readonly AddedToken[];
-  specialTokens: SpecialTokenNames;
-  chatTemplate?: ChatTemplateSource | undefined;
-}
+export type { SpecialTokenNames, TokenizerDefinition } from "./definition.js";
 
 export interface EncodeOptions {
   /**

@@ -8,7 +8,7 @@
  * catalog costs one permutation array, not 200,000 objects.
  */
 import { Rng } from "../rng.js";
-import type { WebShopProduct } from "./catalog.js";
+import type { WebShopProduct } from "./product.js";
 
 export type WebShopSplit = "train" | "val" | "test";
 export const WEBSHOP_SPLITS: readonly WebShopSplit[] = ["train", "val", "test"];
