@@ -1,13 +1,8 @@
 import { type AddedToken, AddedTokenSplitter } from "./added-tokens.js";
 import { BpeEncoder } from "./bpe-encoder.js";
 import { bytesToByteLevel } from "./byte-level.js";
-import {
-  type ChatMessage,
-  type ChatTemplateOptions,
-  ChatTemplateRenderer,
-  type ChatTemplateSource,
-} from "./chat-template.js";
-import type { SpecialTokenNames, TokenizerDefinition } from "./definition.js";
+import { type ChatMessage, type ChatTemplateOptions, ChatTemplateRenderer } from "./chat-template.js";
+import type { TokenizerDefinition } from "./definition.js";
 import { TokenizerError } from "./errors.js";
 import { definitionFromHuggingFaceFiles, type HuggingFaceLoadOptions } from "./huggingface-files.js";
 import { StreamingDecoder } from "./streaming-decoder.js";

@@ -22,7 +22,6 @@ import {
   elementCount,
   enableFor,
   FLOAT_BITS_WGSL,
-  type FloatStorage,
   f32Bits,
   flatMain,
   MAX_RANK,
