@@ -30,7 +30,9 @@ export interface RunOptions {
   log?: (line: string) => void;
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+/** The median of `values` (the upper one of an even count); NaN when there are none. */
+export const median = (values: readonly number[]): number =>
+  values.length === 0 ? Number.NaN : [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** The result of a case that did not run, and why. */
 const notRun = (c: BenchCase, reason: string): KernelResult => ({

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BufferPool, sizeClass } from "../src/gpu/buffer-pool.js";
 import { GpuContext, GpuValidationError, grid } from "../src/gpu/context.js";
+import { matmul } from "../src/kernels/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
 const AXPY = /* wgsl */ `
@@ -174,5 +175,26 @@ describe("helpers", () => {
       expect(size).toBeGreaterThanOrEqual(bytes);
       expect(size).toBeLessThanOrEqual(Math.max(256, bytes * 1.25 + 16));
     }
+  });
+});
+
+describe("GpuContext wait accounting", () => {
+  it("counts overlapping waits once", async () => {
+    const ctx = await testContext();
+    const n = 256;
+    const a = ctx.upload(randomArray(n * n, 1));
+    const b = ctx.upload(randomArray(n * n, 2));
+    const out = ctx.pool.acquire(n * n * 4);
+    await ctx.sync();
+    const before = ctx.stats.waitMs;
+    const start = performance.now();
+    // Work both reads must wait for (tens of ms on lavapipe), so each wait spans about all of it.
+    for (let i = 0; i < 8; i++) matmul(ctx, { a, b, out, batch: 1, m: n, n, k: n, variant: "buffer" });
+    await Promise.all([ctx.read(out, 16), ctx.read(b, 16)]);
+    const elapsed = performance.now() - start;
+    // Two waits in parallel: their sum could reach twice the elapsed time, the union cannot pass it.
+    expect(ctx.stats.waitMs - before).toBeLessThanOrEqual(elapsed + 0.5);
+    expect(ctx.stats.waitMs - before).toBeGreaterThan(0);
+    for (const buffer of [a, b, out]) ctx.pool.release(buffer);
   });
 });

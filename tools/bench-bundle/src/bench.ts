@@ -22,7 +22,12 @@ import { parseArgs } from "node:util";
 import { MODEL_SIZES, measureDecode, measureTraining } from "../../../packages/models/bench/model-bench.js";
 import { Qwen2Model } from "../../../packages/models/src/model/qwen2.js";
 import { allCases } from "../../../packages/tensor-webgpu/bench/cases/index.js";
-import { type KernelResult, runCases, selectCases } from "../../../packages/tensor-webgpu/bench/run-cases.js";
+import {
+  type KernelResult,
+  median,
+  runCases,
+  selectCases,
+} from "../../../packages/tensor-webgpu/bench/run-cases.js";
 import { webGpuBackend } from "../../../packages/tensor-webgpu/src/index.js";
 import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels/matmul.js";
 import { comparisonRows, type PeerResults, renderMarkdown } from "./report.js";
@@ -96,7 +101,6 @@ console.log(
 
 // ---- latency of waiting: what one step of a decode loop pays at least, apart from its work
 async function latencies() {
-  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
   const time = async (fn: () => Promise<unknown>, n: number) => {
     await fn();
     const samples: number[] = [];

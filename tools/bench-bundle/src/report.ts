@@ -1,5 +1,5 @@
 /** The portable benchmark's markdown: this engine beside PyTorch per case, then every kernel measured. */
-import type { KernelResult } from "../../../packages/tensor-webgpu/bench/run-cases.js";
+import { type KernelResult, median } from "../../../packages/tensor-webgpu/bench/run-cases.js";
 
 export interface PeerResults {
   device: string;
@@ -30,8 +30,6 @@ export interface ComparisonRow {
   ratio: number | undefined;
 }
 
-const median = (values: number[]) =>
-  values.length === 0 ? Number.NaN : [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
 /** A rate in TFLOP/s, or in GFLOP/s below one TFLOP/s (CPUs, small kernels). */
 const rate = (tflops: number) =>

@@ -7,7 +7,7 @@
  * no KL. Reports seconds per phase (generation, then the trainer's own timing_s/*) and the buffer pool's
  * peak. Rewards are random: this measures time and memory, not learning.
  */
-import { StarPO } from "@ragen/algos-ppo";
+import { filterByUncertainty, StarPO } from "@ragen/algos-ppo";
 import { generate, type Qwen2Model, Qwen2ValueModel } from "@ragen/models";
 import type { Trajectory } from "@ragen/rollout";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
@@ -111,7 +111,12 @@ export async function measureStarPOStep(
     options,
     seconds,
     generatedTokens: generations.reduce((n, g) => n + g.tokens.length, 0),
-    trainedTrajectories: Math.max(1, Math.floor(groups * 0.25)) * groupSize,
+    // What the trainer's StarPO-S filter keeps of this rollout (the same rule, the same rewards).
+    trainedTrajectories: filterByUncertainty(
+      trajectories.map((t) => t.reward),
+      trajectories.map((t) => t.groupId),
+      { rolloutFilterRatio: trainer.config.rolloutFilterRatio },
+    ).keptIndices.length,
     peakBytes: Math.max(peakBefore, backend.ctx.pool.stats.peakInUseBytes),
   };
 }

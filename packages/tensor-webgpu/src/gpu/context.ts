@@ -61,6 +61,8 @@ export class GpuContext {
   private readonly uniformData = new Uint8Array(UNIFORM_SLOT * UNIFORM_SLOTS);
   private uniformSlots = 0;
   private lost: DeviceLostError | undefined;
+  private pendingWaits = 0;
+  private waitingSince = 0;
   private firstError: string | undefined;
   private readonly stats_: ContextStats = {
     dispatches: 0,
@@ -284,10 +286,8 @@ export class GpuContext {
     });
     if (size > 0) this.copy(buffer, byteOffset, staging, 0, size);
     this.flush();
-    const start = performance.now();
     try {
-      await waitForGpu(staging.mapAsync(MAP_READ));
-      this.stats_.waitMs += performance.now() - start;
+      await this.timedWait(staging.mapAsync(MAP_READ));
       this.check();
       this.stats_.readbacks++;
       return staging.getMappedRange().slice(0, bytes);
@@ -299,10 +299,21 @@ export class GpuContext {
   /** Wait until all submitted work has finished. */
   async sync(): Promise<void> {
     this.flush();
-    const start = performance.now();
-    await waitForGpu(this.device.queue.onSubmittedWorkDone());
-    this.stats_.waitMs += performance.now() - start;
+    await this.timedWait(this.device.queue.onSubmittedWorkDone());
     this.check();
+  }
+
+  /**
+   * `waitForGpu`, counted in stats.waitMs. Waits that overlap (two reads started together) count once:
+   * the clock runs while at least one is pending.
+   */
+  private async timedWait<T>(promise: Promise<T>): Promise<T> {
+    if (this.pendingWaits++ === 0) this.waitingSince = performance.now();
+    try {
+      return await waitForGpu(promise);
+    } finally {
+      if (--this.pendingWaits === 0) this.stats_.waitMs += performance.now() - this.waitingSince;
+    }
   }
 
   /** Release every GPU resource; the context is unusable afterwards. */

@@ -28,6 +28,15 @@
  */
 import type { FloatStorage } from "./elementwise.js";
 
+/** WGSL index of element (row, col) of a matrix stored row-major, or column-major when `transposed`. */
+export const storedIndex = (
+  base: string,
+  ld: string,
+  row: string,
+  col: string,
+  transposed: boolean,
+): string => (transposed ? `${base} + (${col}) * ${ld} + (${row})` : `${base} + (${row}) * ${ld} + (${col})`);
+
 /** Output tile of both GPU kernels (rows and columns per workgroup). */
 export const GPU_TILE = 128;
 
@@ -89,10 +98,8 @@ export function blockedKernel(
     }
   }
   // Element (row, col) of op(A) / op(B) in storage, for the stored layouts.
-  const aIndex = (row: string, kk: string) =>
-    transA ? `aBase + (${kk}) * p.lda + (${row})` : `aBase + (${row}) * p.lda + (${kk})`;
-  const bIndex = (kk: string, col: string) =>
-    transB ? `bBase + (${col}) * p.ldb + (${kk})` : `bBase + (${kk}) * p.ldb + (${col})`;
+  const aIndex = (row: string, kk: string) => storedIndex("aBase", "p.lda", row, kk, transA);
+  const bIndex = (kk: string, col: string) => storedIndex("bBase", "p.ldb", kk, col, transB);
   return /* wgsl */ `${preamble}
 
 // aTile[kk * ${stride} + q]: rows 4q..4q+3 of the tile at k-offset kk; bTile likewise for columns.
@@ -239,10 +246,8 @@ export function subgroupMatrixKernel(
     const offset = transB ? `(${col}) * ${bStride}u + kk` : `kk * ${bStride}u + ${col}`;
     return `let r${j} = subgroupMatrixLoad<${right}>(&bTile, ${offset}, ${transB}, ${bStride}u);`;
   });
-  const aIndex = (row: string, kk: string) =>
-    transA ? `aBase + (${kk}) * p.lda + (${row})` : `aBase + (${row}) * p.lda + (${kk})`;
-  const bIndex = (kk: string, col: string) =>
-    transB ? `bBase + (${col}) * p.ldb + (${kk})` : `bBase + (${kk}) * p.ldb + (${col})`;
+  const aIndex = (row: string, kk: string) => storedIndex("aBase", "p.lda", row, kk, transA);
+  const bIndex = (kk: string, col: string) => storedIndex("bBase", "p.ldb", kk, col, transB);
   // Staging: the slice's elements in stored order, (major, minor) with minor contiguous in memory.
   const aMinor = transA ? GPU_TILE : bk;
   const bMinor = transB ? bk : GPU_TILE;

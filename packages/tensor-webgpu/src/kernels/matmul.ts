@@ -61,6 +61,7 @@ import {
   matvecKernel,
   pickSubgroupMatrixShape,
   type SubgroupMatrixShape,
+  storedIndex,
   subgroupMatrixKernel,
 } from "./matmul-gpu.js";
 
@@ -277,9 +278,7 @@ function element(
   transposed: boolean,
   storage: FloatStorage,
 ): string {
-  const load = transposed
-    ? `${array}[${base} + (${col}) * ${ld} + (${row})]`
-    : `${array}[${base} + (${row}) * ${ld} + (${col})]`;
+  const load = `${array}[${storedIndex(base, ld, row, col, transposed)}]`;
   return storage === "f32" ? load : `f32(${load})`;
 }
 
