@@ -11,27 +11,54 @@ export interface ConfigIssue {
   message: string;
   /** The values or fields that would have been accepted, where the schema lists them. */
   allowed?: readonly unknown[];
+  /** Where the bad value was written: a config file (with its line when known) or the command line. */
+  source?: { file: string; line?: number } | "command line";
+}
+
+/**
+ * A config that cannot be used: a field of the wrong type or range, an unknown field, a malformed
+ * `key=value` override. Commands exit with code 2 on it (a usage error), whatever the config is for.
+ */
+export class ConfigError extends Error {
+  constructor(
+    /** What the config is for, as the message's first line says it: `config for "bandit"`, `quest.yaml`. */
+    readonly subject: string,
+    readonly issues: readonly ConfigIssue[],
+  ) {
+    super(`Invalid ${subject}:\n${issues.map(formatIssue).join("\n")}`);
+    this.name = "ConfigError";
+  }
 }
 
 /** Thrown for a bad env config; `issues` lists every bad field, and the message names them all. */
-export class EnvConfigError extends Error {
+export class EnvConfigError extends ConfigError {
   constructor(
     readonly env: string,
-    readonly issues: readonly ConfigIssue[],
+    issues: readonly ConfigIssue[],
   ) {
-    super(
-      `Invalid config for "${env}":\n${issues
-        .map((i) => {
-          const where = i.field === "" ? "config" : i.field;
-          const allowed = i.allowed
-            ? ` (allowed: ${i.allowed.map((a) => JSON.stringify(a)).join(", ")})`
-            : "";
-          return `  - ${where}: ${i.message}${allowed}`;
-        })
-        .join("\n")}`,
-    );
+    super(`config for "${env}"`, issues);
     this.name = "EnvConfigError";
   }
+}
+
+/** "  - quest.yaml:12: train.envGroups: must be >= 1 (allowed: ...)" */
+function formatIssue(issue: ConfigIssue): string {
+  const field = issue.field === "" ? "config" : issue.field;
+  const allowed = issue.allowed
+    ? ` (allowed: ${issue.allowed.map((a) => JSON.stringify(a)).join(", ")})`
+    : "";
+  const where =
+    issue.source === undefined
+      ? ""
+      : issue.source === "command line"
+        ? "command line: "
+        : `${issue.source.file}${issue.source.line === undefined ? "" : `:${issue.source.line}`}: `;
+  return `  - ${where}${field}: ${issue.message}${allowed}`;
+}
+
+/** A one-issue ConfigError about the command line. */
+function overrideError(field: string, message: string): ConfigError {
+  return new ConfigError("command line", [{ field, message, source: "command line" }]);
 }
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
@@ -129,18 +156,20 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
 
 /**
  * Turn command-line overrides into a config object: `["a.b=3", "name=x"]` -> `{ a: { b: 3 }, name: "x" }`.
- * Values are parsed as JSON when they are JSON (numbers, booleans, arrays), else kept as strings.
+ * Values are parsed as JSON when they are JSON (numbers, booleans, null, arrays), else kept as strings.
+ * Throws ConfigError naming the bad pair.
  */
 export function parseOverrides(pairs: readonly string[]): Record<string, unknown> {
   const config: Record<string, unknown> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf("=");
-    if (eq <= 0) throw new Error(`Config override "${pair}" is not key=value (e.g. size=6 or env.p=0.9)`);
-    const path = pair.slice(0, eq).split(".");
+    if (eq <= 0) throw overrideError("", `"${pair}" is not key=value (e.g. steps=50 or starpo.actorLr=1e-5)`);
+    const field = pair.slice(0, eq);
+    const path = field.split(".");
     if (
       path.some((key) => key === "" || key === "__proto__" || key === "constructor" || key === "prototype")
     ) {
-      throw new Error(`Config override "${pair}" has a bad key path`);
+      throw overrideError(field, `"${pair}" has a bad key path`);
     }
     const raw = pair.slice(eq + 1);
     let value: unknown = raw;
@@ -150,10 +179,13 @@ export function parseOverrides(pairs: readonly string[]): Record<string, unknown
       // not JSON: a plain string
     }
     let node = config;
-    for (const key of path.slice(0, -1)) {
+    for (const [depth, key] of path.slice(0, -1).entries()) {
       const next = node[key];
       if (next !== undefined && (next === null || typeof next !== "object" || Array.isArray(next))) {
-        throw new Error(`Config override "${pair}" sets a field inside "${key}", which is already a value`);
+        throw overrideError(
+          path.slice(0, depth + 1).join("."),
+          `already has a value, so "${pair}" cannot set a field inside it`,
+        );
       }
       node[key] ??= {};
       node = node[key] as Record<string, unknown>;
@@ -161,4 +193,25 @@ export function parseOverrides(pairs: readonly string[]): Record<string, unknown
     node[path.at(-1)!] = value;
   }
   return config;
+}
+
+/** A comma-separated list from the command line ("a, b" -> ["a", "b"]); other values as they are. */
+export function parseList(value: unknown): unknown {
+  return typeof value === "string" ? value.split(",").map((item) => item.trim()) : value;
+}
+
+/**
+ * `Tag=N,Tag=N` from the command line as a map ({ Tag: N }); a schema then checks the numbers. Values
+ * that are not such a string are returned as they are. Throws ConfigError naming `field` when malformed.
+ */
+export function parseTagValues(field: string, value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  return Object.fromEntries(
+    value.split(",").map((pair) => {
+      const [tag, raw, ...more] = pair.split("=");
+      if (!tag?.trim() || raw === undefined || raw.trim() === "" || more.length > 0)
+        throw overrideError(field, `expected Tag=N pairs, got "${value}"`);
+      return [tag.trim(), Number(raw)];
+    }),
+  );
 }

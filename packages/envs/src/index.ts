@@ -1,9 +1,12 @@
 export * from "./bandit/index.js";
 export {
+  ConfigError,
   type ConfigIssue,
   type ConfigSchema,
   EnvConfigError,
+  parseList,
   parseOverrides,
+  parseTagValues,
   validateConfig,
 } from "./config.js";
 export {

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   assertEnvConforms,
   checkEnv,
+  ConfigError,
   createEnv,
   type Env,
   EnvConfigError,
@@ -194,6 +195,7 @@ describe("parseOverrides", () => {
     });
     expect(() => parseOverrides(["size"])).toThrow(/not key=value/);
     expect(() => parseOverrides(["__proto__.x=1"])).toThrow(/bad key path/);
-    expect(() => parseOverrides(["a=1", "a.b=2"])).toThrow(/already a value/);
+    expect(() => parseOverrides(["a=1", "a.b=2"])).toThrow(/a: already has a value/);
+    expect(() => parseOverrides(["size"])).toThrow(ConfigError);
   });
 });

@@ -34,6 +34,7 @@ export {
 export {
   batchMetrics,
   type FinishReason,
+  ROLLOUT_DEFAULTS,
   RolloutError,
   type RolloutOptions,
   runRollout,

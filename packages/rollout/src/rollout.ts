@@ -5,6 +5,20 @@ import { deservesFormatPenalty, parseResponse } from "./parse.js";
 import type { Policy, PolicyOutput } from "./policy.js";
 import { instructionText, type PromptFormat } from "./prompt.js";
 
+/**
+ * RAGEN's rollout settings (max_turn, max_actions_per_turn, response_length, ...): the defaults of the
+ * options below, and of the training job's `rollout` section.
+ */
+export const ROLLOUT_DEFAULTS = {
+  maxTurns: 5,
+  maxActionsPerTurn: 5,
+  maxNewTokens: 400,
+  enableThinking: true,
+  temperature: 1,
+  formatPenalty: -0.1,
+  penalizeExtraActions: false,
+} as const;
+
 export interface RolloutOptions {
   /** "train" moves the seeds on at every call; "val" always uses the validation seeds. Default "train". */
   mode?: RolloutMode;
@@ -16,7 +30,7 @@ export interface RolloutOptions {
   enableThinking?: boolean;
   /** Keep the last k turns in each prompt (default: all). */
   historyWindow?: number;
-  /** Token budget of each response (RAGEN's response_length). */
+  /** Token budget of each response (RAGEN's response_length; its default is 400). */
   maxNewTokens: number;
   /** Default 1. */
   temperature?: number;
@@ -112,11 +126,11 @@ export async function runRollout(
   options: RolloutOptions,
 ): Promise<TrajectoryBatch> {
   const mode = options.mode ?? "train";
-  const maxTurns = options.maxTurns ?? 5;
-  const maxActionsPerTurn = options.maxActionsPerTurn ?? 5;
-  const formatPenalty = options.formatPenalty ?? -0.1;
+  const maxTurns = options.maxTurns ?? ROLLOUT_DEFAULTS.maxTurns;
+  const maxActionsPerTurn = options.maxActionsPerTurn ?? ROLLOUT_DEFAULTS.maxActionsPerTurn;
+  const formatPenalty = options.formatPenalty ?? ROLLOUT_DEFAULTS.formatPenalty;
   const format: PromptFormat = {
-    enableThinking: options.enableThinking ?? true,
+    enableThinking: options.enableThinking ?? ROLLOUT_DEFAULTS.enableThinking,
     maxActionsPerTurn,
     maxResponseLength: options.maxNewTokens,
     historyWindow: options.historyWindow,
@@ -164,7 +178,7 @@ export async function runRollout(
       if (ready.length === 0) break;
       const outputs = await policy.generate(prompts, {
         maxNewTokens: options.maxNewTokens,
-        temperature: options.temperature ?? 1,
+        temperature: options.temperature ?? ROLLOUT_DEFAULTS.temperature,
         ...(options.topP === undefined ? {} : { topP: options.topP }),
         ...(options.topK === undefined ? {} : { topK: options.topK }),
         seed: turnSeed(options.seed ?? 0, turn),

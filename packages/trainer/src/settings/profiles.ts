@@ -1,0 +1,76 @@
+/**
+ * Named sets of defaults laid over the library defaults. A profile says where a job wants other values
+ * than the libraries, and why; it is chosen by name (`profile=ragen`), by the model's size, or by the
+ * algorithm, and a config file and the command line still win over it.
+ */
+import type { SettingsLayer, TrainingSettings } from "./fields.js";
+
+export interface Profile {
+  description: string;
+  settings: SettingsLayer;
+}
+
+/** The profiles chosen by name. */
+export const PROFILES = {
+  quest: {
+    description:
+      "The Quest homework on the embedded tiny model, sized for 2 CPU cores (about 12 minutes): fewer, shorter responses, smaller batches, StarPO-S filtering",
+    settings: {
+      model: "embedded",
+      steps: 18,
+      outDir: "runs/quest",
+      checkpointEvery: 5,
+      // 8 groups of 4 rather than 16: a step's rollouts stay affordable on a CPU.
+      train: { groupSize: 4 },
+      // Two validations besides the first (steps 9 and 18), each on 64 seeds per env.
+      validation: { groupsPerEnv: 64, every: 9 },
+      // The tiny model's answers are short; RAGEN's 5 actions and 400 tokens would mostly pad.
+      rollout: { maxActionsPerTurn: 2, maxNewTokens: 48 },
+      // 32 trajectories a step make 4 optimiser steps of 8; the filter keeps half the groups, the ones
+      // whose rewards differ (a group that all failed or all won teaches nothing).
+      starpo: { ppoMiniBatchSize: 8, microBatchSize: 8, uncertaintyFilter: true, rolloutFilterRatio: 0.5 },
+      apo: { miniBatchSize: 8, microBatchSize: 8 },
+    },
+  },
+  ragen: {
+    description:
+      "RAGEN's base config with StarPO-S (Qwen2.5-0.5B-Instruct, 8x16 rollouts, 200 steps, the top quarter of groups by reward spread): for a pretrained model on a GPU",
+    settings: {
+      starpo: { uncertaintyFilter: true },
+    },
+  },
+} as const satisfies Record<string, Profile>;
+
+export type ProfileName = keyof typeof PROFILES;
+
+/**
+ * Below this many parameters a model gets the small-model profile: the embedded model and any model of
+ * its size — its checkpoints, its fine-tunes — wherever it is loaded from. (Choosing by name would give
+ * a checkpoint of the embedded model RAGEN's 1e-6, and it would not move in a short run.)
+ */
+export const SMALL_MODEL_PARAMETERS = 50_000_000;
+
+/**
+ * Small models get bigger steps, since their few parameters must move within a short run, and a KL term
+ * to the start model: without it, those steps let one env's updates wear away the other's text.
+ */
+export const SMALL_MODEL_PROFILE: Profile = {
+  description: `Models under ${SMALL_MODEL_PARAMETERS / 1e6}M parameters: larger learning rates and a KL term to the start model`,
+  settings: {
+    starpo: { actorLr: 5e-4, criticLr: 1e-3, klCoeff: 0.03 },
+    apo: { lr: 5e-4 },
+  },
+};
+
+/** Defaults that depend on the algorithm: A*-PO samples one response per start state (stage 2). */
+export const ALGORITHM_PROFILES: Record<TrainingSettings["algorithm"], Profile | undefined> = {
+  starpo: undefined,
+  apo: {
+    description: "A*-PO: one response per start state, as the method specifies",
+    settings: { train: { groupSize: 1 } },
+  },
+};
+
+export function isProfileName(name: unknown): name is ProfileName {
+  return typeof name === "string" && Object.hasOwn(PROFILES, name);
+}

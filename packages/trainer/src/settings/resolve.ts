@@ -1,0 +1,290 @@
+/**
+ * The one place a run's settings are resolved. Layers, each over the one before:
+ *
+ *   library defaults ← named profile ← small-model profile ← algorithm profile ← experiment ← file ← command line
+ *
+ * and every field remembers which layer set it, so the saved config and `--print-config` can say so.
+ */
+import {
+  ConfigError,
+  type ConfigIssue,
+  EnvConfigError,
+  parseList,
+  parseOverrides,
+  parseTagValues,
+  validateConfig,
+} from "@ragen/envs";
+import {
+  LIBRARY_DEFAULTS,
+  SECTIONS,
+  SETTINGS_FIELDS,
+  settingsFields,
+  type TrainingSettings,
+} from "./fields.js";
+import {
+  ALGORITHM_PROFILES,
+  isProfileName,
+  PROFILES,
+  type Profile,
+  SMALL_MODEL_PARAMETERS,
+  SMALL_MODEL_PROFILE,
+} from "./profiles.js";
+import { settingsSchema } from "./schema.js";
+
+/** A config file's fields, with the line of each where known (for errors that point at it). */
+export interface SettingsFile {
+  path: string;
+  values: Record<string, unknown>;
+  lineOf?(field: string): number | undefined;
+}
+
+export interface SettingsInput {
+  /** Overrides an experiment lays under the file: its common settings, an arm's own, credited to `source`. */
+  experiment?: readonly { source: string; overrides: readonly string[] }[];
+  file?: SettingsFile;
+  /** `key=value` pairs from the command line; they win over everything. */
+  overrides?: readonly string[];
+  /**
+   * The model's parameter count, or how to find it from the model's name: below SMALL_MODEL_PARAMETERS
+   * the small-model profile applies. Without it the profile is not applied.
+   */
+  parameterCount?: number | ((model: string) => number | Promise<number>);
+  /** Check what only training needs (envGroups a multiple of the env count). Default true. */
+  training?: boolean;
+}
+
+/** Where a field's value came from: "default", "profile quest", "file quest.yaml:12", "command line", ... */
+export type SettingSource = string;
+
+export interface ResolvedSettings {
+  settings: TrainingSettings;
+  /** By dotted field path ("starpo.actorLr"), in the order of the fields. */
+  sources: Record<string, SettingSource>;
+  /** The model's parameter count when it was known. */
+  parameterCount?: number;
+}
+
+interface Layer {
+  source: SettingSource;
+  /** Where an error in this layer points. */
+  origin?: ConfigIssue["source"];
+  values: Record<string, unknown>;
+  /** A file's line of a field. */
+  lineOf?(field: string): number | undefined;
+}
+
+/** Resolves a run's settings; throws ConfigError naming the file, line or command line and field of each problem. */
+export async function resolveSettings(input: SettingsInput = {}): Promise<ResolvedSettings> {
+  const upper = userLayers(input);
+  const profileName = lastSet(upper, "profile") ?? LIBRARY_DEFAULTS.profile;
+  if (!isProfileName(profileName)) throw unknownProfile(upper, profileName);
+  const named = profileLayer(`profile ${profileName}`, PROFILES[profileName]);
+  // The model and the algorithm choose profiles of their own, so read them first.
+  const first = mergeLayers([defaultsLayer(), named, ...upper]).settings;
+  const parameterCount =
+    typeof input.parameterCount === "function"
+      ? await input.parameterCount(String(first.model))
+      : input.parameterCount;
+  const small = parameterCount !== undefined && parameterCount < SMALL_MODEL_PARAMETERS;
+  const algorithmProfile = ALGORITHM_PROFILES[first.algorithm as TrainingSettings["algorithm"]];
+  const layers = [
+    defaultsLayer(),
+    named,
+    ...(small ? [profileLayer("profile small-model", SMALL_MODEL_PROFILE)] : []),
+    ...(algorithmProfile ? [profileLayer(`profile ${first.algorithm}`, algorithmProfile)] : []),
+    ...upper,
+  ];
+  const merged = mergeLayers(layers);
+  let settings: TrainingSettings;
+  try {
+    settings = validateConfig<TrainingSettings>("settings", settingsSchema(), merged.settings);
+  } catch (error) {
+    if (!(error instanceof EnvConfigError)) throw error;
+    throw new ConfigError(
+      subjectOf(input),
+      error.issues.map((issue) => locate(issue, merged.origins, layers)),
+    );
+  }
+  if (input.training !== false) checkTrainingGroups(settings, merged, layers, input);
+  return {
+    settings: inFieldOrder(settings),
+    sources: Object.fromEntries(settingsFields().map(({ path }) => [path, merged.sources[path]!])),
+    ...(parameterCount === undefined ? {} : { parameterCount }),
+  };
+}
+
+function userLayers(input: SettingsInput): Layer[] {
+  return [
+    ...(input.experiment ?? []).map((layer) => ({
+      source: layer.source,
+      values: coerce(parseOverrides(layer.overrides)),
+    })),
+    ...(input.file
+      ? [
+          {
+            source: `file ${input.file.path}`,
+            origin: { file: input.file.path },
+            values: coerce(structuredClone(input.file.values)),
+            ...(input.file.lineOf ? { lineOf: input.file.lineOf.bind(input.file) } : {}),
+          },
+        ]
+      : []),
+    ...(input.overrides?.length
+      ? [
+          {
+            source: "command line",
+            origin: "command line" as const,
+            values: coerce(parseOverrides(input.overrides)),
+          },
+        ]
+      : []),
+  ];
+}
+
+function defaultsLayer(): Layer {
+  return {
+    source: "default",
+    values: structuredClone(LIBRARY_DEFAULTS) as unknown as Record<string, unknown>,
+  };
+}
+
+function profileLayer(source: string, profile: Profile): Layer {
+  return { source, values: structuredClone(profile.settings) as Record<string, unknown> };
+}
+
+/** Text from the command line (or a file) in the shape the schema wants: lists and Tag=N maps. */
+function coerce(values: Record<string, unknown>): Record<string, unknown> {
+  if ("envs" in values) values.envs = parseList(values.envs);
+  const train = values.train as Record<string, unknown> | undefined;
+  if (isPlainObject(train) && "groupsPerEnv" in train)
+    train.groupsPerEnv = parseTagValues("train.groupsPerEnv", train.groupsPerEnv);
+  const validation = values.validation as Record<string, unknown> | undefined;
+  if (isPlainObject(validation) && "envs" in validation) validation.envs = parseList(validation.envs);
+  return values;
+}
+
+interface Merged {
+  settings: Record<string, unknown>;
+  sources: Record<string, SettingSource>;
+  /** The index of the layer that set each field. */
+  origins: Record<string, number>;
+}
+
+/** Lays the layers over each other field by field (a section is merged, a value replaced). */
+function mergeLayers(layers: readonly Layer[]): Merged {
+  const settings: Record<string, unknown> = {};
+  const sources: Record<string, SettingSource> = {};
+  const origins: Record<string, number> = {};
+  const set = (path: string, index: number) => {
+    const layer = layers[index]!;
+    const line = layer.lineOf?.(path);
+    sources[path] = line === undefined ? layer.source : `${layer.source}:${line}`;
+    origins[path] = index;
+  };
+  layers.forEach((layer, index) => {
+    for (const [key, value] of Object.entries(layer.values)) {
+      const section = (SECTIONS as readonly string[]).includes(key);
+      if (section && isPlainObject(value) && isPlainObject(settings[key])) {
+        const into = settings[key] as Record<string, unknown>;
+        for (const [field, fieldValue] of Object.entries(value)) {
+          into[field] = fieldValue;
+          set(`${key}.${field}`, index);
+        }
+      } else {
+        settings[key] = isPlainObject(value) && section ? { ...value } : value;
+        if (section && isPlainObject(value))
+          for (const field of Object.keys(value)) set(`${key}.${field}`, index);
+        else set(key, index);
+      }
+    }
+  });
+  return { settings, sources, origins };
+}
+
+/** The last user layer's value of a top-level field. */
+function lastSet(layers: readonly Layer[], key: string): unknown {
+  for (let i = layers.length - 1; i >= 0; i--) if (key in layers[i]!.values) return layers[i]!.values[key];
+  return undefined;
+}
+
+function unknownProfile(layers: readonly Layer[], name: unknown): ConfigError {
+  const layer = [...layers].reverse().find((l) => "profile" in l.values);
+  return new ConfigError("settings", [
+    {
+      field: "profile",
+      message: `unknown profile ${JSON.stringify(name)}`,
+      allowed: Object.keys(PROFILES),
+      ...sourceOf(layer, "profile"),
+    },
+  ]);
+}
+
+function sourceOf(layer: Layer | undefined, field: string): Pick<ConfigIssue, "source"> {
+  if (!layer?.origin) return {};
+  if (layer.origin === "command line") return { source: "command line" };
+  const line = layer.lineOf?.(field);
+  return { source: { file: layer.origin.file, ...(line === undefined ? {} : { line }) } };
+}
+
+/** An issue with the place its field was written, found through the layer that set it (or its section). */
+function locate(issue: ConfigIssue, origins: Record<string, number>, layers: readonly Layer[]): ConfigIssue {
+  const index = origins[issue.field] ?? origins[issue.field.split(".")[0]!];
+  return { ...issue, ...sourceOf(index === undefined ? undefined : layers[index], issue.field) };
+}
+
+function subjectOf(input: SettingsInput): string {
+  return input.file ? `config in ${input.file.path}` : "settings";
+}
+
+/** train.groupsPerEnv names each training env once and sums to envGroups; or envGroups splits evenly. */
+function checkTrainingGroups(
+  settings: TrainingSettings,
+  merged: Merged,
+  layers: readonly Layer[],
+  input: SettingsInput,
+): void {
+  const { envGroups, groupsPerEnv } = settings.train;
+  const fail = (field: string, message: string) => {
+    throw new ConfigError(subjectOf(input), [locate({ field, message }, merged.origins, layers)]);
+  };
+  if (groupsPerEnv === null) {
+    if (envGroups % settings.envs.length !== 0)
+      fail(
+        "train.envGroups",
+        `${envGroups} must be a multiple of the number of envs (${settings.envs.length}), or set train.groupsPerEnv`,
+      );
+    return;
+  }
+  const stray = Object.keys(groupsPerEnv).filter((tag) => !settings.envs.includes(tag));
+  const missing = settings.envs.filter((tag) => !(tag in groupsPerEnv));
+  const total = Object.values(groupsPerEnv).reduce((a, b) => a + b, 0);
+  if (stray.length > 0)
+    fail("train.groupsPerEnv", `${stray.join(", ")} is not among envs (${settings.envs.join(", ")})`);
+  if (missing.length > 0) fail("train.groupsPerEnv", `no groups for ${missing.join(", ")}`);
+  if (total !== envGroups)
+    fail("train.groupsPerEnv", `the groups sum to ${total}, but train.envGroups is ${envGroups}`);
+}
+
+/** The settings with their fields in the order fields.ts gives them (for printing and saving). */
+function inFieldOrder(settings: TrainingSettings): TrainingSettings {
+  const ordered = (fields: object, values: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.keys(fields).map((key) => [
+        key,
+        (SECTIONS as readonly string[]).includes(key) && fields === SETTINGS_FIELDS
+          ? ordered(
+              (SETTINGS_FIELDS as unknown as Record<string, object>)[key]!,
+              values[key] as Record<string, unknown>,
+            )
+          : values[key],
+      ]),
+    );
+  return ordered(
+    SETTINGS_FIELDS,
+    settings as unknown as Record<string, unknown>,
+  ) as unknown as TrainingSettings;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}

@@ -1,0 +1,125 @@
+/** The settings' JSON Schema, `--help` text and `--print-config` text, all generated from fields.ts. */
+import {
+  type FieldSpec,
+  LIBRARY_DEFAULTS,
+  SECTIONS,
+  SETTINGS_FIELDS,
+  settingsFields,
+  type TrainingSettings,
+} from "./fields.js";
+import { ALGORITHM_PROFILES, PROFILES, SMALL_MODEL_PROFILE } from "./profiles.js";
+import type { ResolvedSettings } from "./resolve.js";
+
+let cached: Record<string, unknown> | undefined;
+
+/** Every field required, none other allowed; each field's `default` is the library default. */
+export function settingsSchema(): Record<string, unknown> {
+  cached ??= objectSchema(
+    SETTINGS_FIELDS as unknown as Record<string, unknown>,
+    LIBRARY_DEFAULTS as unknown as Record<string, unknown>,
+  );
+  return cached;
+}
+
+function objectSchema(
+  fields: Record<string, unknown>,
+  defaults: Record<string, unknown>,
+): Record<string, unknown> {
+  const properties = Object.fromEntries(
+    Object.entries(fields).map(([name, field]) =>
+      (SECTIONS as readonly string[]).includes(name) && defaults === (LIBRARY_DEFAULTS as unknown)
+        ? [name, objectSchema(field as Record<string, unknown>, defaults[name] as Record<string, unknown>)]
+        : [name, leafSchema(field as FieldSpec, defaults[name])],
+    ),
+  );
+  return { type: "object", additionalProperties: false, required: Object.keys(fields), properties };
+}
+
+function leafSchema(field: FieldSpec, value: unknown): Record<string, unknown> {
+  return { ...field.schema, default: value, description: field.description };
+}
+
+function valueAt(settings: object, path: string): unknown {
+  return path.split(".").reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], settings);
+}
+
+/** A value as written on the command line or in YAML: lists as a,b; maps as Tag=N,Tag=N. */
+function formatValue(value: unknown): string {
+  if (Array.isArray(value)) return value.join(",");
+  if (value !== null && typeof value === "object")
+    return Object.entries(value)
+      .map(([tag, n]) => `${tag}=${n}`)
+      .join(",");
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** Where a profile changes a field: " (quest: 18; small-model: 5e-4)". */
+function profileValues(path: string): string {
+  const profiles = [
+    ...Object.entries(PROFILES).map(([name, p]) => [name, p.settings] as const),
+    ["models under 50M parameters", SMALL_MODEL_PROFILE.settings] as const,
+    ...Object.entries(ALGORITHM_PROFILES).flatMap(([name, p]) => (p ? [[name, p.settings] as const] : [])),
+  ];
+  const set = profiles.flatMap(([name, layer]) => {
+    const [head, field] = path.split(".");
+    const section = (layer as Record<string, unknown>)[head!];
+    if (field === undefined) return head! in layer ? [`${name}: ${formatValue(section)}`] : [];
+    return section && field in (section as object)
+      ? [`${name}: ${formatValue((section as Record<string, unknown>)[field])}`]
+      : [];
+  });
+  return set.length > 0 ? ` [${set.join("; ")}]` : "";
+}
+
+/** `--help`'s field list: name, library default, meaning, and what each profile sets instead. */
+export function describeSettings(): string {
+  const rows = settingsFields().map(({ path, spec }) => {
+    const choices = "enum" in spec.schema ? ` (${(spec.schema.enum as string[]).join(" | ")})` : "";
+    return [
+      path,
+      formatValue(valueAt(LIBRARY_DEFAULTS, path)),
+      `${spec.description}${choices}${profileValues(path)}`,
+    ];
+  });
+  const nameWidth = Math.max(...rows.map(([name]) => name!.length));
+  const valueWidth = Math.max(...rows.map(([, value]) => value!.length));
+  return rows
+    .map(([name, value, text]) => `  ${name!.padEnd(nameWidth)}  ${value!.padEnd(valueWidth)}  ${text}`)
+    .join("\n");
+}
+
+/** The profiles by name, one line each. */
+export function describeProfiles(): string {
+  return Object.entries(PROFILES)
+    .map(([name, profile]) => `  ${name.padEnd(6)}  ${profile.description}`)
+    .join("\n");
+}
+
+/**
+ * The resolved settings as a YAML config file, each field commented with where its value came from:
+ * a run's `--print-config`, which can be saved and passed back as the config file.
+ */
+export function formatResolvedSettings({ settings, sources }: ResolvedSettings): string {
+  const lines: string[] = [];
+  const line = (indent: string, name: string, value: unknown, source: string | undefined) =>
+    lines.push(`${indent}${name}: ${yamlValue(value)} # ${source ?? "default"}`);
+  for (const [name, value] of Object.entries(settings as TrainingSettings)) {
+    if ((SECTIONS as readonly string[]).includes(name)) {
+      lines.push(`${name}:`);
+      for (const [field, fieldValue] of Object.entries(value as object))
+        line("  ", field, fieldValue, sources[`${name}.${field}`]);
+    } else line("", name, value, sources[name]);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** JSON is YAML's flow style; plain strings stay unquoted when YAML reads them back as the same string. */
+function yamlValue(value: unknown): string {
+  if (
+    typeof value === "string" &&
+    /^[A-Za-z][\w./-]*$/.test(value) &&
+    !/^(true|false|null|yes|no|on|off)$/i.test(value)
+  )
+    return value;
+  return JSON.stringify(value);
+}
