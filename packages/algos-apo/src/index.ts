@@ -29,6 +29,7 @@ export {
   type Stage1RolloutOptions,
   type VStarEstimates,
   type VStarEstimationOptions,
+  VSTAR_DEFAULTS,
   vstarLookup,
 } from "./stage1.js";
 export { DEFAULT_BETA1, estimateVStar, summarizeSamples, type VStarSummary } from "./vstar.js";

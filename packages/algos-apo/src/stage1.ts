@@ -13,6 +13,13 @@ import { DEFAULT_BETA1, estimateVStar, summarizeSamples } from "./vstar.js";
 /** The paper's N: reference samples per start state. */
 export const DEFAULT_VSTAR_SAMPLES = 8;
 
+/** Stage 1's settings as the paper gives them: N samples, the V* temperature β1, every state kept. */
+export const VSTAR_DEFAULTS = {
+  samples: DEFAULT_VSTAR_SAMPLES,
+  beta1: DEFAULT_BETA1,
+  dropAllZero: false,
+} as const;
+
 /** Stage 1 always samples at temperature 1 (the reference distribution itself) and moves its own seeds. */
 export type Stage1RolloutOptions = Omit<RolloutOptions, "mode" | "temperature" | "seed" | "onTurn">;
 
