@@ -1,5 +1,5 @@
-import { forwardRows, inputOf, type PackedBatch, trainMiniBatches } from "@ragen/algos-ppo";
 import type { Qwen2Model } from "@ragen/models";
+import { forwardRows, inputOf, type PackedBatch, trainMiniBatches } from "@ragen/rl-core";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { APO_LOSS_DEFAULTS, apoLoss } from "./loss.js";

@@ -1,4 +1,4 @@
-import { type Metrics, maskedMean } from "@ragen/algos-ppo";
+import { type Metrics, maskedMean } from "@ragen/rl-core";
 import { affine, mean, mul, noGrad, scale, square, sub, sum, type Tensor } from "@ragen/tensor-webgpu";
 
 export interface ApoLossInputs {

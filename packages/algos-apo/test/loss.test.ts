@@ -1,4 +1,4 @@
-import { readMetrics } from "@ragen/algos-ppo";
+import { readMetrics } from "@ragen/rl-core";
 import { asyncScope, backward, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { apoLoss } from "../src/loss.js";

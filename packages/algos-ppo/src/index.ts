@@ -10,7 +10,6 @@ export {
   WHITEN_EPS,
   whitenMasked,
 } from "./advantages.js";
-export { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
 export {
   filterByUncertainty,
   type UncertaintyFilterOptions,
@@ -26,19 +25,15 @@ export {
   type KlPenaltyType,
   klPenalty,
   type LossAggregation,
-  type Metrics,
-  maskedMean,
   POLICY_LOSS_DEFAULTS,
   type PolicyLossInputs,
   type PolicyLossOptions,
   type PolicyMetricName,
   ppoPolicyLoss,
-  readMetrics,
   type ValueLossInputs,
   type ValueMetricName,
   valueLoss,
 } from "./losses.js";
-export { forwardRows, type MiniBatchTraining, trainMiniBatches } from "./minibatches.js";
 export {
   ASYM_CLIP_HIGH,
   ASYM_CLIP_LOW,

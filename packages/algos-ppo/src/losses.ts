@@ -1,3 +1,4 @@
+import { type Metrics, maskedMean } from "@ragen/rl-core";
 import {
   abs,
   add,
@@ -22,27 +23,13 @@ import {
 
 /**
  * PPO losses on [batch, tokens] tensors. `mask` is f32 with 1 on sampled tokens. Each loss returns the
- * tensor to differentiate plus RAGEN's metrics as detached scalar tensors (read them with readMetrics).
- * Intermediates are not disposed here: call these inside `scope()` from @ragen/tensor-webgpu.
+ * tensor to differentiate plus RAGEN's metrics as detached scalar tensors (read them with readMetrics
+ * from @ragen/rl-core). Intermediates are not disposed here: call these inside `scope()` from
+ * @ragen/tensor-webgpu.
  */
 
 /** token-mean: every sampled token weighs the same; the seq-mean-* forms weigh every sequence the same. */
 export type LossAggregation = "token-mean" | "seq-mean-token-sum" | "seq-mean-token-mean";
-
-export type Metrics<K extends string> = Record<K, Tensor>;
-
-/** Reads scalar metric tensors into numbers (keeping their names) and disposes them. */
-export async function readMetrics<M extends Partial<Record<string, Tensor>>>(
-  metrics: M,
-): Promise<{ [K in keyof M]: number }> {
-  const out: Record<string, number> = {};
-  for (const [key, value] of Object.entries(metrics)) {
-    if (!value) continue;
-    out[key] = await value.item();
-    value.dispose();
-  }
-  return out as { [K in keyof M]: number };
-}
 
 /** Reduces per-token values over the mask to one scalar (an empty sequence counts as having one token). */
 export function aggregateLoss(
@@ -50,14 +37,11 @@ export function aggregateLoss(
   mask: Tensor,
   aggregation: LossAggregation = "token-mean",
 ): Tensor {
-  const masked = mul(values, mask);
-  if (aggregation === "token-mean") return div(sum(masked), maximum(sum(mask), 1));
-  const perSequence = sum(masked, -1);
+  if (aggregation === "token-mean") return maskedMean(values, mask);
+  const perSequence = sum(mul(values, mask), -1);
   if (aggregation === "seq-mean-token-sum") return mean(perSequence);
   return mean(div(perSequence, maximum(sum(mask, -1), 1)));
 }
-
-export const maskedMean = (values: Tensor, mask: Tensor): Tensor => aggregateLoss(values, mask, "token-mean");
 
 export interface PolicyLossInputs {
   /** Current policy log-probs of the sampled tokens (requires grad). */

@@ -1,8 +1,8 @@
 import type { TokenBatch as ModelTokenBatch, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
+import { forwardRows, inputOf, type PackedBatch, packTrajectories, trainMiniBatches } from "@ragen/rl-core";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { type AdvantageResult, gaeAdvantages, grpoAdvantages, whitenMasked } from "./advantages.js";
-import { inputOf, type PackedBatch, packTrajectories } from "./batching.js";
 import { filterByUncertainty } from "./filter.js";
 import {
   ACTOR_LOSS_DEFAULTS,
@@ -12,7 +12,6 @@ import {
   POLICY_LOSS_DEFAULTS,
   valueLoss,
 } from "./losses.js";
-import { forwardRows, trainMiniBatches } from "./minibatches.js";
 
 export type AdvantageEstimator = "gae" | "grpo";
 

@@ -1,6 +1,7 @@
+import { readMetrics } from "@ragen/rl-core";
 import { backward, createCpuBackend, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
-import { actorLoss, aggregateLoss, klPenalty, ppoPolicyLoss, readMetrics, valueLoss } from "../src/losses.js";
+import { actorLoss, aggregateLoss, klPenalty, ppoPolicyLoss, valueLoss } from "../src/losses.js";
 import { expectClose } from "./helpers.js";
 
 const backend = createCpuBackend();

@@ -2,7 +2,7 @@ import type { TokenBatch } from "@ragen/models";
 import type { Trajectory } from "@ragen/rollout";
 import { type AdamW, asyncScope, backward, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
 import { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
-import { readMetrics } from "./losses.js";
+import { readMetrics } from "./metrics.js";
 
 /**
  * Runs `fn` without gradients on every trajectory, micro-batch by micro-batch; returns one array per
