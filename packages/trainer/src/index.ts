@@ -1,4 +1,52 @@
 // The training job as a library. Browser-safe: file and process I/O live in "@ragen/trainer/node".
+
+export { type EnvBaselines, measureBaselines } from "./run/baselines.js";
+export { MemoryRunStorage } from "./run/memory-storage.js";
+export { type LoadedPolicy, type PolicyLoader, parameterCount } from "./run/policy.js";
+export { toTrajectoryRecord } from "./run/records.js";
+export type {
+  CheckpointParts,
+  CheckpointState,
+  MetricsHistoryRow,
+  RunLogs,
+  RunStorage,
+  StoredCheckpoint,
+} from "./run/storage.js";
+export {
+  formatTrainingSummary,
+  lastLogged,
+  summaryRows,
+  type TrainingSummary,
+  type TrainingSummaryRow,
+} from "./run/summary.js";
+export {
+  GENERATED_TOKENS,
+  generatedTokens,
+  RUN_DOCUMENTS,
+  runTraining,
+  type SavedSettings,
+  stepPerformance,
+  type TrainingRun,
+} from "./run/train.js";
+export {
+  astarpoConfig,
+  createUpdater,
+  type PolicyUpdater,
+  starpoConfig,
+  type UpdaterContext,
+} from "./run/updaters.js";
+export {
+  actionBudget,
+  rolloutOptions,
+  trainingGroups,
+  trainingManager,
+  trainingSeed,
+  type ValidationResult,
+  validate,
+  validationEnvs,
+  validationManager,
+  validationSeeds,
+} from "./run/validation.js";
 export {
   type APOSettings,
   EMBEDDED_MODEL,
@@ -33,5 +81,6 @@ export {
   describeProfiles,
   describeSettings,
   formatResolvedSettings,
+  settingsHelp,
   settingsSchema,
 } from "./settings/schema.js";

@@ -123,3 +123,20 @@ function yamlValue(value: unknown): string {
     return value;
   return JSON.stringify(value);
 }
+
+/** `--help` of a training run: how to call it, the profiles, and every field. */
+export function settingsHelp(usage: string): string {
+  return [
+    `usage: ${usage}`,
+    "",
+    "A config file (YAML or JSON) sets any of the fields below; key=value overrides after it win.",
+    "Nested fields are written section.key=value (e.g. starpo.actorLr=1e-5); lists as a,b; maps as Tag=N,Tag=N.",
+    "--print-config prints the resolved settings, each with where its value came from, and does not run.",
+    "",
+    "profiles (profile=<name>):",
+    describeProfiles(),
+    "",
+    "fields, their library defaults [and what the profiles set instead]:",
+    describeSettings(),
+  ].join("\n");
+}

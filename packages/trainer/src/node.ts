@@ -1,0 +1,28 @@
+// Node-only entry ("@ragen/trainer/node"): runs in folders, config files, models from disk or the Hub.
+export { EMBEDDED_MODEL_DIR } from "./embedded-model.js";
+export { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./node/checkpoint-files.js";
+export { readConfigFile } from "./node/config-file.js";
+export {
+  type EvalRow,
+  type EvalSummary,
+  evalModelSource,
+  formatEvalSummary,
+  runEval,
+} from "./node/evaluate.js";
+export {
+  type ArmExperiment,
+  type ArmResult,
+  type ArmRun,
+  resolveArmSettings,
+  runArms,
+} from "./node/experiments.js";
+export { loadPolicyWithProgress, runTrainingJob, trainInFolder } from "./node/job.js";
+export { loadPolicy, modelLocation, modelParameterCount } from "./node/load-policy.js";
+export {
+  parseRunArguments,
+  type RunArguments,
+  type RunSettingsInput,
+  resolveRunPaths,
+  resolveRunSettings,
+} from "./node/run-settings.js";
+export { NodeRunStorage, type NodeRunStorageOptions, VSTAR_CACHE_FILE } from "./node/storage.js";

@@ -1,0 +1,133 @@
+/**
+ * Run checkpoints: everything a killed run needs to continue exactly — the actor as a Hugging Face folder
+ * (loadable by transformers and by `ragen train model=<dir>/actor`), the critic's weights, both
+ * optimisers' moments, and where the training seeds are. A checkpoint is written beside the old one and
+ * swapped in with renames, so a kill at any moment leaves one complete checkpoint.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  parseSafetensors,
+  type Qwen2Config,
+  Qwen2ValueModel,
+  qwen2ParameterShapes,
+  serializeSafetensors,
+  type TensorToWrite,
+} from "@ragen/models";
+import { saveQwen2 } from "@ragen/models/node";
+import type { AdamW, AdamWState, Backend } from "@ragen/tensor-webgpu";
+import type { CheckpointParts, CheckpointState } from "../run/storage.js";
+
+export const CHECKPOINT_DIR = "checkpoint";
+const FILES = {
+  actor: "actor",
+  critic: "critic.safetensors",
+  optimizers: "optimizers.safetensors",
+  state: "state.json",
+} as const;
+
+export function checkpointPath(outDir: string): string {
+  return join(outDir, CHECKPOINT_DIR);
+}
+
+/** Writes a checkpoint of `parts` at `state` into `<outDir>/checkpoint`, replacing the previous one. */
+export async function saveCheckpoint(
+  outDir: string,
+  parts: CheckpointParts,
+  state: CheckpointState,
+): Promise<void> {
+  const final = checkpointPath(outDir);
+  const partial = `${final}.partial`;
+  const previous = `${final}.previous`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  await saveQwen2(parts.actor, parts.actorConfig, join(partial, FILES.actor), {
+    tokenizer: parts.tokenizerFiles.tokenizer,
+    ...(parts.tokenizerFiles.tokenizerConfig
+      ? { tokenizerConfig: parts.tokenizerFiles.tokenizerConfig }
+      : {}),
+  });
+  if (parts.critic) {
+    const weights = await parts.critic.stateDict();
+    const shapes = new Map<string, number[]>([
+      ...qwen2ParameterShapes(parts.actorConfig),
+      ["score.weight", [1, parts.actorConfig.hiddenSize]],
+      ["score.bias", [1]],
+    ]);
+    writeFileSync(
+      join(partial, FILES.critic),
+      serializeSafetensors(
+        new Map(
+          [...weights].map(([name, data]) => [
+            name,
+            { dtype: "F32", shape: shapes.get(name) ?? [data.length], data },
+          ]),
+        ),
+      ),
+    );
+  }
+  const tensors = new Map<string, TensorToWrite>();
+  const metadata: Record<string, string> = {};
+  for (const [name, optimizer] of Object.entries(parts.optimizers)) {
+    if (!optimizer) continue;
+    const saved = await optimizer.stateDict();
+    metadata[`${name}.steps`] = String(saved.steps);
+    saved.moments.forEach((moment, i) => {
+      if (!moment) return;
+      tensors.set(`${name}.${i}.m`, { dtype: "F32", shape: [moment.m.length], data: moment.m });
+      tensors.set(`${name}.${i}.v`, { dtype: "F32", shape: [moment.v.length], data: moment.v });
+    });
+  }
+  writeFileSync(join(partial, FILES.optimizers), serializeSafetensors(tensors, metadata));
+  writeFileSync(join(partial, FILES.state), `${JSON.stringify(state, null, 2)}\n`);
+  // Swap: the old checkpoint stays complete until the new one has its final name.
+  rmSync(previous, { recursive: true, force: true });
+  if (existsSync(final)) renameSync(final, previous);
+  renameSync(partial, final);
+  rmSync(previous, { recursive: true, force: true });
+}
+
+/** The checkpoint to resume from: the complete one, or the previous one when a swap was cut short. */
+export function findCheckpoint(outDir: string): { dir: string; state: CheckpointState } | undefined {
+  for (const dir of [checkpointPath(outDir), `${checkpointPath(outDir)}.previous`]) {
+    const statePath = join(dir, FILES.state);
+    if (!existsSync(statePath)) continue;
+    const state = JSON.parse(readFileSync(statePath, "utf8")) as CheckpointState;
+    if (!Number.isInteger(state.step) || !Number.isInteger(state.trainResets))
+      throw new Error(`${statePath}: not a checkpoint state (step and trainResets must be integers)`);
+    return { dir, state };
+  }
+  return undefined;
+}
+
+/** The actor folder of a checkpoint (a Hugging Face model folder). */
+export function checkpointActorDir(dir: string): string {
+  return join(dir, FILES.actor);
+}
+
+/** The critic saved in a checkpoint, on `backend`. */
+export function loadCheckpointCritic(dir: string, config: Qwen2Config, backend: Backend): Qwen2ValueModel {
+  const file = parseSafetensors(readFileSync(join(dir, FILES.critic)), { fileName: FILES.critic });
+  const weights = new Map(file.names().map((name) => [name, file.toFloat32(name)] as const));
+  return Qwen2ValueModel.fromWeights(config, weights, backend);
+}
+
+/** Restores the optimisers' moments saved under the same names. */
+export function loadCheckpointOptimizers(dir: string, optimizers: Record<string, AdamW | undefined>): void {
+  const file = parseSafetensors(readFileSync(join(dir, FILES.optimizers)), { fileName: FILES.optimizers });
+  for (const [name, optimizer] of Object.entries(optimizers)) {
+    if (!optimizer) continue;
+    const steps = Number(file.header.metadata[`${name}.steps`] ?? Number.NaN);
+    if (!Number.isInteger(steps))
+      throw new Error(`${join(dir, FILES.optimizers)}: no saved state for the ${name} optimiser`);
+    const state: AdamWState = {
+      steps,
+      moments: optimizer.params.map((_, i) =>
+        file.has(`${name}.${i}.m`)
+          ? { m: file.toFloat32(`${name}.${i}.m`), v: file.toFloat32(`${name}.${i}.v`) }
+          : undefined,
+      ),
+    };
+    optimizer.loadStateDict(state);
+  }
+}

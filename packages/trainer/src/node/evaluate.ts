@@ -1,0 +1,128 @@
+/**
+ * Eval-only: a model — a run folder, its checkpoint, a Hugging Face folder, "embedded" or a Hub id — plays
+ * the validation seeds exactly as the training job validates (same envs, seeds, sampling and code), beside
+ * the oracle and random baselines on the same seeds. The metrics, every trajectory, a summary and the
+ * HTML report go to the out folder; an earlier evaluation there is replaced.
+ */
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
+import { formatPercent, textTable } from "@ragen/logging";
+import { RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
+import { LocalModelPolicy } from "@ragen/rollout";
+import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
+import { type EnvBaselines, measureBaselines } from "../run/baselines.js";
+import {
+  actionBudget,
+  validate,
+  validationEnvs,
+  validationManager,
+  validationSeeds,
+} from "../run/validation.js";
+import { EMBEDDED_MODEL, type TrainingSettings } from "../settings/fields.js";
+import { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./checkpoint-files.js";
+import { loadPolicy } from "./load-policy.js";
+
+export interface EvalRow {
+  env: string;
+  /** Actions per episode (the env's budget, or fewer when the turns run out). */
+  budget: number;
+  random: number;
+  success: number;
+  /** Standard error of the success over the validation seeds. */
+  stderr: number;
+  oracle: number;
+}
+
+export interface EvalSummary {
+  /** The model as named, and the folder its weights were read from. */
+  model: string;
+  weights: string;
+  rows: EvalRow[];
+  wallSeconds: number;
+  report: string;
+}
+
+const SUMMARY_FILE = "summary.json";
+const CONFIG_FILE = "config.json";
+
+/**
+ * The model folder to load for `reference`: a run folder or a `checkpoint/` folder means the actor of
+ * its checkpoint; anything else (a Hugging Face folder, "embedded", a Hub id) is loaded as it is.
+ */
+export function evalModelSource(reference: string): string {
+  if (reference === EMBEDDED_MODEL || !existsSync(reference)) return reference;
+  const run = findCheckpoint(reference);
+  if (run) return checkpointActorDir(run.dir);
+  if (basename(reference) === CHECKPOINT_DIR && existsSync(join(reference, "state.json")))
+    return checkpointActorDir(reference);
+  return reference;
+}
+
+export async function runEval(config: TrainingSettings, backend?: Backend): Promise<EvalSummary> {
+  const start = performance.now();
+  const { outDir } = config;
+  const baselines = validationEnvs(config).map((env) =>
+    measureBaselines(env, validationSeeds(config, env), actionBudget(config, env), process.stderr),
+  );
+  const loaded = await loadPolicy(evalModelSource(config.model), backend ?? (await webGpuBackend()));
+  const logger = new RunLogger(outDir, { resumeAfterStep: -1, console: null, wandb: null });
+  const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: -1 });
+  let metrics: Record<string, number>;
+  try {
+    const policy = new LocalModelPolicy(loaded.model, loaded.tokenizer, {
+      prefixCaching: config.rollout.prefixCaching,
+    });
+    const result = await validate(
+      validationManager(config),
+      policy,
+      loaded.tokenizer,
+      config,
+      0,
+      process.stderr,
+    );
+    trajectories.append(...result.records);
+    logger.log(0, result.metrics);
+    metrics = result.metrics;
+  } finally {
+    trajectories.close();
+    await logger.close();
+    loaded.model.dispose();
+  }
+  writeFileAtomic(join(outDir, CONFIG_FILE), `${JSON.stringify(config, null, 2)}\n`);
+  const summary: EvalSummary = {
+    model: config.model,
+    weights: loaded.source,
+    rows: evalRows(baselines, metrics, config.validation.groupsPerEnv),
+    report: writeReport(outDir, { title: `Evaluation — ${config.model}` }),
+    wallSeconds: (performance.now() - start) / 1000,
+  };
+  writeFileAtomic(join(outDir, SUMMARY_FILE), `${JSON.stringify(summary, null, 2)}\n`);
+  return summary;
+}
+
+function evalRows(baselines: readonly EnvBaselines[], metrics: Record<string, number>, n: number): EvalRow[] {
+  return baselines.map((b) => {
+    const success = metrics[`val-env/${b.env}/success`] ?? Number.NaN;
+    return {
+      env: b.env,
+      budget: b.maxActions,
+      random: b.random.successRate,
+      success,
+      stderr: Math.sqrt((success * (1 - success)) / n),
+      oracle: b.oracle.successRate,
+    };
+  });
+}
+
+/** The table `ragen eval` prints. */
+export function formatEvalSummary(summary: EvalSummary): string {
+  const header = ["env", "budget", "random", "model", "oracle (ceiling)"];
+  const rows = summary.rows.map((r) => [
+    r.env,
+    String(r.budget),
+    formatPercent(r.random),
+    `${formatPercent(r.success)} ± ${formatPercent(r.stderr)}`,
+    formatPercent(r.oracle),
+  ]);
+  return textTable(header, rows);
+}

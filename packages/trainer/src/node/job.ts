@@ -1,0 +1,59 @@
+/**
+ * `ragen train` and the examples' jobs in Node: the run in its folder on the WebGPU backend (Dawn, or
+ * lavapipe on a CPU), progress bars on stderr, a header before and the summary table after.
+ */
+import { ProgressBar } from "@ragen/logging";
+import { type Backend, type WebGpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
+import type { PolicyLoader } from "../run/policy.js";
+import { formatTrainingSummary, type TrainingSummary } from "../run/summary.js";
+import { runTraining } from "../run/train.js";
+import { validationEnvs } from "../run/validation.js";
+import type { ResolvedSettings } from "../settings/resolve.js";
+import { loadPolicy } from "./load-policy.js";
+import { NodeRunStorage } from "./storage.js";
+
+/** loadPolicy with a download progress bar on stderr (shown only when a Hub model is downloaded). */
+export const loadPolicyWithProgress: PolicyLoader = async (name: string, backend: Backend) => {
+  let download: ProgressBar | undefined;
+  const loaded = await loadPolicy(name, backend, (done, total) => {
+    download ??= new ProgressBar({
+      label: "download (MB)",
+      total: Math.ceil(total / 1e6),
+      stream: process.stderr,
+    });
+    download.update(Math.floor(done / 1e6));
+  });
+  download?.finish();
+  return loaded;
+};
+
+/** Runs the training in `settings.outDir` (resuming it when it holds a run). */
+export async function trainInFolder(
+  { settings, sources }: ResolvedSettings,
+  backend?: WebGpuBackend,
+): Promise<TrainingSummary> {
+  return runTraining({
+    settings,
+    sources,
+    backend: backend ?? (await webGpuBackend()),
+    storage: new NodeRunStorage(settings.outDir),
+    loadPolicy: loadPolicyWithProgress,
+    progress: process.stderr,
+  });
+}
+
+/** Prints the header, runs the training and prints the summary table. */
+export async function runTrainingJob(resolved: ResolvedSettings, title: string): Promise<TrainingSummary> {
+  const { settings } = resolved;
+  const algorithm = settings.algorithm === "apo" ? "A*-PO" : "StarPO";
+  console.log(`RAGEN.ts ${title} — ${settings.envs.join(" + ")} with ${algorithm} on ${settings.model}\n`);
+  const summary = await trainInFolder(resolved);
+  console.log(
+    `\nValidation success on ${settings.validation.groupsPerEnv} fixed seeds per env (${validationEnvs(settings).join(", ")}):\n`,
+  );
+  console.log(formatTrainingSummary(summary));
+  console.log(
+    `\n${summary.steps} steps in ${(summary.wallSeconds / 60).toFixed(1)} min; report: ${summary.report}`,
+  );
+  return summary;
+}

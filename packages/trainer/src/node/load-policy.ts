@@ -1,0 +1,89 @@
+/**
+ * Models from disk or the Hub: the embedded tiny checkpoint shipped with this package, a local Hugging
+ * Face folder, or a Hub repo id (downloaded into the standard Hugging Face cache).
+ */
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { downloadFile } from "@huggingface/hub";
+import { parseQwen2Config, qwen2ParameterShapes } from "@ragen/models";
+import { CONFIG_FILE, loadQwen2, resolveModel } from "@ragen/models/node";
+import type { Backend } from "@ragen/tensor-webgpu";
+import { loadTokenizer } from "@ragen/tokenizer/node";
+import { EMBEDDED_MODEL_DIR } from "../embedded-model.js";
+import type { LoadedPolicy } from "../run/policy.js";
+import { EMBEDDED_MODEL } from "../settings/fields.js";
+
+/** The folder or Hub id a model name stands for ("embedded" is the shipped checkpoint). */
+export function modelLocation(name: string): string {
+  return name === EMBEDDED_MODEL ? EMBEDDED_MODEL_DIR : name;
+}
+
+/** `name`: "embedded", a folder, or a Hub repo id. */
+export async function loadPolicy(
+  name: string,
+  backend: Backend,
+  onProgress?: (loaded: number, total: number) => void,
+): Promise<LoadedPolicy> {
+  const { model, folder } = await loadQwen2(modelLocation(name), backend, {
+    ...(onProgress ? { onProgress: (p) => onProgress(p.bytesDone, p.bytesTotal) } : {}),
+  });
+  const tokenizer = await loadTokenizer(folder.path);
+  if (tokenizer.imEndId === undefined)
+    throw new Error(`${folder.path}: the tokenizer has no <|im_end|> token, so responses could never end`);
+  return {
+    model,
+    config: folder.config,
+    tokenizer,
+    source: folder.path,
+    tokenizerFiles: { tokenizer: folder.tokenizer, tokenizerConfig: folder.tokenizerConfig },
+    identity: () => weightsIdentity(name, folder.path),
+  };
+}
+
+/**
+ * The reference model's identity in V* cache keys: its name and a hash of its weights, so estimates of
+ * a rebuilt model (same folder, new weights) are never reused.
+ */
+async function weightsIdentity(name: string, folder: string): Promise<string> {
+  const hash = createHash("sha256");
+  const files = readdirSync(folder)
+    .filter((file) => file.endsWith(".safetensors"))
+    .sort();
+  for (const file of files) {
+    hash.update(file);
+    for await (const chunk of createReadStream(join(folder, file))) hash.update(chunk as Buffer);
+  }
+  return `${name}#sha256:${hash.digest("hex").slice(0, 16)}`;
+}
+
+/**
+ * The model's parameter count from its config.json alone (the settings depend on it before the weights
+ * load): read from the folder, or for a Hub id fetched alone — from the cache when the model is there.
+ */
+export async function modelParameterCount(name: string): Promise<number> {
+  const location = modelLocation(name);
+  const json = await readConfigJson(location);
+  const config = parseQwen2Config(json, { fileName: `${location}/${CONFIG_FILE}` });
+  return qwen2ParameterShapes(config).reduce(
+    (total, [, shape]) => total + shape.reduce((a, b) => a * b, 1),
+    0,
+  );
+}
+
+async function readConfigJson(location: string): Promise<unknown> {
+  const folderConfig = join(location, CONFIG_FILE);
+  if (existsSync(location) && statSync(location).isDirectory()) {
+    if (!existsSync(folderConfig))
+      throw new Error(`${location}: has no ${CONFIG_FILE}: not a Hugging Face model folder`);
+    return JSON.parse(readFileSync(folderConfig, "utf8"));
+  }
+  try {
+    const blob = await downloadFile({ repo: location, path: CONFIG_FILE });
+    if (blob) return JSON.parse(await blob.text());
+  } catch {
+    // Offline: the cached snapshot, if the model was downloaded before (resolveModel names the problem otherwise).
+  }
+  const resolved = await resolveModel(location);
+  return JSON.parse(readFileSync(join(resolved.path, CONFIG_FILE), "utf8"));
+}

@@ -1,0 +1,107 @@
+/**
+ * A run in a folder: metrics.jsonl / metrics.csv (RunLogger: fsynced rows, torn lines dropped on resume),
+ * trajectories.jsonl, config.json and summary.json written atomically, the checkpoint swapped in with
+ * renames, report.html and A*-PO's vstar.jsonl.
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { VStarFileCache } from "@ragen/algos-apo/node";
+import { RUN_FILES, RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
+import type { Qwen2Config } from "@ragen/models";
+import type { AdamW, Backend } from "@ragen/tensor-webgpu";
+import type {
+  CheckpointParts,
+  CheckpointState,
+  RunLogs,
+  RunStorage,
+  StoredCheckpoint,
+} from "../run/storage.js";
+import {
+  checkpointActorDir,
+  findCheckpoint,
+  loadCheckpointCritic,
+  loadCheckpointOptimizers,
+  saveCheckpoint,
+} from "./checkpoint-files.js";
+
+/** Where A*-PO's stage 1 keeps its estimates, inside the run folder. */
+export const VSTAR_CACHE_FILE = "vstar.jsonl";
+
+export interface NodeRunStorageOptions {
+  /** Where each step's console line goes (default process.stdout); null silences it. */
+  console?: { write(text: string): unknown } | null;
+  /** Log to Weights & Biases when WANDB_API_KEY is set (default true). */
+  wandb?: boolean;
+}
+
+export class NodeRunStorage implements RunStorage {
+  constructor(
+    /** The run folder. */
+    readonly location: string,
+    private readonly options: NodeRunStorageOptions = {},
+  ) {}
+
+  findCheckpoint(): StoredCheckpoint | undefined {
+    const found = findCheckpoint(this.location);
+    if (!found) return undefined;
+    return {
+      state: found.state,
+      actorSource: checkpointActorDir(found.dir),
+      loadCritic: async (config: Qwen2Config, backend: Backend) =>
+        loadCheckpointCritic(found.dir, config, backend),
+      loadOptimizers: async (optimizers: Record<string, AdamW | undefined>) =>
+        loadCheckpointOptimizers(found.dir, optimizers),
+    };
+  }
+
+  hasLogs(): boolean {
+    return existsSync(join(this.location, RUN_FILES.metrics));
+  }
+
+  openLogs(afterStep: number): RunLogs {
+    const logger = new RunLogger(this.location, {
+      resumeAfterStep: afterStep,
+      ...(this.options.console === undefined ? {} : { console: this.options.console }),
+      ...(this.options.wandb === false ? { wandb: null } : {}),
+    });
+    const trajectories = new TrajectoryLog(this.location, { resumeAfterStep: afterStep });
+    return {
+      history: () => logger.history(),
+      log: (step, metrics) => {
+        logger.log(step, metrics);
+      },
+      appendTrajectories: (records) => trajectories.append(...records),
+      close: async () => {
+        trajectories.close();
+        await logger.close();
+      },
+    };
+  }
+
+  readJson(name: string): unknown {
+    const path = join(this.location, name);
+    if (!existsSync(path)) return undefined;
+    try {
+      return JSON.parse(readFileSync(path, "utf8"));
+    } catch (error) {
+      throw new Error(`${path}: not valid JSON (${(error as Error).message})`);
+    }
+  }
+
+  writeJson(name: string, value: unknown): void {
+    mkdirSync(this.location, { recursive: true });
+    writeFileAtomic(join(this.location, name), `${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  saveCheckpoint(parts: CheckpointParts, state: CheckpointState): Promise<void> {
+    return saveCheckpoint(this.location, parts, state);
+  }
+
+  writeReport(title: string): string {
+    return writeReport(this.location, { title });
+  }
+
+  openVStarCache() {
+    return VStarFileCache.open(join(this.location, VSTAR_CACHE_FILE));
+  }
+}

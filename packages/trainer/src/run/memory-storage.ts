@@ -1,0 +1,109 @@
+/**
+ * A run kept in memory: for a browser page, and for tests of the loop. Checkpoints hold copies of the
+ * weights and optimiser moments, so a run resumed on the same storage continues exactly.
+ */
+import { MemoryVStarCache } from "@ragen/algos-apo";
+import { buildReport, type MetricsRow, type TrajectoryRecord } from "@ragen/logging";
+import { type Qwen2Config, Qwen2ValueModel } from "@ragen/models";
+import type { AdamW, AdamWState, Backend } from "@ragen/tensor-webgpu";
+import type { CheckpointParts, CheckpointState, RunLogs, RunStorage, StoredCheckpoint } from "./storage.js";
+
+interface KeptCheckpoint {
+  state: CheckpointState;
+  actor: Map<string, Float32Array>;
+  critic: Map<string, Float32Array> | undefined;
+  optimizers: Record<string, AdamWState>;
+}
+
+export class MemoryRunStorage implements RunStorage {
+  readonly rows: MetricsRow[] = [];
+  readonly trajectories: TrajectoryRecord[] = [];
+  readonly documents = new Map<string, unknown>();
+  /** The last report written. */
+  report = "";
+  /** The weights of saved actors by source name, for a PolicyLoader to load a checkpoint's actor from. */
+  readonly actors = new Map<string, Map<string, Float32Array>>();
+  private checkpoint: KeptCheckpoint | undefined;
+  private readonly vstar = new MemoryVStarCache();
+
+  constructor(
+    readonly location = "memory",
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  findCheckpoint(): StoredCheckpoint | undefined {
+    const kept = this.checkpoint;
+    if (!kept) return undefined;
+    return {
+      state: { ...kept.state },
+      actorSource: `${this.location}/checkpoint/actor`,
+      loadCritic: async (config: Qwen2Config, backend: Backend) => {
+        if (!kept.critic) throw new Error(`${this.location}: the checkpoint has no critic`);
+        return Qwen2ValueModel.fromWeights(config, kept.critic, backend);
+      },
+      loadOptimizers: async (optimizers: Record<string, AdamW | undefined>) => {
+        for (const [name, optimizer] of Object.entries(optimizers)) {
+          const state = kept.optimizers[name];
+          if (!optimizer) continue;
+          if (!state) throw new Error(`${this.location}: no saved state for the ${name} optimiser`);
+          optimizer.loadStateDict(state);
+        }
+      },
+    };
+  }
+
+  hasLogs(): boolean {
+    return this.rows.length > 0;
+  }
+
+  openLogs(afterStep: number): RunLogs {
+    const keep = (step: number) => step <= afterStep;
+    this.rows.splice(0, this.rows.length, ...this.rows.filter((row) => keep(row.step)));
+    this.trajectories.splice(0, this.trajectories.length, ...this.trajectories.filter((t) => keep(t.step)));
+    return {
+      history: () => this.rows,
+      log: (step, metrics) => {
+        const last = this.rows.at(-1)?.step;
+        if (last !== undefined && step <= last) throw new Error(`step ${step} logged after step ${last}`);
+        this.rows.push({ step, wall_time: this.now() / 1000, metrics: { ...metrics } });
+      },
+      appendTrajectories: (records) => {
+        this.trajectories.push(...records);
+      },
+      close: async () => {},
+    };
+  }
+
+  readJson(name: string): unknown {
+    return structuredClone(this.documents.get(name));
+  }
+
+  writeJson(name: string, value: unknown): void {
+    this.documents.set(name, structuredClone(value));
+  }
+
+  async saveCheckpoint(parts: CheckpointParts, state: CheckpointState): Promise<void> {
+    const optimizers: Record<string, AdamWState> = {};
+    for (const [name, optimizer] of Object.entries(parts.optimizers))
+      if (optimizer) optimizers[name] = await optimizer.stateDict();
+    const actor = await parts.actor.stateDict();
+    // Assigned last: an error above leaves the previous checkpoint in place.
+    this.checkpoint = {
+      state: { ...state },
+      actor,
+      critic: parts.critic ? await parts.critic.stateDict() : undefined,
+      optimizers,
+    };
+    this.actors.set(`${this.location}/checkpoint/actor`, actor);
+  }
+
+  writeReport(title: string): string {
+    this.report = buildReport(this.rows, this.trajectories, { title });
+    return `${this.location}/report.html`;
+  }
+
+  openVStarCache() {
+    const cache = this.vstar;
+    return { get: cache.get.bind(cache), put: cache.put.bind(cache), close() {} };
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Where a run keeps what it produces — metrics, trajectories, its settings and summary, checkpoints, the
+ * report, A*-PO's V* cache — behind one small interface, so the loop runs the same in Node (files,
+ * written atomically: `NodeRunStorage` in "@ragen/trainer/node") and in a browser (`MemoryRunStorage`).
+ */
+import type { VStarCache } from "@ragen/algos-apo";
+import type { TrajectoryRecord } from "@ragen/logging";
+import type { Qwen2Config, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
+import type { AdamW, Backend } from "@ragen/tensor-webgpu";
+import type { LoadedPolicy } from "./policy.js";
+
+export interface CheckpointState {
+  /** The last completed training step. */
+  step: number;
+  /** Training resets of the env manager (the position in the training seed sequence). */
+  trainResets: number;
+  /** The model the run started from, so a resume with another model is refused. */
+  model: string;
+}
+
+/** What a checkpoint holds besides its state. */
+export interface CheckpointParts {
+  actor: Qwen2Model;
+  actorConfig: Qwen2Config;
+  tokenizerFiles: LoadedPolicy["tokenizerFiles"];
+  critic: Qwen2ValueModel | undefined;
+  optimizers: Record<string, AdamW | undefined>;
+}
+
+export interface StoredCheckpoint {
+  state: CheckpointState;
+  /** The name a PolicyLoader loads the saved actor by. */
+  actorSource: string;
+  loadCritic(config: Qwen2Config, backend: Backend): Promise<Qwen2ValueModel>;
+  /** Restores the optimisers' moments saved under the same names. */
+  loadOptimizers(optimizers: Record<string, AdamW | undefined>): Promise<void>;
+}
+
+export interface MetricsHistoryRow {
+  step: number;
+  metrics: Record<string, number>;
+}
+
+/** A run's open logs. */
+export interface RunLogs {
+  /** Every row logged, an earlier attempt's kept rows included. */
+  history(): readonly MetricsHistoryRow[];
+  /** One row per step; steps only grow. */
+  log(step: number, metrics: Record<string, number>): void;
+  appendTrajectories(records: readonly TrajectoryRecord[]): void;
+  close(): Promise<void>;
+}
+
+export interface RunStorage {
+  /** Where the run is kept, for messages ("runs/quest"). */
+  readonly location: string;
+  /** The last complete checkpoint, if the run has one. */
+  findCheckpoint(): StoredCheckpoint | undefined;
+  /** Whether an earlier run left metrics here. */
+  hasLogs(): boolean;
+  /** Opens the logs, dropping rows after `afterStep` (logged after the checkpoint by a run that was killed). */
+  openLogs(afterStep: number): RunLogs;
+  readJson(name: string): unknown;
+  /** Replaces the document `name` whole. */
+  writeJson(name: string, value: unknown): void;
+  /** Replaces the checkpoint; a failure midway leaves the previous one whole. */
+  saveCheckpoint(parts: CheckpointParts, state: CheckpointState): Promise<void>;
+  /** Writes the HTML report of the logs; returns where it is. */
+  writeReport(title: string): string;
+  /** A*-PO's V* estimates, kept with the run so that a resumed run does not sample them again. */
+  openVStarCache(): VStarCache & { close(): void };
+}

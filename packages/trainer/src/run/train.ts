@@ -1,0 +1,209 @@
+/**
+ * The training run: validate, then per step a batch of multi-turn rollouts and one update (StarPO, or
+ * A*-PO), validating every few steps; metrics, trajectories, checkpoints and the report go to the run's
+ * storage, and a killed run resumes from its last checkpoint. No file or process I/O here: the storage,
+ * the model loader and the progress stream come from the caller (see "@ragen/trainer/node").
+ */
+import type { ProgressStream } from "@ragen/logging";
+import { LocalModelPolicy, runRollout, type TrajectoryBatch } from "@ragen/rollout";
+import type { WebGpuBackend } from "@ragen/tensor-webgpu";
+import type { TrainingSettings } from "../settings/fields.js";
+import type { SettingSource } from "../settings/resolve.js";
+import { type EnvBaselines, measureBaselines } from "./baselines.js";
+import { type PolicyLoader, parameterCount } from "./policy.js";
+import { toTrajectoryRecord } from "./records.js";
+import type { RunStorage } from "./storage.js";
+import { lastLogged, summaryRows, type TrainingSummary } from "./summary.js";
+import { createUpdater } from "./updaters.js";
+import {
+  actionBudget,
+  rolloutOptions,
+  trainingManager,
+  trainingSeed,
+  validate,
+  validationEnvs,
+  validationManager,
+  validationSeeds,
+} from "./validation.js";
+
+/** The documents a run keeps beside its logs. */
+export const RUN_DOCUMENTS = { settings: "config.json", summary: "summary.json" } as const;
+export const GENERATED_TOKENS = "perf/generated_tokens_total";
+
+export interface TrainingRun {
+  settings: TrainingSettings;
+  /** Where each setting came from (resolveSettings'), saved with the settings. */
+  sources?: Record<string, SettingSource>;
+  backend: WebGpuBackend;
+  storage: RunStorage;
+  loadPolicy: PolicyLoader;
+  /** Where progress bars go (none without). */
+  progress?: ProgressStream;
+  /** Where messages go ("resuming ...", the parameter count); default console.log. */
+  say?: (line: string) => void;
+}
+
+/** The settings document a run saves: the resolved settings and where each came from. */
+export interface SavedSettings {
+  settings: TrainingSettings;
+  sources: Record<string, SettingSource>;
+}
+
+/** The training-step metrics besides the rollout's and the update's: time, tokens, memory. */
+export function stepPerformance(
+  rollout: TrajectoryBatch,
+  stepStart: number,
+  backend: WebGpuBackend,
+): Record<string, number> {
+  const tokens = rollout.trajectories.reduce((sum, t) => sum + t.tokens.length, 0);
+  const seconds = (performance.now() - stepStart) / 1000;
+  return {
+    "perf/time_per_step": seconds,
+    "perf/throughput": tokens / seconds,
+    // Peak device memory held by tensors so far, in GiB.
+    "perf/max_memory": backend.ctx.pool.stats.peakInUseBytes / 2 ** 30,
+  };
+}
+
+/** Tokens the policy generated in a batch (the budget algorithms are compared on). */
+export function generatedTokens(rollout: TrajectoryBatch): number {
+  return rollout.trajectories.reduce((sum, t) => sum + t.responseLength, 0);
+}
+
+export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
+  const wallStart = performance.now();
+  const { settings, storage, backend, progress } = run;
+  const say = run.say ?? ((line: string) => console.log(line));
+  const checkpoint = settings.resume ? storage.findCheckpoint() : undefined;
+  if (!settings.resume && storage.hasLogs())
+    throw new Error(
+      `${storage.location} already holds a run; pass resume=true to continue it or outDir=<new folder>`,
+    );
+  if (checkpoint && checkpoint.state.model !== settings.model)
+    throw new Error(
+      `${storage.location} holds a run of model "${checkpoint.state.model}", not "${settings.model}"; pass outDir=<new folder>`,
+    );
+
+  const baselines: EnvBaselines[] = validationEnvs(settings).map((env) =>
+    measureBaselines(env, validationSeeds(settings, env), actionBudget(settings, env), progress),
+  );
+
+  const loaded = await run.loadPolicy(checkpoint ? checkpoint.actorSource : settings.model, backend);
+  const { model: actor, tokenizer } = loaded;
+  const saved: SavedSettings = { settings, sources: run.sources ?? {} };
+  if (checkpoint) warnOnChangedSettings(storage, settings, say);
+  const s = settings.starpo;
+  say(
+    `${(parameterCount(actor) / 1e6).toFixed(1)}M parameters; learning rates: ${settings.algorithm === "apo" ? `A*-PO ${settings.apo.lr}` : `actor ${s.actorLr}, critic ${s.criticLr}; KL coefficient ${s.klCoeff}`}`,
+  );
+  const updater = await createUpdater({
+    settings,
+    policy: loaded,
+    backend,
+    loadPolicy: run.loadPolicy,
+    storage,
+    checkpoint,
+    ...(progress ? { progress } : {}),
+  });
+  const { critic, optimizers } = updater;
+  if (checkpoint) await checkpoint.loadOptimizers(optimizers);
+
+  const trainManager = trainingManager(settings);
+  if (checkpoint) trainManager.restoreTrainResets(checkpoint.state.trainResets);
+  const valManager = validationManager(settings);
+  const policy = new LocalModelPolicy(actor, tokenizer, { prefixCaching: settings.rollout.prefixCaching });
+
+  // A run without a checkpoint starts over: its rows (if a kill came before the first checkpoint) go.
+  const lastDone = checkpoint?.state.step ?? -1;
+  const logs = storage.openLogs(lastDone);
+  storage.writeJson(RUN_DOCUMENTS.settings, saved);
+  let tokensSoFar = lastLogged(logs.history(), GENERATED_TOKENS) ?? 0;
+  const budgetSpent = () => settings.train.tokenBudget > 0 && tokensSoFar >= settings.train.tokenBudget;
+  if (checkpoint && (checkpoint.state.step >= settings.steps || budgetSpent()))
+    say(
+      `${storage.location} is complete (${checkpoint.state.step} steps, ${tokensSoFar} generated tokens); pass steps=<more> or train.tokenBudget=<more> to go on, or outDir=<new folder>`,
+    );
+  else if (checkpoint) say(`resuming ${storage.location} after step ${checkpoint.state.step}`);
+
+  const title = `${settings.profile === "quest" ? "Quest" : "Training"} — ${settings.model}`;
+  const saveAt = (step: number) =>
+    storage.saveCheckpoint(
+      { actor, actorConfig: loaded.config, tokenizerFiles: loaded.tokenizerFiles, critic, optimizers },
+      { step, trainResets: trainManager.trainResets, model: settings.model },
+    );
+
+  let lastStep = Math.max(lastDone, 0);
+  try {
+    if (lastDone < 0) {
+      const val = await validate(valManager, policy, tokenizer, settings, 0, progress);
+      logs.appendTrajectories(val.records);
+      logs.log(0, val.metrics);
+    }
+    for (let step = lastStep + 1; step <= settings.steps && !budgetSpent(); step++) {
+      // Timed apart from the step (timing_s/vstar), so the two add up to the run's time.
+      const stage1 = await updater.beforeStep(trainManager.trainResets);
+      const stepStart = performance.now();
+      const rollout = await runRollout(
+        trainManager,
+        policy,
+        tokenizer,
+        rolloutOptions(settings, "train", trainingSeed(settings, step)),
+      );
+      const genSeconds = (performance.now() - stepStart) / 1000;
+      const metrics: Record<string, number> = { ...rollout.metrics, ...(await updater.update(rollout)) };
+      // Stage-1 metrics (A*-PO) go with the step they were estimated for.
+      Object.assign(metrics, stage1);
+      metrics["timing_s/gen"] = genSeconds;
+      tokensSoFar += generatedTokens(rollout);
+      metrics[GENERATED_TOKENS] = tokensSoFar;
+      Object.assign(metrics, stepPerformance(rollout, stepStart, backend));
+      logs.appendTrajectories(rollout.trajectories.map((t) => toTrajectoryRecord(t, step, "train")));
+      lastStep = step;
+      const last = step === settings.steps || budgetSpent();
+      if (step % settings.validation.every === 0 || last) {
+        const val = await validate(valManager, policy, tokenizer, settings, step, progress);
+        logs.appendTrajectories(val.records);
+        Object.assign(metrics, val.metrics);
+      }
+      metrics["timing_s/step"] = (performance.now() - stepStart) / 1000;
+      logs.log(step, metrics);
+      if ((settings.checkpointEvery > 0 && step % settings.checkpointEvery === 0) || last) {
+        await saveAt(step);
+        storage.writeReport(title);
+      }
+    }
+    if (settings.steps === 0 && lastDone < 0) await saveAt(0);
+  } finally {
+    await logs.close();
+    updater.dispose();
+  }
+
+  const summary: TrainingSummary = {
+    model: settings.model,
+    steps: lastStep,
+    generatedTokens: tokensSoFar,
+    wallSeconds: (performance.now() - wallStart) / 1000,
+    rows: summaryRows(baselines, logs.history(), settings),
+    report: storage.writeReport(title),
+  };
+  storage.writeJson(RUN_DOCUMENTS.summary, summary);
+  return summary;
+}
+
+/** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
+function warnOnChangedSettings(
+  storage: RunStorage,
+  settings: TrainingSettings,
+  say: (line: string) => void,
+): void {
+  const before = (storage.readJson(RUN_DOCUMENTS.settings) as Partial<SavedSettings> | undefined)?.settings;
+  if (!before) return;
+  const changed = Object.entries(settings)
+    .filter(
+      ([key, value]) =>
+        key !== "steps" &&
+        JSON.stringify((before as unknown as Record<string, unknown>)[key]) !== JSON.stringify(value),
+    )
+    .map(([key]) => key);
+  if (changed.length > 0) say(`resuming ${storage.location} with changed settings: ${changed.join(", ")}`);
+}

@@ -1,0 +1,163 @@
+/**
+ * The update half of a training step, per algorithm: StarPO (PPO with a GAE critic, or GRPO) or A*-PO
+ * (stage 1 estimates V* from the frozen start model for the start states training visits, cached with
+ * the run; stage 2 regresses the policy's log-ratio onto r − V*, no critic). The settings' sections are
+ * the algorithms' own option objects, passed on as they are.
+ */
+import { AStarPO, estimateVStarForStates, type VStarEstimates, vstarLookup } from "@ragen/algos-apo";
+import { StarPO } from "@ragen/algos-ppo";
+import type { ProgressStream } from "@ragen/logging";
+import { Qwen2ValueModel } from "@ragen/models";
+import { LocalModelPolicy, type TrajectoryBatch } from "@ragen/rollout";
+import type { AdamW, Backend } from "@ragen/tensor-webgpu";
+import type { TrainingSettings } from "../settings/fields.js";
+import type { LoadedPolicy, PolicyLoader } from "./policy.js";
+import { progressBar } from "./progress.js";
+import type { RunStorage, StoredCheckpoint } from "./storage.js";
+import { rolloutOptions, trainingGroups } from "./validation.js";
+
+export interface PolicyUpdater {
+  /** The critic a checkpoint saves (PPO with GAE only). */
+  readonly critic: Qwen2ValueModel | undefined;
+  /** The optimisers a checkpoint saves, by name. */
+  readonly optimizers: Record<string, AdamW | undefined>;
+  /**
+   * Work before the training step whose rollout is reset number `resetsDone` (A*-PO's stage 1 for the
+   * start states not estimated yet); returns its metrics, empty when there was nothing to do.
+   */
+  beforeStep(resetsDone: number): Promise<Record<string, number>>;
+  update(rollout: TrajectoryBatch): Promise<Record<string, number>>;
+  dispose(): void;
+}
+
+export interface UpdaterContext {
+  settings: TrainingSettings;
+  /** The policy being trained (the start model, or a checkpoint's actor). */
+  policy: LoadedPolicy;
+  backend: Backend;
+  /** Loads the start model again, as the frozen reference of the KL term and of A*-PO. */
+  loadPolicy: PolicyLoader;
+  storage: RunStorage;
+  /** The checkpoint the run resumes from, if any. */
+  checkpoint: StoredCheckpoint | undefined;
+  progress?: ProgressStream;
+}
+
+/** StarPO's options from the settings: its section, the rollout's temperature, and the run's seed. */
+export function starpoConfig(settings: TrainingSettings) {
+  return { ...settings.starpo, temperature: settings.rollout.temperature, shuffleSeed: settings.seed };
+}
+
+/** A*-PO's stage-2 options from the settings. */
+export function astarpoConfig(settings: TrainingSettings) {
+  const { samples: _n, beta1: _b, dropAllZero: _d, ...stage2 } = settings.apo;
+  return { ...stage2, temperature: settings.rollout.temperature, shuffleSeed: settings.seed };
+}
+
+export async function createUpdater(context: UpdaterContext): Promise<PolicyUpdater> {
+  return context.settings.algorithm === "apo" ? createAStarPOUpdater(context) : createStarPOUpdater(context);
+}
+
+async function createStarPOUpdater({ settings, policy, backend, loadPolicy, checkpoint }: UpdaterContext) {
+  let critic: Qwen2ValueModel | undefined;
+  if (settings.starpo.advantageEstimator === "gae")
+    critic = checkpoint
+      ? await checkpoint.loadCritic(policy.config, backend)
+      : await Qwen2ValueModel.fromPolicy(policy.model, settings.seed);
+  // The KL term's reference is the start model (settings.model), also when the run resumes from a checkpoint.
+  const reference = settings.starpo.klCoeff > 0 ? await loadPolicy(settings.model, backend) : undefined;
+  const starpo = new StarPO({
+    actor: policy.model,
+    critic,
+    reference: reference?.model,
+    config: starpoConfig(settings),
+  });
+  return {
+    critic,
+    optimizers: { actor: starpo.actorOptimizer, critic: starpo.criticOptimizer },
+    beforeStep: async () => ({}),
+    update: (rollout: TrajectoryBatch) => starpo.update(rollout),
+    dispose: () => {
+      starpo.dispose();
+      reference?.model.dispose();
+    },
+  } satisfies PolicyUpdater;
+}
+
+async function createAStarPOUpdater({
+  settings,
+  policy,
+  backend,
+  loadPolicy,
+  storage,
+  progress,
+}: UpdaterContext) {
+  // The reference is always the start model, also when the run resumes from a checkpoint.
+  const reference = await loadPolicy(settings.model, backend);
+  const apo = new AStarPO({
+    actor: policy.model,
+    reference: reference.model,
+    config: astarpoConfig(settings),
+  });
+  // V* of every start state estimated so far, and the first reset not covered yet.
+  const entries: VStarEstimates["entries"] = new Map();
+  let coveredUntil = -1;
+  return {
+    critic: undefined,
+    optimizers: { actor: apo.optimizer },
+    async beforeStep(resetsDone: number) {
+      if (resetsDone < coveredUntil) return {};
+      // Stage 1 covers every step to come at once, with one progress bar and ETA — unless a token budget
+      // ends the run, whose number of steps is unknown: then it covers one step at a time, so that no
+      // state the run never reaches is sampled (the reference is frozen, so the estimates are the same).
+      const resets = settings.train.tokenBudget > 0 ? 1 : Math.max(settings.steps - resetsDone, 1);
+      const cache = storage.openVStarCache();
+      const bar = progressBar(
+        progress,
+        "A*-PO stage 1: V* of start states",
+        resets * settings.train.envGroups,
+      );
+      try {
+        const { mode: _mode, temperature: _t, seed: _s, ...rollout } = rolloutOptions(settings, "train", 0);
+        const estimates = await estimateVStarForStates({
+          policy: new LocalModelPolicy(reference.model, reference.tokenizer, {
+            prefixCaching: settings.rollout.prefixCaching,
+          }),
+          tokenizer: reference.tokenizer,
+          envs: { envGroups: settings.train.envGroups, tags: trainingGroups(settings) },
+          resets,
+          startReset: resetsDone,
+          referenceModel: await reference.identity(),
+          samples: settings.apo.samples,
+          beta1: settings.apo.beta1,
+          dropAllZero: settings.apo.dropAllZero,
+          rollout,
+          seed: settings.seed * 1_000_003 + 500_000,
+          cache,
+          onProgress: (done) => bar.update(done),
+        });
+        bar.finish();
+        for (const [key, entry] of estimates.entries) entries.set(key, entry);
+        coveredUntil = resetsDone + resets;
+        return estimates.metrics;
+      } finally {
+        cache.close();
+      }
+    },
+    async update(rollout: TrajectoryBatch) {
+      if (coveredUntil < 0) throw new Error("A*-PO: stage 1 has not run (call beforeStep first)");
+      const lookup = vstarLookup({ entries });
+      // States stage 1 dropped (all samples failed) are played but not trained on.
+      const kept = rollout.trajectories.filter((t) => lookup(t) !== undefined);
+      const metrics: Record<string, number> = {
+        "apo/dropped_trajectories": rollout.trajectories.length - kept.length,
+      };
+      if (kept.length === 0) return metrics;
+      return { ...metrics, ...(await apo.update({ ...rollout, trajectories: kept }, lookup)) };
+    },
+    dispose() {
+      apo.dispose();
+      reference.model.dispose();
+    },
+  } satisfies PolicyUpdater;
+}

@@ -1,0 +1,113 @@
+/**
+ * Validation as RAGEN does it: the same envs (seeds 123, 124, ...) at every evaluation, sampled at the
+ * validation temperature, so successes at different steps compare like with like; and the rollout
+ * options and env groups of training, derived from the settings in one place.
+ */
+import { listPresets } from "@ragen/envs";
+import type { ProgressStream, TrajectoryRecord } from "@ragen/logging";
+import {
+  DEFAULT_MAX_ACTIONS_PER_TRAJ,
+  EnvManager,
+  type EnvTagGroups,
+  type Policy,
+  type RolloutOptions,
+  runRollout,
+  type TrajectoryBatch,
+} from "@ragen/rollout";
+import type { Tokenizer } from "@ragen/tokenizer";
+import type { TrainingSettings } from "../settings/fields.js";
+import { progressBar } from "./progress.js";
+import { toTrajectoryRecord } from "./records.js";
+
+/** The rollout options of the settings, for training (`seed`: the step's) or validation sampling. */
+export function rolloutOptions(
+  settings: TrainingSettings,
+  mode: "train" | "val",
+  seed: number,
+): RolloutOptions {
+  const { prefixCaching: _cached, temperature, ...rollout } = settings.rollout;
+  return {
+    mode,
+    ...rollout,
+    temperature: mode === "val" ? settings.validation.temperature : temperature,
+    seed,
+  };
+}
+
+/** The sampling seed of training step `step` (from 1): every step samples anew, reproducibly. */
+export function trainingSeed(settings: TrainingSettings, step: number): number {
+  return settings.seed * 1_000_003 + step;
+}
+
+/** The training envs' tags with their groups per step: train.groupsPerEnv, or envGroups split evenly. */
+export function trainingGroups(settings: TrainingSettings): EnvTagGroups[] {
+  const even = settings.train.envGroups / settings.envs.length;
+  return settings.envs.map((tag) => ({ tag, nGroups: settings.train.groupsPerEnv?.[tag] ?? even }));
+}
+
+/** The training envs: envGroups groups of groupSize envs, each group sharing a start state. */
+export function trainingManager(settings: TrainingSettings): EnvManager {
+  return new EnvManager({
+    envGroups: settings.train.envGroups,
+    groupSize: settings.train.groupSize,
+    tags: trainingGroups(settings),
+  });
+}
+
+/** The env tags validated on: `validation.envs`, or the training envs. */
+export function validationEnvs(settings: TrainingSettings): string[] {
+  return settings.validation.envs ?? settings.envs;
+}
+
+/** Actions an episode can take: the env's budget, or fewer when the turns run out first. */
+export function actionBudget(settings: TrainingSettings, envTag: string): number {
+  const envBudget = listPresets()[envTag]?.maxActionsPerTraj ?? DEFAULT_MAX_ACTIONS_PER_TRAJ;
+  return Math.min(envBudget, settings.rollout.maxTurns * settings.rollout.maxActionsPerTurn);
+}
+
+/**
+ * The validation seeds of one env tag: the start states validation plays for it. Groups are numbered
+ * across tags, so the second tag plays 123 + groupsPerEnv, ..., not 123 again.
+ */
+export function validationSeeds(settings: TrainingSettings, envTag: string): number[] {
+  return validationManager(settings).seedsOf(envTag, "val");
+}
+
+export function validationManager(settings: TrainingSettings): EnvManager {
+  const groups = settings.validation.groupsPerEnv;
+  return new EnvManager({
+    envGroups: groups * validationEnvs(settings).length,
+    groupSize: 1,
+    tags: validationEnvs(settings).map((tag) => ({ tag, nGroups: groups })),
+  });
+}
+
+export interface ValidationResult {
+  batch: TrajectoryBatch;
+  records: TrajectoryRecord[];
+  /** val-env/{Tag}/success, ... and timing_s/testing. */
+  metrics: Record<string, number>;
+}
+
+/** Every env of every validation tag played once, all together. */
+export async function validate(
+  manager: EnvManager,
+  policy: Policy,
+  tokenizer: Tokenizer,
+  settings: TrainingSettings,
+  step: number,
+  progress?: ProgressStream,
+): Promise<ValidationResult> {
+  const start = performance.now();
+  const bar = progressBar(progress, `validation (step ${step})`, settings.rollout.maxTurns);
+  const batch = await runRollout(manager, policy, tokenizer, {
+    ...rolloutOptions(settings, "val", settings.seed),
+    onTurn: (_, active) => bar.tick(1, `${active} envs playing`),
+  });
+  bar.finish();
+  return {
+    batch,
+    records: batch.trajectories.map((t) => toTrajectoryRecord(t, step, "val")),
+    metrics: { ...batch.metrics, "timing_s/testing": (performance.now() - start) / 1000 },
+  };
+}
