@@ -27,9 +27,9 @@ export {
   DEFAULT_VSTAR_SAMPLES,
   estimateVStarForStates,
   type Stage1RolloutOptions,
+  VSTAR_DEFAULTS,
   type VStarEstimates,
   type VStarEstimationOptions,
-  VSTAR_DEFAULTS,
   vstarLookup,
 } from "./stage1.js";
 export { DEFAULT_BETA1, estimateVStar, summarizeSamples, type VStarSummary } from "./vstar.js";

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   assertEnvConforms,
-  checkEnv,
   ConfigError,
+  checkEnv,
   createEnv,
   type Env,
   EnvConfigError,

@@ -61,6 +61,7 @@ export {
   settingsFields,
   type TrainingSettings,
 } from "./settings/fields.js";
+export { formatResolvedSettings } from "./settings/print.js";
 export {
   ALGORITHM_PROFILES,
   isProfileName,
@@ -80,7 +81,6 @@ export {
 export {
   describeProfiles,
   describeSettings,
-  formatResolvedSettings,
   settingsHelp,
   settingsSchema,
 } from "./settings/schema.js";

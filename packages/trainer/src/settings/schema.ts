@@ -1,14 +1,6 @@
 /** The settings' JSON Schema, `--help` text and `--print-config` text, all generated from fields.ts. */
-import {
-  type FieldSpec,
-  LIBRARY_DEFAULTS,
-  SECTIONS,
-  SETTINGS_FIELDS,
-  settingsFields,
-  type TrainingSettings,
-} from "./fields.js";
+import { type FieldSpec, LIBRARY_DEFAULTS, SECTIONS, SETTINGS_FIELDS, settingsFields } from "./fields.js";
 import { ALGORITHM_PROFILES, PROFILES, SMALL_MODEL_PROFILE } from "./profiles.js";
-import type { ResolvedSettings } from "./resolve.js";
 
 let cached: Record<string, unknown> | undefined;
 
@@ -93,35 +85,6 @@ export function describeProfiles(): string {
   return Object.entries(PROFILES)
     .map(([name, profile]) => `  ${name.padEnd(6)}  ${profile.description}`)
     .join("\n");
-}
-
-/**
- * The resolved settings as a YAML config file, each field commented with where its value came from:
- * a run's `--print-config`, which can be saved and passed back as the config file.
- */
-export function formatResolvedSettings({ settings, sources }: ResolvedSettings): string {
-  const lines: string[] = [];
-  const line = (indent: string, name: string, value: unknown, source: string | undefined) =>
-    lines.push(`${indent}${name}: ${yamlValue(value)} # ${source ?? "default"}`);
-  for (const [name, value] of Object.entries(settings as TrainingSettings)) {
-    if ((SECTIONS as readonly string[]).includes(name)) {
-      lines.push(`${name}:`);
-      for (const [field, fieldValue] of Object.entries(value as object))
-        line("  ", field, fieldValue, sources[`${name}.${field}`]);
-    } else line("", name, value, sources[name]);
-  }
-  return `${lines.join("\n")}\n`;
-}
-
-/** JSON is YAML's flow style; plain strings stay unquoted when YAML reads them back as the same string. */
-function yamlValue(value: unknown): string {
-  if (
-    typeof value === "string" &&
-    /^[A-Za-z][\w./-]*$/.test(value) &&
-    !/^(true|false|null|yes|no|on|off)$/i.test(value)
-  )
-    return value;
-  return JSON.stringify(value);
 }
 
 /** `--help` of a training run: how to call it, the profiles, and every field. */
