@@ -19,6 +19,17 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
+import { f32Bits, uniforms } from "./elementwise.js";
+import {
+  LOWEST_WGSL,
+  lanesWgsl,
+  type RowTuning,
+  rowLanes,
+  rowLayout,
+  rowMain,
+  rowVector,
+  workgroupReduce,
+} from "./wgsl/row-reduce.js";
 
 /** Enough workgroups to fill a large GPU; below this many rows, long rows are split into chunks. */
 const TARGET_WORKGROUPS = 256;
@@ -26,40 +37,25 @@ const TARGET_WORKGROUPS = 256;
 const MIN_CHUNK_VECTORS = 1024;
 const BACKWARD_LANES = 64;
 const BACKWARD_VECTORS_PER_LANE = 8;
-const SOFTWARE_LANES = 8;
 
 type Mode = "logprob" | "entropy";
 
-/** Overrides for tests and tuning: `rowLanes` forces the lanes per row workgroup (a power of two). */
-export const logProbsTuning: { rowLanes?: number } = {};
+/** Overrides for tests and tuning (see RowTuning). */
+export const logProbsTuning: RowTuning = {};
 
-/**
- * Lanes per row workgroup. On a GPU, 64 (256 for long rows, for memory parallelism). On lavapipe a
- * workgroup runs as fibers of SIMD-width lanes on one CPU thread and each barrier of the reduction tree
- * switches between all of them: SOFTWARE_LANES is several times faster there (measured: 512x512 softmax
- * 1.3 ms with 8 lanes, 2.1 ms with 64, 6.8 ms with 256).
- */
-function rowLanes(ctx: GpuContext, vectors: number): number {
-  if (logProbsTuning.rowLanes) return logProbsTuning.rowLanes;
-  if (ctx.info.adapter.isSoftware) return SOFTWARE_LANES;
-  return vectors >= 2048 ? 256 : 64;
-}
-
+/** WGSL: rowVector, and the indices in the row of the elements of vector i. */
 function vectorType(width: 1 | 4): string {
-  return width === 4
-    ? `alias V = vec4<f32>;
-fn hmax(v: V) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }
-fn hsum(v: V) -> f32 { return dot(v, V(1.0)); }
-fn lanesIndex(i: u32) -> vec4<u32> { return vec4<u32>(i * 4u) + vec4<u32>(0u, 1u, 2u, 3u); }`
-    : `alias V = f32;
-fn hmax(v: V) -> f32 { return v; }
-fn hsum(v: V) -> f32 { return v; }
-fn lanesIndex(i: u32) -> u32 { return i; }`;
+  return `${rowVector(width)}
+${
+  width === 4
+    ? "fn lanesIndex(i: u32) -> vec4<u32> { return vec4<u32>(i * 4u) + vec4<u32>(0u, 1u, 2u, 3u); }"
+    : "fn lanesIndex(i: u32) -> u32 { return i; }"
+}`;
 }
 
 /** State (m, s, t) of the online logsumexp/entropy, and how two states combine. */
 const STATE = /* wgsl */ `
-const LOWEST = -0x1.fffffep+127f; // lowest finite f32: exp(LOWEST - m) is 0 without producing NaN
+${LOWEST_WGSL}
 
 fn merge(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
   let m = max(a.x, b.x);
@@ -74,17 +70,18 @@ function statsShader(width: 1 | 4, lanes: number, mode: Mode): string {
   return /* wgsl */ `
 ${vectorType(width)}
 ${STATE}
-const LANES = ${lanes}u;
+${lanesWgsl(lanes)}
 struct Params { rows: u32, vectors: u32, chunks: u32, chunkVectors: u32, firstRow: u32, shift: u32, invT: f32 }
 @group(0) @binding(0) var<storage, read> logits: array<V>;
 @group(0) @binding(1) var<storage, read_write> states: array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> params: Params;
-var<workgroup> partials: array<vec3<f32>, LANES>;
-
-@compute @workgroup_size(LANES)
-fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u,
-        @builtin(local_invocation_index) lane: u32) {
-  let index = group.x + group.y * groups.x;
+${workgroupReduce({
+  name: "workgroupMerge",
+  type: "vec3<f32>",
+  combine: (a, b) => `merge(${a}, ${b})`,
+  scratch: "partials",
+})}
+${rowMain("index")}
   if (index >= params.rows * params.chunks) { return; }
   let row = index / params.chunks;
   let start = (index % params.chunks) * params.chunkVectors;
@@ -103,13 +100,8 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
     s = s * rescale + hsum(e);
     m = next;
   }
-  partials[lane] = vec3<f32>(m, s, t);
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
-    if (lane < stride) { partials[lane] = merge(partials[lane], partials[lane + stride]); }
-    workgroupBarrier();
-  }
-  if (lane == 0u) { states[params.firstRow * params.chunks + index] = vec4<f32>(partials[0], 0.0); }
+  let state = workgroupMerge(vec3<f32>(m, s, t), lane);
+  if (lane == 0u) { states[params.firstRow * params.chunks + index] = vec4<f32>(state, 0.0); }
 }`;
 }
 
@@ -158,8 +150,8 @@ function gradientShader(width: 1 | 4, mode: Mode, accumulate: boolean): string {
     accumulate ? `dLogits[base + i] += ${value};` : `dLogits[base + i] = ${value};`;
   return /* wgsl */ `
 ${vectorType(width)}
-const LOWEST = -0x1.fffffep+127f;
-const LANES = ${BACKWARD_LANES}u;
+${LOWEST_WGSL}
+${lanesWgsl(BACKWARD_LANES)}
 struct Params {
   rows: u32, vectors: u32, chunks: u32, chunkVectors: u32, vocab: u32, firstRow: u32, shift: u32, invT: f32, sign: f32,
 }
@@ -170,10 +162,7 @@ struct Params {
 ${logprob ? "@group(0) @binding(4) var<storage, read> ids: array<i32>;" : "@group(0) @binding(4) var<storage, read> entropy: array<f32>;"}
 @group(0) @binding(5) var<uniform> params: Params;
 
-@compute @workgroup_size(LANES)
-fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u,
-        @builtin(local_invocation_index) lane: u32) {
-  let index = group.x + group.y * groups.x;
+${rowMain("index")}
   if (index >= params.rows * params.chunks) { return; }
   let local = index / params.chunks;
   let row = params.firstRow + local;
@@ -211,18 +200,6 @@ interface LogitShape {
   vocab: number;
 }
 
-function layout(vocab: number) {
-  const width: 1 | 4 = vocab % 4 === 0 ? 4 : 1;
-  return { width, vectors: vocab / width };
-}
-
-function paramsBuffer(uints: number[], floats: number[]): Uint32Array {
-  const params = new Uint32Array(uints.length + floats.length);
-  params.set(uints);
-  new Float32Array(params.buffer).set(floats, uints.length);
-  return params;
-}
-
 function checkTemperature(temperature: number): void {
   if (!(temperature > 0)) throw new RangeError(`temperature must be positive, got ${temperature}`);
 }
@@ -246,7 +223,7 @@ function forward(
   checkTemperature(args.temperature);
   if (rows === 0) return;
   if (vocab === 0) throw new RangeError(`${mode}: vocab must be positive`);
-  const { width, vectors } = layout(vocab);
+  const { width, vectors } = rowLayout(vocab);
   let chunks = 1;
   if (rows < TARGET_WORKGROUPS) {
     chunks = Math.max(
@@ -256,7 +233,7 @@ function forward(
   }
   const chunkVectors = Math.ceil(vectors / chunks);
   chunks = Math.ceil(vectors / chunkVectors);
-  const lanes = rowLanes(ctx, chunkVectors);
+  const lanes = rowLanes(ctx, chunkVectors, logProbsTuning);
   const invT = 1 / args.temperature;
   const states = ctx.pool.acquire(rows * chunks * 16, "logprobs states");
   const stats = ctx.pipeline(`${mode} stats`, statsShader(width, lanes, mode));
@@ -266,14 +243,14 @@ function forward(
     ctx.dispatch(
       stats,
       [bindings[0]!, states],
-      paramsBuffer([batch.count, vectors, chunks, chunkVectors, batch.first, shift], [invT]),
+      uniforms(batch.count, vectors, chunks, chunkVectors, batch.first, shift, f32Bits(invT)),
       grid(batch.count * chunks),
     );
     const perRow = [states, args.out, args.lse];
     ctx.dispatch(
       finish,
       mode === "logprob" ? [...perRow, bindings[0]!, args.ids!] : perRow,
-      paramsBuffer([batch.count, chunks, vocab, batch.first, shift * width], [invT, args.sign]),
+      uniforms(batch.count, chunks, vocab, batch.first, shift * width, f32Bits(invT), f32Bits(args.sign)),
       grid(Math.ceil(batch.count / 64)),
     );
   }
@@ -310,7 +287,7 @@ function backward(
   const { rows, vocab } = args;
   checkTemperature(args.temperature);
   if (rows === 0 || vocab === 0) return;
-  const { width, vectors } = layout(vocab);
+  const { width, vectors } = rowLayout(vocab);
   const chunkVectors = BACKWARD_LANES * BACKWARD_VECTORS_PER_LANE;
   const chunks = Math.ceil(vectors / chunkVectors);
   const pipeline = ctx.pipeline(`${mode} backward`, gradientShader(width, mode, args.accumulate));
@@ -320,9 +297,16 @@ function backward(
     ctx.dispatch(
       pipeline,
       [bindings[0]!, args.lse, args.dOut, bindings[1]!, args.perRow],
-      paramsBuffer(
-        [batch.count, vectors, chunks, chunkVectors, vocab, batch.first, shift],
-        [invT, args.sign],
+      uniforms(
+        batch.count,
+        vectors,
+        chunks,
+        chunkVectors,
+        vocab,
+        batch.first,
+        shift,
+        f32Bits(invT),
+        f32Bits(args.sign),
       ),
       grid(batch.count * chunks),
     );

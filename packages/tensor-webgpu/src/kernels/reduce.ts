@@ -24,6 +24,14 @@ import {
   workgroupsFor,
 } from "./elementwise.js";
 import { fill } from "./layout.js";
+import {
+  lanesWgsl,
+  type RowTuning,
+  rowLanes,
+  rowLayout,
+  rowMain,
+  workgroupReduce,
+} from "./wgsl/row-reduce.js";
 
 export type ReduceOp = "sum" | "mean" | "max" | "min";
 
@@ -43,18 +51,13 @@ interface ReducePass {
 }
 
 /** Tuning that tests may override, to run the GPU setting on a software adapter and vice versa. */
-export const reduceTuning: { rowLanes?: number } = {};
+export const reduceTuning: RowTuning = {};
 
 /**
- * Lanes per row workgroup (a power of two). On a GPU, 256 (64 for short rows, to keep most lanes busy).
- * On lavapipe a workgroup runs as fibers of 8 lanes on one CPU thread and every barrier of the tree
- * switches between all of them: measured on 4096 x 4096, 16 lanes ran 5-8x faster than 256.
+ * Lanes per row workgroup (see rowLanes), with 16 on a software adapter: measured on 4096 x 4096, 16 lanes
+ * ran 5-8x faster than 256 on lavapipe.
  */
-function rowLanes(ctx: GpuContext, items: number): number {
-  if (reduceTuning.rowLanes) return reduceTuning.rowLanes;
-  if (ctx.info.adapter.isSoftware) return 16;
-  return items >= 2048 ? 256 : 64;
-}
+const lanesFor = (ctx: GpuContext, items: number): number => rowLanes(ctx, items, reduceTuning, 16);
 
 /** Rows at least this long get a workgroup each; shorter ones an invocation each. */
 const ROW_KERNEL_MIN_SIZE = 64;
@@ -98,19 +101,20 @@ function finishWgsl(finish: Finish, value: string, index: string): string {
 function rowsCode(pass: ReducePass, width: 1 | 4, lanes: number): string {
   return /* wgsl */ `
 ${reduceHelpers(pass, width)}
-const LANES = ${lanes}u;
+${lanesWgsl(lanes)}
 @group(0) @binding(0) var<storage, read> x: array<V>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 // size and chunkSize in items (vec4s or scalars); out holds rows * chunks results.
 struct Params { rows: u32, size: u32, chunkSize: u32, chunks: u32, divisor: f32 }
 @group(0) @binding(2) var<uniform> params: Params;
 
-var<workgroup> partial: array<f32, LANES>;
-
-@compute @workgroup_size(LANES)
-fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u,
-        @builtin(local_invocation_index) lane: u32) {
-  let w = group.x + group.y * groups.x;
+${workgroupReduce({
+  name: "workgroupCombine",
+  type: "f32",
+  combine: (a, b) => `combine(${a}, ${b})`,
+  scratch: "partial",
+})}
+${rowMain("w")}
   if (w >= params.rows * params.chunks) { return; }
   let row = w / params.chunks;
   let begin = (w % params.chunks) * params.chunkSize;
@@ -120,13 +124,8 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
   for (var k = begin + lane; k < end; k += LANES) {
     acc = combineV(acc, load(x[base + k]));
   }
-  partial[lane] = horizontal(acc);
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
-    if (lane < stride) { partial[lane] = combine(partial[lane], partial[lane + stride]); }
-    workgroupBarrier();
-  }
-  if (lane == 0u) { ${finishWgsl(pass.finish, "partial[0]", "w")} }
+  let total = workgroupCombine(horizontal(acc), lane);
+  if (lane == 0u) { ${finishWgsl(pass.finish, "total", "w")} }
 }`;
 }
 
@@ -173,10 +172,9 @@ function recordReduce(
   const nextPass: ReducePass = { ...pass, square: false };
 
   if (inner === 1 && size >= ROW_KERNEL_MIN_SIZE) {
-    const width = size % 4 === 0 ? 4 : 1;
-    const items = size / width;
+    const { width, vectors: items } = rowLayout(size);
     const chunks = outer < ROW_SPLIT_BELOW && items > 2 * ROW_CHUNK ? Math.ceil(items / ROW_CHUNK) : 1;
-    const lanes = rowLanes(ctx, items);
+    const lanes = lanesFor(ctx, items);
     const run = (target: Binding, p: ReducePass) => {
       const params = uniforms(outer, items, chunks === 1 ? items : ROW_CHUNK, chunks, divisor);
       const pipeline = ctx.pipeline(passLabel(p), rowsCode(p, width, lanes));
@@ -299,7 +297,7 @@ function argmaxRowsCode(width: 1 | 4, lanes: number): string {
     if (better(v, k, bestValue, bestIndex)) { bestValue = v; bestIndex = k; }`;
   return /* wgsl */ `
 ${ARGMAX_HELPERS}
-const LANES = ${lanes}u;
+${lanesWgsl(lanes)}
 @group(0) @binding(0) var<storage, read> x: array<${vectorOf("f32", width)}>;
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;
 struct Params { rows: u32, items: u32 }
@@ -308,10 +306,7 @@ struct Params { rows: u32, items: u32 }
 var<workgroup> values: array<f32, LANES>;
 var<workgroup> indices: array<u32, LANES>;
 
-@compute @workgroup_size(LANES)
-fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u,
-        @builtin(local_invocation_index) lane: u32) {
-  let row = group.x + group.y * groups.x;
+${rowMain("row")}
   if (row >= params.rows) { return; }
   let base = row * params.items;
   var bestValue = 0.0;
@@ -369,8 +364,7 @@ export function argmax(
     ctx.dispatch(pipeline, [args.x, args.out], uniforms(outer, size), workgroupsFor(outer));
     return;
   }
-  const width = size % 4 === 0 ? 4 : 1;
-  const items = size / width;
-  const pipeline = ctx.pipeline("argmax rows", argmaxRowsCode(width, rowLanes(ctx, items)));
+  const { width, vectors: items } = rowLayout(size);
+  const pipeline = ctx.pipeline("argmax rows", argmaxRowsCode(width, lanesFor(ctx, items)));
   ctx.dispatch(pipeline, [args.x, args.out], uniforms(outer, items), workgroupsFor(outer, 1));
 }

@@ -13,56 +13,27 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
+import { f32Bits, uniforms } from "./elementwise.js";
+import {
+  lanesWgsl,
+  ROW_WINDOW_MAIN,
+  type RowTuning,
+  rowLanes,
+  rowLayout,
+  rowVector,
+  WORKGROUP_SUM,
+} from "./wgsl/row-reduce.js";
 
 const ROWS_PER_CHUNK = 32;
 const COLUMN_LANES = 64;
-const SOFTWARE_LANES = 8;
 
-/** Overrides for tests and tuning: `rowLanes` forces the lanes per row workgroup (a power of two). */
-export const rmsNormTuning: { rowLanes?: number } = {};
-
-/**
- * Lanes per row workgroup. On a GPU, 64 (256 for long rows, for memory parallelism). On lavapipe a
- * workgroup runs as fibers of SIMD-width lanes on one CPU thread and each barrier of the reduction tree
- * switches between all of them: SOFTWARE_LANES is several times faster there (measured: 512x512 softmax
- * 1.3 ms with 8 lanes, 2.1 ms with 64, 6.8 ms with 256).
- */
-function rowLanes(ctx: GpuContext, vectors: number): number {
-  if (rmsNormTuning.rowLanes) return rmsNormTuning.rowLanes;
-  if (ctx.info.adapter.isSoftware) return SOFTWARE_LANES;
-  return vectors >= 2048 ? 256 : 64;
-}
-
-function vectorType(width: 1 | 4): string {
-  return width === 4
-    ? "alias V = vec4<f32>;\nfn hsum(v: V) -> f32 { return dot(v, V(1.0)); }"
-    : "alias V = f32;\nfn hsum(v: V) -> f32 { return v; }";
-}
-
-const ROW_ENTRY = /* wgsl */ `
-var<workgroup> partial: array<f32, LANES>;
-
-fn workgroupSum(value: f32, lane: u32) -> f32 {
-  partial[lane] = value;
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
-    if (lane < stride) { partial[lane] += partial[lane + stride]; }
-    workgroupBarrier();
-  }
-  return partial[0];
-}
-
-@compute @workgroup_size(LANES)
-fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u,
-        @builtin(local_invocation_index) lane: u32) {
-  let row = group.x + group.y * groups.x;
-  if (row >= params.rows) { return; }
-  let base = params.shift + row * params.vectors;`;
+/** Overrides for tests and tuning (see RowTuning). */
+export const rmsNormTuning: RowTuning = {};
 
 function forwardShader(width: 1 | 4, lanes: number, saveRstd: boolean): string {
   return /* wgsl */ `
-${vectorType(width)}
-const LANES = ${lanes}u;
+${rowVector(width)}
+${lanesWgsl(lanes)}
 struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, dim: f32, eps: f32 }
 @group(0) @binding(0) var<storage, read> x: array<V>;
 @group(0) @binding(1) var<storage, read> weight: array<V>;
@@ -73,7 +44,8 @@ ${
 @group(0) @binding(4) var<uniform> params: Params;`
     : "@group(0) @binding(3) var<uniform> params: Params;"
 }
-${ROW_ENTRY}
+${WORKGROUP_SUM}
+${ROW_WINDOW_MAIN}
   var local = 0.0;
   for (var i = lane; i < params.vectors; i += LANES) {
     let v = x[base + i];
@@ -89,8 +61,8 @@ ${ROW_ENTRY}
 
 function inputGradientShader(width: 1 | 4, lanes: number): string {
   return /* wgsl */ `
-${vectorType(width)}
-const LANES = ${lanes}u;
+${rowVector(width)}
+${lanesWgsl(lanes)}
 struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, dim: f32 }
 @group(0) @binding(0) var<storage, read> x: array<V>;
 @group(0) @binding(1) var<storage, read> weight: array<V>;
@@ -98,7 +70,8 @@ struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, dim: f32 }
 @group(0) @binding(3) var<storage, read> dOut: array<V>;
 @group(0) @binding(4) var<storage, read_write> dX: array<V>;
 @group(0) @binding(5) var<uniform> params: Params;
-${ROW_ENTRY}
+${WORKGROUP_SUM}
+${ROW_WINDOW_MAIN}
   var local = 0.0;
   for (var i = lane; i < params.vectors; i += LANES) {
     local += hsum(x[base + i] * weight[i] * dOut[base + i]);
@@ -115,7 +88,7 @@ ${ROW_ENTRY}
 /** Stage 1: column sums of dy·x·rstd over one chunk of rows. */
 function chunkSumShader(width: 1 | 4, accumulate: boolean): string {
   return /* wgsl */ `
-${vectorType(width)}
+${rowVector(width)}
 struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, chunks: u32, firstChunk: u32 }
 @group(0) @binding(0) var<storage, read> x: array<V>;
 @group(0) @binding(1) var<storage, read> rstd: array<f32>;
@@ -144,7 +117,7 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
 /** Stage 2: column sums over the chunks' partials, in chunk order. */
 function columnSumShader(width: 1 | 4, accumulate: boolean): string {
   return /* wgsl */ `
-${vectorType(width)}
+${rowVector(width)}
 struct Params { chunks: u32, vectors: u32 }
 @group(0) @binding(0) var<storage, read> partials: array<V>;
 @group(0) @binding(1) var<storage, read_write> dWeight: array<V>;
@@ -158,18 +131,6 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
   for (var chunk = 0u; chunk < params.chunks; chunk++) { sum += partials[chunk * params.vectors + column]; }
   dWeight[column] = ${accumulate ? "dWeight[column] + sum" : "sum"};
 }`;
-}
-
-function layout(dim: number) {
-  const width: 1 | 4 = dim % 4 === 0 ? 4 : 1;
-  return { width, vectors: dim / width };
-}
-
-function rowParams(uints: number[], floats: number[]): Uint32Array {
-  const params = new Uint32Array(uints.length + floats.length);
-  params.set(uints);
-  new Float32Array(params.buffer).set(floats, uints.length);
-  return params;
 }
 
 /**
@@ -189,10 +150,10 @@ export function rmsNorm(
   },
 ): void {
   if (a.rows === 0 || a.dim === 0) return;
-  const { width, vectors } = layout(a.dim);
+  const { width, vectors } = rowLayout(a.dim);
   const pipeline = ctx.pipeline(
     "rmsNorm",
-    forwardShader(width, rowLanes(ctx, vectors), a.rstd !== undefined),
+    forwardShader(width, rowLanes(ctx, vectors, rmsNormTuning), a.rstd !== undefined),
   );
   for (const batch of batches(ctx, a.rows, a.dim * 4)) {
     const { bindings, shift } = batchWindows(ctx, [a.x, a.out], batch, a.dim * 4, width * 4);
@@ -200,7 +161,7 @@ export function rmsNorm(
     ctx.dispatch(
       pipeline,
       a.rstd ? [x!, a.weight, out!, a.rstd] : [x!, a.weight, out!],
-      rowParams([batch.count, vectors, batch.first, shift], [a.dim, a.eps]),
+      uniforms(batch.count, vectors, batch.first, shift, f32Bits(a.dim), f32Bits(a.eps)),
       grid(batch.count),
     );
   }
@@ -228,7 +189,7 @@ export function rmsNormBackward(
   const { rows, dim } = a;
   const accumulate = a.accumulateWeightGrad ?? false;
   if (dim === 0) return;
-  const { width, vectors } = layout(dim);
+  const { width, vectors } = rowLayout(dim);
   if (rows === 0) {
     if (!accumulate) {
       // dWeight of no rows is zero: a stage-2 sum over zero chunks writes it.
@@ -244,14 +205,17 @@ export function rmsNormBackward(
     return;
   }
   const rowBatches = batches(ctx, rows, dim * 4, ROWS_PER_CHUNK);
-  const inputGradient = ctx.pipeline("rmsNorm dX", inputGradientShader(width, rowLanes(ctx, vectors)));
+  const inputGradient = ctx.pipeline(
+    "rmsNorm dX",
+    inputGradientShader(width, rowLanes(ctx, vectors, rmsNormTuning)),
+  );
   for (const batch of rowBatches) {
     const { bindings, shift } = batchWindows(ctx, [a.x, a.dOut, a.dX], batch, dim * 4, width * 4);
     const [x, dOut, dX] = bindings;
     ctx.dispatch(
       inputGradient,
       [x!, a.weight, a.rstd, dOut!, dX!],
-      rowParams([batch.count, vectors, batch.first, shift], [dim]),
+      uniforms(batch.count, vectors, batch.first, shift, f32Bits(dim)),
       grid(batch.count),
     );
   }

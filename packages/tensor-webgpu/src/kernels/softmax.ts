@@ -11,47 +11,43 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
+import {
+  LOWEST_WGSL,
+  lanesWgsl,
+  ROW_WINDOW_MAIN,
+  type RowTuning,
+  rowLanes,
+  rowLayout,
+  rowVector,
+  WORKGROUP_SUM,
+  workgroupReduce,
+} from "./wgsl/row-reduce.js";
 
-const SOFTWARE_LANES = 8;
-
-/** Overrides for tests and tuning: `rowLanes` forces the lanes per row workgroup (a power of two). */
-export const softmaxTuning: { rowLanes?: number } = {};
-
-/**
- * Lanes per row workgroup. On a GPU, 64 (256 for long rows, for memory parallelism). On lavapipe a
- * workgroup runs as fibers of SIMD-width lanes on one CPU thread and each barrier of the reduction tree
- * switches between all of them: SOFTWARE_LANES is several times faster there (measured: 512x512 softmax
- * 1.3 ms with 8 lanes, 2.1 ms with 64, 6.8 ms with 256).
- */
-function rowLanes(ctx: GpuContext, vectors: number): number {
-  if (softmaxTuning.rowLanes) return softmaxTuning.rowLanes;
-  if (ctx.info.adapter.isSoftware) return SOFTWARE_LANES;
-  return vectors >= 2048 ? 256 : 64;
-}
-
-/** WGSL for elements read as `V` (vec4<f32> or f32), with horizontal max and sum. */
-function vectorType(width: 1 | 4): string {
-  return width === 4
-    ? `alias V = vec4<f32>;
-fn hmax(v: V) -> f32 { return max(max(v.x, v.y), max(v.z, v.w)); }
-fn hsum(v: V) -> f32 { return dot(v, V(1.0)); }`
-    : `alias V = f32;
-fn hmax(v: V) -> f32 { return v; }
-fn hsum(v: V) -> f32 { return v; }`;
-}
+/** Overrides for tests and tuning (see RowTuning). */
+export const softmaxTuning: RowTuning = {};
 
 const HEADER = (width: 1 | 4, lanes: number) => /* wgsl */ `
-${vectorType(width)}
-const LANES = ${lanes}u;
-const LOWEST = -0x1.fffffep+127f; // lowest finite f32: exp(LOWEST - m) is 0 without producing NaN
+${rowVector(width)}
+${lanesWgsl(lanes)}
+${LOWEST_WGSL}
 struct Params { rows: u32, vectors: u32, shift: u32 }
 `;
 
-/** Online (max, sum of exp) per lane, merged across the workgroup: every lane gets the row's pair. */
+/**
+ * Online (max, sum of exp) per lane, merged across the workgroup: every lane gets the row's pair. Merging
+ * rescales both sums to the larger max.
+ */
 const ROW_STATS = /* wgsl */ `
-var<workgroup> maxes: array<f32, LANES>;
-var<workgroup> sums: array<f32, LANES>;
-
+fn mergeStats(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+  let next = max(a.x, b.x);
+  return vec2<f32>(next, a.y * exp(a.x - next) + b.y * exp(b.x - next));
+}
+${workgroupReduce({
+  name: "workgroupStats",
+  type: "vec2<f32>",
+  combine: (a, b) => `mergeStats(${a}, ${b})`,
+  scratch: "statsScratch",
+})}
 fn rowStats(base: u32, lane: u32) -> vec2<f32> {
   var m = LOWEST;
   var s = 0.0;
@@ -61,44 +57,9 @@ fn rowStats(base: u32, lane: u32) -> vec2<f32> {
     s = s * exp(m - next) + hsum(exp(v - next));
     m = next;
   }
-  maxes[lane] = m;
-  sums[lane] = s;
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
-    if (lane < stride) {
-      let a = maxes[lane];
-      let b = maxes[lane + stride];
-      let next = max(a, b);
-      sums[lane] = sums[lane] * exp(a - next) + sums[lane + stride] * exp(b - next);
-      maxes[lane] = next;
-    }
-    workgroupBarrier();
-  }
-  return vec2<f32>(maxes[0], sums[0]);
+  return workgroupStats(vec2<f32>(m, s), lane);
 }
 `;
-
-const SUM_REDUCTION = /* wgsl */ `
-var<workgroup> partial: array<f32, LANES>;
-
-fn workgroupSum(value: f32, lane: u32) -> f32 {
-  partial[lane] = value;
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
-    if (lane < stride) { partial[lane] += partial[lane + stride]; }
-    workgroupBarrier();
-  }
-  return partial[0];
-}
-`;
-
-const ENTRY = /* wgsl */ `
-@compute @workgroup_size(LANES)
-fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u,
-        @builtin(local_invocation_index) lane: u32) {
-  let row = group.x + group.y * groups.x;
-  if (row >= params.rows) { return; }
-  let base = params.shift + row * params.vectors; // shift: where this batch's window starts`;
 
 function forwardShader(width: 1 | 4, lanes: number, log: boolean): string {
   return /* wgsl */ `${HEADER(width, lanes)}
@@ -106,7 +67,7 @@ function forwardShader(width: 1 | 4, lanes: number, log: boolean): string {
 @group(0) @binding(1) var<storage, read_write> out: array<V>;
 @group(0) @binding(2) var<uniform> params: Params;
 ${ROW_STATS}
-${ENTRY}
+${ROW_WINDOW_MAIN}
   let stats = rowStats(base, lane);
   ${log ? "let logSum = stats.x + log(stats.y);" : "let scale = 1.0 / stats.y;"}
   for (var i = lane; i < params.vectors; i += LANES) {
@@ -121,8 +82,8 @@ function backwardShader(width: 1 | 4, lanes: number, log: boolean): string {
 @group(0) @binding(1) var<storage, read> dY: array<V>;
 @group(0) @binding(2) var<storage, read_write> dX: array<V>;
 @group(0) @binding(3) var<uniform> params: Params;
-${SUM_REDUCTION}
-${ENTRY}
+${WORKGROUP_SUM}
+${ROW_WINDOW_MAIN}
   var local = 0.0;
   for (var i = lane; i < params.vectors; i += LANES) {
     ${log ? "local += hsum(dY[base + i]);" : "local += hsum(y[base + i] * dY[base + i]);"}
@@ -151,9 +112,8 @@ function runRows(
   { rows, cols }: RowShape,
 ): void {
   if (rows === 0 || cols === 0) return;
-  const width = cols % 4 === 0 ? 4 : 1;
-  const vectors = cols / width;
-  const pipeline = ctx.pipeline(label, shader(width, rowLanes(ctx, vectors)));
+  const { width, vectors } = rowLayout(cols);
+  const pipeline = ctx.pipeline(label, shader(width, rowLanes(ctx, vectors, softmaxTuning)));
   for (const batch of batches(ctx, rows, cols * 4)) {
     const { bindings: windows, shift } = batchWindows(ctx, bindings, batch, cols * 4, width * 4);
     ctx.dispatch(pipeline, windows, new Uint32Array([batch.count, vectors, shift]), grid(batch.count));
