@@ -5,7 +5,7 @@ import {
   attentionForward,
   attentionTuning,
   decodeAttention,
-} from "../src/kernels/attention.js";
+} from "../src/kernels/attention/index.js";
 import {
   type AttentionDims,
   attentionBackwardRef,

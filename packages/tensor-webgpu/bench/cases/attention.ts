@@ -4,7 +4,7 @@
  * as 2.5x the forward, the usual convention (it recomputes the scores, so it does more).
  */
 import type { GpuContext } from "../../src/gpu/context.js";
-import { attentionBackward, attentionForward, decodeAttention } from "../../src/kernels/attention.js";
+import { attentionBackward, attentionForward, decodeAttention } from "../../src/kernels/attention/index.js";
 import type { BenchCase } from "../case.js";
 
 interface Heads {

@@ -2,7 +2,7 @@ import type { Backend } from "../backend.js";
 import { type Binding, GpuContext } from "../gpu/context.js";
 import type { DeviceOptions } from "../gpu/device.js";
 import * as activation from "../kernels/activation.js";
-import * as attention from "../kernels/attention.js";
+import * as attention from "../kernels/attention/index.js";
 import { batches, bindingWindow, maxBindingBytes } from "../kernels/binding-windows.js";
 import * as elementwise from "../kernels/elementwise.js";
 import * as embedding from "../kernels/embedding.js";

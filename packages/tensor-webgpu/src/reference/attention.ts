@@ -1,6 +1,6 @@
 /**
  * Reference (CPU) attention: the naive softmax(Q·Kᵀ·scale + mask)·V per head, computed in float64 and
- * written for clarity. Same layouts and masking as the WGSL kernels in ../kernels/attention.ts:
+ * written for clarity. Same layouts and masking as the WGSL kernels in ../kernels/attention/:
  *
  * - q, out: [batch, seqLen, numHeads, headDim]; k, v: [batch, kvCapacity, numKvHeads, headDim], of which
  *   the first kvLen positions are used; lse: [batch, numHeads, seqLen].

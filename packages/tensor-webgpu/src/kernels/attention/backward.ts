@@ -1,0 +1,330 @@
+/**
+ * Attention backward (flash-attention-2, tiles as in tiles.ts; no float atomics, so results are
+ * deterministic), three dispatches:
+ *  1. stats: per query row, (lse, D = rowsum(dOut∘out)) packed into one vec2 buffer (this keeps every
+ *     later kernel within 8 storage bindings).
+ *  2. dK/dV: one workgroup per (KV block, KV head, sequence) keeps its K and V tiles and dK/dV
+ *     accumulators (thread (ty, tx): keys tx + TX*b, vec4 columns ty + TY*c) while it loops over the
+ *     query heads of its group and the query blocks that can see the block: P = exp(S - lse),
+ *     dP = dOut·Vᵀ, dS = P∘(dP - D)·scale, then dV += Pᵀ·dOut and dK += dSᵀ·Q through workgroup memory.
+ *  3. dQ: one workgroup per (query block, head, sequence) recomputes P and dS per visible KV block and
+ *     accumulates dQ += dS·K.
+ * Both gradient kernels bind the same inputs, stage query and key blocks the same way and share the
+ * score phase (P and dS of a tile); they differ in which block stays and what they accumulate.
+ */
+import { type GpuContext, grid } from "../../gpu/context.js";
+import { type AttentionDims, checkAttentionDims } from "../../reference/attention.js";
+import { checkHeadDim, each, roundUp } from "./shared.js";
+import {
+  commonWgsl,
+  HAS_KV_START,
+  loadKeyRows,
+  loadQueryRows,
+  qIndex,
+  recordTiled,
+  storeColumns,
+  type Tile,
+  type TiledKernel,
+  type TileLoad,
+  tileChoices,
+  tileThreads,
+} from "./tiles.js";
+
+export interface AttentionBackwardArgs extends AttentionDims {
+  q: GPUBuffer;
+  k: GPUBuffer;
+  v: GPUBuffer;
+  out: GPUBuffer;
+  dOut: GPUBuffer;
+  lse: GPUBuffer;
+  dQ: GPUBuffer;
+  dK: GPUBuffer;
+  dV: GPUBuffer;
+  kvStart?: GPUBuffer;
+}
+
+/** Per query row: (lse, D = rowsum(dOut∘out)), one invocation per row. */
+const STATS_CODE = /* wgsl */ `
+struct Params { rows: u32, seqLen: u32, numHeads: u32, d4: u32 }
+@group(0) @binding(0) var<storage, read> out: array<vec4f>;
+@group(0) @binding(1) var<storage, read> dOut: array<vec4f>;
+@group(0) @binding(2) var<storage, read> lse: array<f32>;
+@group(0) @binding(3) var<storage, read_write> stats: array<vec2f>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
+  let i = id.x + id.y * groups.x * 64u; // row of [batch, numHeads, seqLen], the layout of lse
+  if (i >= params.rows) { return; }
+  let position = i % params.seqLen;
+  let head = (i / params.seqLen) % params.numHeads;
+  let b = i / (params.seqLen * params.numHeads);
+  let base = ((b * params.seqLen + position) * params.numHeads + head) * params.d4;
+  var sum = vec4f(0.0);
+  for (var c = 0u; c < params.d4; c++) { sum += out[base + c] * dOut[base + c]; }
+  stats[i] = vec2f(lse[i], sum.x + sum.y + sum.z + sum.w);
+}`;
+
+/** WGSL: the bindings of a gradient kernel: the shared inputs, then `outputs`, then Params. */
+function gradientBindings(outputs: string[]): string {
+  const written = outputs.map(
+    (name, i) => `@group(0) @binding(${6 + i}) var<storage, read_write> ${name}: array<vec4f>;`,
+  );
+  return /* wgsl */ `
+@group(0) @binding(0) var<storage, read> q: array<vec4f>;
+@group(0) @binding(1) var<storage, read> k: array<vec4f>;
+@group(0) @binding(2) var<storage, read> v: array<vec4f>;
+@group(0) @binding(3) var<storage, read> dOut: array<vec4f>;
+@group(0) @binding(4) var<storage, read> stats: array<vec2f>;
+${written.join("\n")}
+@group(0) @binding(${6 + outputs.length}) var<uniform> params: Params;
+${commonWgsl(5)}`;
+}
+
+/**
+ * The workgroup tiles of a gradient kernel (Q and dOut with row stride `qStride` vec4s, K and V with
+ * `kStride`, P if `withP`, dS, and (lse, D) per row): their WGSL and their size in bytes.
+ */
+function gradientTiles(tile: Tile, qStride: number, kStride: number, withP: boolean) {
+  const { bq, bk } = tile;
+  type Entry = [name: string, type: "vec4f" | "vec2f" | "f32", length: number];
+  const p: Entry[] = withP ? [["pTile", "f32", bq * bk]] : [];
+  const tiles: Entry[] = [
+    ["qTile", "vec4f", bq * qStride],
+    ["dOTile", "vec4f", bq * qStride],
+    ["kTile", "vec4f", bk * kStride],
+    ["vTile", "vec4f", bk * kStride],
+    ...p,
+    ["dsTile", "f32", bq * bk],
+    ["statTile", "vec2f", bq],
+  ];
+  const elementBytes = { vec4f: 16, vec2f: 8, f32: 4 };
+  return {
+    wgsl: tiles
+      .map(([name, type, length]) => `var<workgroup> ${name}: array<${type}, ${length}>;`)
+      .join("\n"),
+    bytes: tiles.reduce((sum, [, type, length]) => sum + elementBytes[type] * length, 0),
+  };
+}
+
+/** WGSL: stage query block q0 of head `head`: Q, dOut, and each row's (lse, D) (zeros past seqLen). */
+function loadQueryBlock(layout: TileLoad): string {
+  return `${loadQueryRows(layout, "qTile", "q")}
+  ${loadQueryRows(layout, "dOTile", "dOut")}
+  for (var r = t; r < params.tileRows; r += ${layout.threads}u) {
+    var stat = vec2f(0.0);
+    if (q0 + r < params.seqLen) { stat = stats[(b * params.numHeads + head) * params.seqLen + q0 + r]; }
+    statTile[r] = stat;
+  }`;
+}
+
+/** WGSL: stage key block k0 of KV head `kvHead`: K and V. */
+function loadKeyBlock(layout: TileLoad): string {
+  return `${loadKeyRows(layout, "kTile", "k")}
+  ${loadKeyRows(layout, "vTile", "v")}`;
+}
+
+/**
+ * WGSL: the score phase of both gradient kernels. Thread (ty, tx) computes, for rows ty + TY*a and keys
+ * tx + TX*b of the tile, P = exp(scale·q·k - lse) (0 where masked) and dS = P∘(dOut·v - D)·scale, and
+ * stores them in pTile (if `withP`) and dsTile. Needs the staged blocks, q0, k0 and kStart.
+ */
+function scorePhaseWgsl(tile: Tile, qStride: number, kStride: number, withP: boolean) {
+  const { bk, rm, rn } = tile;
+  const { row, key } = tileThreads(tile);
+  const pairs = (f: (a: number, b: number) => string) => each(rm, (a) => each(rn, (b) => f(a, b)));
+  return `${pairs((a, b) => `var s${a}_${b} = 0.0;\nvar dp${a}_${b} = 0.0;`)}
+    for (var c = 0u; c < params.d4; c++) {
+      ${each(rm, (a) => `let qa${a} = qTile[(${row(a)}) * ${qStride}u + c];\nlet da${a} = dOTile[(${row(a)}) * ${qStride}u + c];`)}
+      ${each(rn, (b) => `let kb${b} = kTile[(${key(b)}) * ${kStride}u + c];\nlet vb${b} = vTile[(${key(b)}) * ${kStride}u + c];`)}
+      ${pairs((a, b) => `s${a}_${b} += dot(qa${a}, kb${b});\ndp${a}_${b} += dot(da${a}, vb${b});`)}
+    }
+    ${each(rm, (a) => `let stat${a} = statTile[${row(a)}];`)}
+    ${pairs(
+      (a, b) => `{
+      let p = select(0.0, exp(s${a}_${b} * params.scale - stat${a}.x), visible(q0 + ${row(a)}, k0 + ${key(b)}, kStart));
+      ${withP ? `pTile[(${row(a)}) * ${bk}u + ${key(b)}] = p;` : ""}
+      dsTile[(${row(a)}) * ${bk}u + ${key(b)}] = p * (dp${a}_${b} - stat${a}.y) * params.scale;
+    }`,
+    )}`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// dK/dV: the key block stays, query blocks stream.
+
+/** Vec4 columns of the Q/dOut tiles: padded so the accumulation's columns ty + TY*c need no bounds check. */
+const kvGradQStride = (t: Tile, d4: number) => roundUp(d4, t.bq / t.rm);
+
+function kvGradCode(tile: Tile, d4: number): string {
+  const { bq, bk, rn } = tile;
+  const { ty, tx, threads, key } = tileThreads(tile);
+  const qStride = kvGradQStride(tile, d4);
+  const columns = qStride / ty; // vec4 columns of dK/dV per thread
+  const col = (c: number) => `ty + ${ty * c}u`;
+  const pairs = (f: (b: number, c: number) => string) => each(rn, (b) => each(columns, (c) => f(b, c)));
+  return /* wgsl */ `${gradientBindings(["dK", "dV"])}
+
+${gradientTiles(tile, qStride, d4, true).wgsl}
+
+@compute @workgroup_size(${threads})
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
+  let k0 = wg.x * ${bk}u;
+  let kvHead = wg.y;
+  let b = wg.z;
+  let ty = t / ${tx}u;
+  let tx = t % ${tx}u;
+  let kStart = firstKey(b);
+  ${loadKeyBlock({ d4, stride: d4, threads })}
+  ${pairs((b, c) => `var dk${b}_${c} = vec4f(0.0);\nvar dv${b}_${c} = vec4f(0.0);`)}
+
+  // Query blocks that see some key of this block: none if all its keys are before kStart.
+  let qBlocks = (params.seqLen + ${bq - 1}u) / ${bq}u;
+  let qbFirst = firstRowSeeing(k0) / ${bq}u;
+  let qbEnd = select(qBlocks, 0u, k0 + ${bk}u <= kStart);
+  for (var g = 0u; g < params.group; g++) {
+    let head = kvHead * params.group + g;
+    for (var qb = qbFirst; qb < qbEnd; qb++) {
+      let q0 = qb * ${bq}u;
+      workgroupBarrier();
+      ${loadQueryBlock({ d4, stride: qStride, threads })}
+      workgroupBarrier();
+      ${scorePhaseWgsl(tile, qStride, d4, true)}
+      workgroupBarrier();
+
+      // dV += Pᵀ·dOut and dK += dSᵀ·Q for keys tx + ${tx}b and vec4 columns ty + ${ty}c.
+      for (var i = 0u; i < params.tileRows; i++) {
+        ${each(rn, (b) => `let p${b} = pTile[i * ${bk}u + ${key(b)}];\nlet ds${b} = dsTile[i * ${bk}u + ${key(b)}];`)}
+        ${each(columns, (c) => `let o${c} = dOTile[i * ${qStride}u + ${col(c)}];\nlet q${c} = qTile[i * ${qStride}u + ${col(c)}];`)}
+        ${pairs((b, c) => `dv${b}_${c} += p${b} * o${c};\ndk${b}_${c} += ds${b} * q${c};`)}
+      }
+    }
+  }
+
+  ${each(
+    rn,
+    (b) => `if (k0 + ${key(b)} < params.kvLen) {
+    let base = ((b * params.kvLen + k0 + ${key(b)}) * params.numKvHeads + kvHead) * ${d4}u;
+    ${storeColumns({ columns, spread: ty, d4, col, store: (c) => `dK[base + ${col(c)}] = dk${b}_${c};\n    dV[base + ${col(c)}] = dv${b}_${c};` })}
+  }`,
+  )}
+}
+`;
+}
+
+const KV_GRAD: TiledKernel = {
+  name: "backward dK/dV",
+  key: "dkdv",
+  tiles: tileChoices({ bq: 16, bk: 32, rm: 4, rn: 4 }, [
+    { bq: 16, bk: 32, rm: 2, rn: 4 },
+    { bq: 16, bk: 16, rm: 2, rn: 2 },
+    { bq: 8, bk: 16, rm: 1, rn: 2 },
+    { bq: 8, bk: 8, rm: 1, rn: 1 },
+    { bq: 4, bk: 8, rm: 1, rn: 1 },
+  ]),
+  bytes: (t, d4) => gradientTiles(t, kvGradQStride(t, d4), d4, true).bytes,
+  code: kvGradCode,
+};
+
+// ---------------------------------------------------------------------------------------------------
+// dQ: the query block stays, key blocks stream.
+
+/** Vec4 columns of the K/V tiles: padded so the accumulation's columns tx + TX*c need no bounds check. */
+const qGradKStride = (t: Tile, d4: number) => roundUp(d4, t.bk / t.rn);
+
+function qGradCode(tile: Tile, d4: number): string {
+  const { bq, bk, rm } = tile;
+  const { ty, tx, threads, row } = tileThreads(tile);
+  const kStride = qGradKStride(tile, d4);
+  const columns = kStride / tx; // vec4 columns of dQ per thread
+  const col = (c: number) => `tx + ${tx * c}u`;
+  const pairs = (f: (a: number, c: number) => string) => each(rm, (a) => each(columns, (c) => f(a, c)));
+  return /* wgsl */ `${gradientBindings(["dQ"])}
+
+${gradientTiles(tile, d4, kStride, false).wgsl}
+
+@compute @workgroup_size(${threads})
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
+  let qBlocks = (params.seqLen + ${bq - 1}u) / ${bq}u;
+  let q0 = (qBlocks - 1u - wg.x) * ${bq}u; // the last blocks (most keys under the causal mask) first
+  let head = wg.y;
+  let b = wg.z;
+  let kvHead = head / params.group;
+  let ty = t / ${tx}u;
+  let tx = t % ${tx}u;
+  let kStart = firstKey(b);
+  let kEnd = keyEnd(q0 + ${bq}u);
+  ${loadQueryBlock({ d4, stride: d4, threads })}
+  ${pairs((a, c) => `var dq${a}_${c} = vec4f(0.0);`)}
+
+  for (var k0 = kStart / ${bk}u * ${bk}u; k0 < kEnd; k0 += ${bk}u) {
+    workgroupBarrier();
+    ${loadKeyBlock({ d4, stride: kStride, threads })}
+    workgroupBarrier();
+    ${scorePhaseWgsl(tile, d4, kStride, false)}
+    workgroupBarrier();
+
+    // dQ += dS·K for rows ty + ${ty}a and vec4 columns tx + ${tx}c.
+    for (var j = 0u; j < params.tileKeys; j++) {
+      ${each(rm, (a) => `let ds${a} = dsTile[(${row(a)}) * ${bk}u + j];`)}
+      ${each(columns, (c) => `let k${c} = kTile[j * ${kStride}u + ${col(c)}];`)}
+      ${pairs((a, c) => `dq${a}_${c} += ds${a} * k${c};`)}
+    }
+  }
+
+  ${each(
+    rm,
+    (a) => `if (q0 + ${row(a)} < params.seqLen) {
+    let base = ${qIndex(d4, `q0 + ${row(a)}`)};
+    ${storeColumns({ columns, spread: tx, d4, col, store: (c) => `dQ[base + ${col(c)}] = dq${a}_${c};` })}
+  }`,
+  )}
+}
+`;
+}
+
+const Q_GRAD: TiledKernel = {
+  name: "backward dQ",
+  key: "dq",
+  tiles: tileChoices({ bq: 32, bk: 16, rm: 4, rn: 4 }, [
+    { bq: 32, bk: 16, rm: 4, rn: 2 },
+    { bq: 16, bk: 16, rm: 2, rn: 2 },
+    { bq: 16, bk: 8, rm: 2, rn: 1 },
+    { bq: 8, bk: 8, rm: 1, rn: 1 },
+    { bq: 8, bk: 4, rm: 1, rn: 1 },
+  ]),
+  bytes: (t, d4) => gradientTiles(t, d4, qGradKStride(t, d4), false).bytes,
+  code: qGradCode,
+};
+
+/**
+ * Gradients of attentionForward: dQ (like q), dK and dV ([batch, kvLen, numKvHeads, headDim], summed over
+ * each KV head's query heads), all written, not accumulated. `out` and `lse` are the forward's outputs for
+ * the same inputs. Deterministic: no atomics, fixed summation order. Records work only.
+ */
+export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs): void {
+  checkAttentionDims(args);
+  checkHeadDim(args.headDim);
+  const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
+  const rows = batch * numHeads * seqLen;
+  const stats = ctx.pool.acquire(rows * 8, "attention stats");
+  ctx.dispatch(
+    ctx.pipeline("attention backward stats", STATS_CODE),
+    [args.out, args.dOut, args.lse, stats],
+    new Uint32Array([rows, seqLen, numHeads, headDim / 4]),
+    grid(Math.ceil(rows / 64)),
+  );
+  const flags = args.kvStart ? HAS_KV_START : 0;
+  const inputs = [args.q, args.k, args.v, args.dOut, stats, args.kvStart ?? args.q];
+  recordTiled(ctx, KV_GRAD, args, flags, [...inputs, args.dK, args.dV], (tile) => [
+    Math.ceil(kvLen / tile.bk),
+    numKvHeads,
+    batch,
+  ]);
+  recordTiled(ctx, Q_GRAD, args, flags, [...inputs, args.dQ], (tile) => [
+    Math.ceil(seqLen / tile.bq),
+    numHeads,
+    batch,
+  ]);
+  // Safe to release while the dispatches are pending: later users of the buffer are ordered after them.
+  ctx.pool.release(stats);
+}

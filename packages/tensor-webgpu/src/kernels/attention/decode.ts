@@ -1,0 +1,229 @@
+/**
+ * Attention of one new token per sequence over a KV cache (flash-decoding): one workgroup per (KV split,
+ * KV head, sequence) serves all query heads of its group, so each cached K/V row is loaded once per split.
+ * Per chunk of 64 keys: thread t scores key t against every head, one thread per head runs the online
+ * softmax, then threads (vec4 column, key slice) accumulate P·V per head. Each split writes unnormalised
+ * partial outputs with their (max, sum); a combine dispatch merges the splits of each head. Splits are
+ * sized so that short caches use one or two and long ones fill the GPU.
+ */
+import { type GpuContext, grid } from "../../gpu/context.js";
+import { checkAttentionDims } from "../../reference/attention.js";
+import { f32Bits, uniforms } from "../elementwise.js";
+import { cachedCode, checkHeadDim, each, MASKED, resolveScale } from "./shared.js";
+
+export interface DecodeAttentionArgs {
+  /** [batch, numHeads, headDim]: one new token per sequence. */
+  q: GPUBuffer;
+  /** [batch, capacity, numKvHeads, headDim]. */
+  kCache: GPUBuffer;
+  vCache: GPUBuffer;
+  /** Like q. */
+  out: GPUBuffer;
+  /** Positions 0..kvLen-1 are valid; the new token's K/V are already written at kvLen - 1. */
+  kvLen: number;
+  capacity: number;
+  kvStart?: GPUBuffer;
+  batch: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  scale?: number;
+}
+
+/** Keys scored per pass of a decode workgroup (one per thread). */
+const DECODE_CHUNK = 64;
+
+/** Decode workgroups to aim for: enough to fill a real GPU; a software adapter has a few cores. */
+const decodeTargetWorkgroups = (ctx: GpuContext) => (ctx.info.adapter.isSoftware ? 16 : 512);
+
+/** Key slices of the decode P·V phase: thread t works on vec4 column t % d4 of slice t / d4. */
+const decodeSlices = (d4: number) => Math.floor(DECODE_CHUNK / d4);
+
+function decodeCode(group: number, d4: number): string {
+  const threads = DECODE_CHUNK;
+  const slices = decodeSlices(d4);
+  const heads = (f: (g: number) => string, separator = "\n") => each(group, f, separator);
+  return /* wgsl */ `
+struct Params {
+  kvLen: u32, capacity: u32, numHeads: u32, numKvHeads: u32,
+  keysPerSplit: u32, splits: u32, hasKvStart: u32,
+  // Loop bounds equal to baked-in constants, read at run time so that LLVM does not unroll them (JIT time).
+  d4: u32, chunk: u32, slices: u32, keysPerSlice: u32, queryElements: u32,
+  scale: f32,
+}
+@group(0) @binding(0) var<storage, read> q: array<vec4f>;
+@group(0) @binding(1) var<storage, read> kCache: array<vec4f>;
+@group(0) @binding(2) var<storage, read> vCache: array<vec4f>;
+@group(0) @binding(3) var<storage, read> kvStart: array<i32>;
+@group(0) @binding(4) var<storage, read_write> partOut: array<vec4f>;   // [batch, numHeads, splits, headDim]
+@group(0) @binding(5) var<storage, read_write> partStats: array<vec2f>; // [batch, numHeads, splits]: (max, sum)
+@group(0) @binding(6) var<uniform> params: Params;
+
+var<workgroup> qTile: array<vec4f, ${group * d4}>;        // scaled queries of the group's heads
+var<workgroup> pTile: array<f32, ${group * DECODE_CHUNK}>; // per head: scores, then probabilities
+var<workgroup> alphaTile: array<f32, ${group}>;
+var<workgroup> sumTile: array<vec4f, ${slices * d4}>;
+
+@compute @workgroup_size(${threads})
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
+  let split = wg.x;
+  let kvHead = wg.y;
+  let b = wg.z;
+  var kStart = 0u;
+  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
+  let jBegin = max(split * params.keysPerSplit, kStart);
+  let jEnd = min(split * params.keysPerSplit + params.keysPerSplit, params.kvLen);
+  let headBase = b * params.numHeads + kvHead * ${group}u;
+  for (var e = t; e < params.queryElements; e += ${threads}u) {
+    qTile[e] = q[headBase * ${d4}u + e] * params.scale;
+  }
+  // Softmax state of head t (threads t < ${group}).
+  var rowMax = ${MASKED};
+  var rowSum = 0.0;
+  let column = t % ${d4}u;
+  let slice = t / ${d4}u;
+  ${heads((g) => `var acc${g} = vec4f(0.0);`)}
+
+  for (var j0 = jBegin; j0 < jEnd; j0 += ${DECODE_CHUNK}u) {
+    workgroupBarrier();
+    // Thread t scores key j0 + t against every head of the group.
+    let key = j0 + t;
+    ${heads((g) => `var s${g} = 0.0;`)}
+    if (key < jEnd) {
+      let base = ((b * params.capacity + key) * params.numKvHeads + kvHead) * ${d4}u;
+      for (var c = 0u; c < params.d4; c++) {
+        let kc = kCache[base + c];
+        ${heads((g) => `s${g} += dot(qTile[${g * d4}u + c], kc);`)}
+      }
+    }
+    ${heads((g) => `pTile[${g * DECODE_CHUNK}u + t] = s${g};`)}
+    workgroupBarrier();
+    if (t < ${group}u) {
+      let count = min(jEnd - j0, ${DECODE_CHUNK}u);
+      var chunkMax = rowMax;
+      for (var j = 0u; j < count; j++) { chunkMax = max(chunkMax, pTile[t * ${DECODE_CHUNK}u + j]); }
+      let alpha = exp(rowMax - chunkMax);
+      rowMax = chunkMax;
+      rowSum *= alpha;
+      for (var j = 0u; j < params.chunk; j++) {
+        let p = select(0.0, exp(pTile[t * ${DECODE_CHUNK}u + j] - rowMax), j < count);
+        rowSum += p;
+        pTile[t * ${DECODE_CHUNK}u + j] = p;
+      }
+      alphaTile[t] = alpha;
+    }
+    workgroupBarrier();
+    // Thread (column, slice) accumulates P·V over keys slice + ${slices}n for every head.
+    if (slice < ${slices}u) {
+      ${heads((g) => `acc${g} *= alphaTile[${g}u];`)}
+      for (var n = 0u; n < params.keysPerSlice; n++) {
+        let j = slice + ${slices}u * n;
+        if (j < ${DECODE_CHUNK}u && j0 + j < jEnd) {
+          let vc = vCache[((b * params.capacity + j0 + j) * params.numKvHeads + kvHead) * ${d4}u + column];
+          ${heads((g) => `acc${g} += pTile[${g * DECODE_CHUNK}u + j] * vc;`)}
+        }
+      }
+    }
+  }
+
+  // Sum the slices' partial outputs, head by head.
+  ${heads(
+    (g) => `workgroupBarrier();
+  if (slice < ${slices}u) { sumTile[t] = acc${g}; }
+  workgroupBarrier();
+  if (t < ${d4}u) {
+    var total = vec4f(0.0);
+    for (var s = 0u; s < params.slices; s++) { total += sumTile[s * ${d4}u + t]; }
+    partOut[((headBase + ${g}u) * params.splits + split) * ${d4}u + t] = total;
+  }`,
+    "\n  ",
+  )}
+  if (t < ${group}u) {
+    partStats[(headBase + t) * params.splits + split] = vec2f(rowMax, rowSum);
+  }
+}
+`;
+}
+
+/** Merge the splits of each (sequence, head): out = Σ e^(m_s - M)·o_s / Σ e^(m_s - M)·l_s. */
+const DECODE_COMBINE_CODE = /* wgsl */ `
+struct Params { splits: u32, d4: u32, rows: u32 }
+@group(0) @binding(0) var<storage, read> partOut: array<vec4f>;
+@group(0) @binding(1) var<storage, read> partStats: array<vec2f>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4f>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) groups: vec3u) {
+  let row = wg.x + wg.y * groups.x; // (sequence, head)
+  if (row >= params.rows) { return; }
+  let first = row * params.splits;
+  var globalMax = ${MASKED};
+  for (var s = 0u; s < params.splits; s++) { globalMax = max(globalMax, partStats[first + s].x); }
+  for (var c = t; c < params.d4; c += 64u) {
+    var sum = 0.0;
+    var total = vec4f(0.0);
+    for (var s = 0u; s < params.splits; s++) {
+      let stat = partStats[first + s];
+      let weight = exp(stat.x - globalMax);
+      sum += weight * stat.y;
+      total += weight * partOut[(first + s) * params.d4 + c];
+    }
+    out[row * params.d4 + c] = select(vec4f(0.0), total / sum, sum > 0.0);
+  }
+}`;
+
+/**
+ * Attention of one new token per sequence over a KV cache (flash-decoding): out [batch, numHeads, headDim]
+ * = softmax(scale·q·Kᵀ)·V over cache positions kvStart[b]..kvLen-1. Records work only.
+ */
+export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs): void {
+  const { batch, numHeads, numKvHeads, headDim, kvLen, capacity } = args;
+  checkAttentionDims({ batch, seqLen: 1, kvLen, kvCapacity: capacity, numHeads, numKvHeads, headDim });
+  checkHeadDim(headDim);
+  const d4 = headDim / 4;
+  const group = numHeads / numKvHeads;
+  const bytes = 16 * group * d4 + 4 * group * (DECODE_CHUNK + 1) + 16 * decodeSlices(d4) * d4;
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+  if (bytes > limit) {
+    throw new RangeError(
+      `decodeAttention: ${group} query heads per KV head of headDim ${headDim} need ${bytes} bytes of workgroup memory; this device has ${limit}`,
+    );
+  }
+  const chunks = Math.ceil(kvLen / DECODE_CHUNK);
+  const wanted = Math.ceil(decodeTargetWorkgroups(ctx) / (batch * numKvHeads));
+  const keysPerSplit = DECODE_CHUNK * Math.ceil(chunks / Math.min(chunks, wanted));
+  const splits = Math.ceil(kvLen / keysPerSplit);
+  const rows = batch * numHeads;
+  const partOut = ctx.pool.acquire(rows * splits * headDim * 4, "decode partial outputs");
+  const partStats = ctx.pool.acquire(rows * splits * 8, "decode partial stats");
+  const code = cachedCode(`decode:${group}:${d4}`, () => decodeCode(group, d4));
+  ctx.dispatch(
+    ctx.pipeline(`attention decode (group ${group}, headDim ${headDim})`, code),
+    [args.q, args.kCache, args.vCache, args.kvStart ?? args.q, partOut, partStats],
+    uniforms(
+      kvLen,
+      capacity,
+      numHeads,
+      numKvHeads,
+      keysPerSplit,
+      splits,
+      args.kvStart ? 1 : 0,
+      d4,
+      DECODE_CHUNK,
+      decodeSlices(d4),
+      Math.ceil(DECODE_CHUNK / decodeSlices(d4)),
+      group * d4,
+      f32Bits(resolveScale(args)),
+    ),
+    [splits, numKvHeads, batch],
+  );
+  ctx.dispatch(
+    ctx.pipeline("attention decode combine", DECODE_COMBINE_CODE),
+    [partOut, partStats, args.out],
+    new Uint32Array([splits, d4, rows]),
+    grid(rows),
+  );
+  ctx.pool.release(partOut);
+  ctx.pool.release(partStats);
+}

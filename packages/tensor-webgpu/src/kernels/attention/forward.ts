@@ -1,0 +1,195 @@
+/**
+ * Prefill/training attention forward (flash-attention style, tiles as in tiles.ts): one workgroup per
+ * (query block, head, sequence). Its Q tile stays in workgroup memory while K and V blocks stream through
+ * one shared tile: S = Q·Kᵀ (scaled), an online softmax per row (running max m and sum l, rescaling the
+ * output accumulators by exp(m_old - m_new)), then O += P·V with thread (ty, tx) owning rows ty + TY*a and
+ * vec4 columns tx + TX*c. Only KV blocks that the causal mask and kvStart leave (partly) visible are
+ * visited. Query blocks run last-first so the longest start first.
+ */
+import type { GpuContext } from "../../gpu/context.js";
+import { type AttentionDims, checkAttentionDims } from "../../reference/attention.js";
+import { checkHeadDim, EMPTY_LSE, each, MASKED, roundUp } from "./shared.js";
+import {
+  commonWgsl,
+  HAS_KV_START,
+  loadKeyRows,
+  loadQueryRows,
+  qIndex,
+  recordTiled,
+  storeColumns,
+  type Tile,
+  type TiledKernel,
+  tileChoices,
+  tileThreads,
+  WRITE_LSE,
+} from "./tiles.js";
+
+export interface AttentionForwardArgs extends AttentionDims {
+  q: GPUBuffer;
+  k: GPUBuffer;
+  v: GPUBuffer;
+  out: GPUBuffer;
+  /** Optional output: log-sum-exp of each query row's scaled scores, [batch, numHeads, seqLen]. */
+  lse?: GPUBuffer;
+  /** Optional i32 [batch]: keys before kvStart[b] are masked for sequence b. */
+  kvStart?: GPUBuffer;
+}
+
+/** Vec4 columns of the K/V tile: padded so the P·V loop's columns tx + TX*c need no bounds check. */
+const kvStride = (t: Tile, d4: number) => roundUp(d4, t.bk / t.rn);
+
+function forwardCode(tile: Tile, d4: number): string {
+  const { bq, bk, rm, rn } = tile;
+  const { ty, tx, threads, row, key } = tileThreads(tile);
+  const stride = kvStride(tile, d4);
+  const columns = stride / tx; // vec4 columns of the output per thread
+  const col = (c: number) => `tx + ${tx * c}u`;
+  const kvLayout = { d4, stride, threads };
+  return /* wgsl */ `
+@group(0) @binding(0) var<storage, read> q: array<vec4f>;
+@group(0) @binding(1) var<storage, read> k: array<vec4f>;
+@group(0) @binding(2) var<storage, read> v: array<vec4f>;
+@group(0) @binding(3) var<storage, read_write> out: array<vec4f>;
+@group(0) @binding(4) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(6) var<uniform> params: Params;
+${commonWgsl(5)}
+
+var<workgroup> qTile: array<vec4f, ${bq * d4}>;     // scaled queries, row stride ${d4}
+var<workgroup> kvTile: array<vec4f, ${bk * stride}>; // K, then V, of the current key block
+var<workgroup> pTile: array<f32, ${bq * bk}>;        // scores, then probabilities
+var<workgroup> alphaTile: array<f32, ${bq}>;         // per row: rescale factor of this block, then 1/l
+var<workgroup> rowState: array<vec2f, ${bq}>;        // per row: running max and sum of the online softmax
+
+@compute @workgroup_size(${threads})
+fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
+  let qBlocks = (params.seqLen + ${bq - 1}u) / ${bq}u;
+  let q0 = (qBlocks - 1u - wg.x) * ${bq}u; // the last blocks (most keys under the causal mask) first
+  let head = wg.y;
+  let b = wg.z;
+  let kvHead = head / params.group;
+  let ty = t / ${tx}u;
+  let tx = t % ${tx}u;
+  let kStart = firstKey(b);
+  let kEnd = keyEnd(q0 + ${bq}u);
+
+  ${loadQueryRows({ d4, stride: d4, threads }, "qTile", "q", "params.scale")}
+
+  for (var r = t; r < params.tileRows; r += ${threads}u) { rowState[r] = vec2f(${MASKED}, 0.0); }
+  ${each(rm, (a) => each(columns, (c) => `var acc${a}_${c} = vec4f(0.0);`))}
+
+  // Key blocks wholly before kStart or after the causal limit are skipped.
+  for (var k0 = kStart / ${bk}u * ${bk}u; k0 < kEnd; k0 += ${bk}u) {
+    workgroupBarrier();
+    ${loadKeyRows(kvLayout, "kvTile", "k")}
+    workgroupBarrier();
+
+    // S = (scale·Q)·Kᵀ: this thread's ${rm}x${rn} scores.
+    ${each(rm * rn, (i) => `var s${i} = 0.0;`)}
+    for (var c = 0u; c < params.d4; c++) {
+      ${each(rm, (a) => `let qa${a} = qTile[(${row(a)}) * ${d4}u + c];`)}
+      ${each(rn, (b) => `let kb${b} = kvTile[(${key(b)}) * ${stride}u + c];`)}
+      ${each(rm, (a) => each(rn, (b) => `s${a * rn + b} += dot(qa${a}, kb${b});`))}
+    }
+    ${each(rm, (a) => each(rn, (b) => `pTile[(${row(a)}) * ${bk}u + ${key(b)}] = s${a * rn + b};`))}
+    workgroupBarrier();
+
+    // Online softmax of each row over this block; masked keys get probability 0.
+    for (var r = t; r < params.tileRows; r += ${threads}u) {
+      let state = rowState[r];
+      var blockMax = state.x;
+      for (var j = 0u; j < params.tileKeys; j++) {
+        if (visible(q0 + r, k0 + j, kStart)) { blockMax = max(blockMax, pTile[r * ${bk}u + j]); }
+      }
+      let alpha = exp(state.x - blockMax);
+      var sum = state.y * alpha;
+      for (var j = 0u; j < params.tileKeys; j++) {
+        let p = select(0.0, exp(pTile[r * ${bk}u + j] - blockMax), visible(q0 + r, k0 + j, kStart));
+        sum += p;
+        pTile[r * ${bk}u + j] = p;
+      }
+      rowState[r] = vec2f(blockMax, sum);
+      alphaTile[r] = alpha;
+    }
+    // V replaces K in the shared tile (the score loop above is done with K).
+    ${loadKeyRows(kvLayout, "kvTile", "v")}
+    workgroupBarrier();
+
+    // O = alpha·O + P·V for rows ty + ${ty}a and vec4 columns tx + ${tx}c.
+    ${each(rm, (a) => `let alpha${a} = alphaTile[${row(a)}];`)}
+    ${each(rm, (a) => each(columns, (c) => `acc${a}_${c} *= alpha${a};`))}
+    for (var j = 0u; j < params.tileKeys; j++) {
+      ${each(rm, (a) => `let p${a} = pTile[(${row(a)}) * ${bk}u + j];`)}
+      ${each(columns, (c) => `let v${c} = kvTile[j * ${stride}u + ${col(c)}];`)}
+      ${each(rm, (a) => each(columns, (c) => `acc${a}_${c} += p${a} * v${c};`))}
+    }
+  }
+
+  workgroupBarrier();
+  for (var r = t; r < params.tileRows; r += ${threads}u) {
+    let state = rowState[r];
+    let hasKeys = state.y > 0.0;
+    alphaTile[r] = select(0.0, 1.0 / state.y, hasKeys);
+    if ((params.flags & ${WRITE_LSE}u) != 0u && q0 + r < params.seqLen) {
+      lse[(b * params.numHeads + head) * params.seqLen + q0 + r] = select(${EMPTY_LSE}, state.x + log(state.y), hasKeys);
+    }
+  }
+  workgroupBarrier();
+  ${each(
+    rm,
+    (a) => `if (q0 + ${row(a)} < params.seqLen) {
+    let inverse = alphaTile[${row(a)}];
+    let base = ${qIndex(d4, `q0 + ${row(a)}`)};
+    ${storeColumns({ columns, spread: tx, d4, col, store: (c) => `out[base + ${col(c)}] = acc${a}_${c} * inverse;` })}
+  }`,
+  )}
+}
+`;
+}
+
+// Hardware: 64 threads per workgroup (parallelism), 16 scores per thread. Software (lavapipe): where the
+// tiles fit, larger per-thread tiles in fewer threads, since a load from workgroup memory costs lavapipe
+// far more than an FMA (8x8 would be faster still, but takes seconds longer to JIT); for large headDim the
+// hardware tiles, whose smaller per-thread accumulators JIT faster.
+const FORWARD: TiledKernel = {
+  name: "forward",
+  key: "forward",
+  tiles: tileChoices({ bq: 32, bk: 32, rm: 8, rn: 4 }, [
+    { bq: 32, bk: 32, rm: 4, rn: 4 },
+    { bq: 32, bk: 16, rm: 4, rn: 2 },
+    { bq: 16, bk: 16, rm: 2, rn: 2 },
+    { bq: 16, bk: 8, rm: 2, rn: 1 },
+    { bq: 8, bk: 8, rm: 1, rn: 1 },
+  ]),
+  bytes: (t, d4) => 4 * (t.bq * d4 * 4 + t.bk * kvStride(t, d4) * 4 + t.bq * t.bk + 3 * t.bq),
+  code: forwardCode,
+};
+
+const scratchBuffers = new WeakMap<GpuContext, GPUBuffer>();
+
+/** A small writable buffer per context that stands in for an absent optional output (never written). */
+function scratchBuffer(ctx: GpuContext): GPUBuffer {
+  let buffer = scratchBuffers.get(ctx);
+  if (!buffer) {
+    buffer = ctx.pool.acquire(16, "attention scratch");
+    scratchBuffers.set(ctx, buffer);
+  }
+  return buffer;
+}
+
+/**
+ * out = softmax(scale·Q·Kᵀ + mask)·V per head, and (when `lse` is given) each query row's log-sum-exp of
+ * its scaled scores. Records work only.
+ */
+export function attentionForward(ctx: GpuContext, args: AttentionForwardArgs): void {
+  checkAttentionDims(args);
+  checkHeadDim(args.headDim);
+  const flags = (args.kvStart ? HAS_KV_START : 0) | (args.lse ? WRITE_LSE : 0);
+  recordTiled(
+    ctx,
+    FORWARD,
+    args,
+    flags,
+    [args.q, args.k, args.v, args.out, args.lse ?? scratchBuffer(ctx), args.kvStart ?? args.q],
+    (tile) => [Math.ceil(args.seqLen / tile.bq), args.numHeads, args.batch],
+  );
+}

@@ -1,0 +1,45 @@
+/**
+ * Helpers of every attention kernel (prefill forward, backward and decode): argument checks, the scale,
+ * WGSL generation and its cache.
+ */
+import { EMPTY_ROW_LSE } from "../../reference/attention.js";
+
+/** Largest supported headDim (the tiles must fit in workgroup memory). */
+export const MAX_HEAD_DIM = 256;
+
+export function checkHeadDim(headDim: number): void {
+  if (headDim % 4 !== 0 || headDim > MAX_HEAD_DIM) {
+    throw new RangeError(
+      `attention: headDim must be a multiple of 4 and at most ${MAX_HEAD_DIM}, got ${headDim}`,
+    );
+  }
+}
+
+export function resolveScale(dims: { headDim: number; scale?: number }): number {
+  return dims.scale ?? 1 / Math.sqrt(dims.headDim);
+}
+
+/** `count` copies of `line(i)` joined by `separator` (unrolled WGSL). */
+export function each(count: number, line: (i: number) => string, separator = "\n"): string {
+  return Array.from({ length: count }, (_, i) => line(i)).join(separator);
+}
+
+export const roundUp = (n: number, multiple: number) => Math.ceil(n / multiple) * multiple;
+
+const codeCache = new Map<string, string>();
+
+/** The WGSL for `key`, generated once per process. */
+export function cachedCode(key: string, generate: () => string): string {
+  let code = codeCache.get(key);
+  if (code === undefined) {
+    code = generate();
+    codeCache.set(key, code);
+  }
+  return code;
+}
+
+/** WGSL float literal for the lse of a row that sees no key. */
+export const EMPTY_LSE = EMPTY_ROW_LSE.toExponential();
+
+/** Scores of masked keys before the softmax: below any real score, and exp() of it minus a real max is 0. */
+export const MASKED = "-1e30";

@@ -1,0 +1,258 @@
+/**
+ * The tiling shared by the prefill forward kernel and the two backward kernels (dK/dV, dQ).
+ *
+ * Every such kernel works on tiles of BQ query rows x BK keys with a workgroup of TY x TX threads,
+ * TY = BQ/RM and TX = BK/RN: thread (ty, tx) owns the RM x RN scores of rows ty + TY*a and keys tx + TX*b,
+ * and computes them from Q/K/dOut/V tiles staged in workgroup memory with vec4 loads (each loaded element
+ * feeds RM or RN FMAs). Tile shapes are chosen per adapter kind from candidate lists: real GPUs get 64
+ * threads with 4x4-ish tiles; lavapipe, where a load from workgroup memory costs many times an FMA (it is
+ * done lane by lane), gets larger per-thread tiles in fewer threads. Block sizes shrink for larger headDim
+ * to fit the device's workgroup memory.
+ *
+ * Loop bounds that equal baked-in constants are passed as uniforms so that lavapipe's LLVM does not unroll
+ * them: unrolled, each shader took several seconds longer to JIT, for no speed-up.
+ */
+import type { GpuContext } from "../../gpu/context.js";
+import type { AttentionDims } from "../../reference/attention.js";
+import { f32Bits, uniforms } from "../elementwise.js";
+import { cachedCode, each, resolveScale } from "./shared.js";
+
+/** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
+export interface Tile {
+  bq: number;
+  bk: number;
+  rm: number;
+  rn: number;
+}
+
+/**
+ * Candidate tiles per kind of adapter, best first; the first whose workgroup memory fits is used (larger
+ * headDim falls through to smaller tiles).
+ */
+export interface TileChoices {
+  hardware: Tile[];
+  software: Tile[];
+}
+
+/**
+ * Which tile lists to use: "auto" picks by adapter (software adapters such as lavapipe get larger
+ * per-thread tiles). Tests and benchmarks may force one, to exercise or compare both on one machine.
+ */
+export const attentionTuning: { profile: "auto" | "hardware" | "software" } = { profile: "auto" };
+
+/** The hardware list, and the same behind a software-only first choice. */
+export function tileChoices(softwareFirst: Tile, hardware: Tile[]): TileChoices {
+  return { hardware, software: [softwareFirst, ...hardware] };
+}
+
+function tileProfile(ctx: GpuContext): "hardware" | "software" {
+  if (attentionTuning.profile !== "auto") return attentionTuning.profile;
+  return ctx.info.adapter.isSoftware ? "software" : "hardware";
+}
+
+/** The threads of a tile (TY x TX), and WGSL for the rows and keys thread (ty, tx) owns. */
+export function tileThreads(tile: Tile) {
+  const ty = tile.bq / tile.rm;
+  const tx = tile.bk / tile.rn;
+  return {
+    ty,
+    tx,
+    threads: ty * tx,
+    /** Row a of the thread: ty + TY*a. */
+    row: (a: number) => `ty + ${ty * a}u`,
+    /** Key b of the thread: tx + TX*b. */
+    key: (b: number) => `tx + ${tx * b}u`,
+  };
+}
+
+/** Bits of the `flags` uniform word. */
+export const HAS_KV_START = 1;
+export const WRITE_LSE = 2;
+
+/**
+ * The uniform block, kvStart binding and masking helpers of the prefill and backward kernels. kvStart is
+ * always bound (a read-only stand-in when absent, never read: flags say so), which halves the number of
+ * shader variants; on lavapipe each variant costs seconds of JIT on first use.
+ */
+export function commonWgsl(kvStartBinding: number): string {
+  return /* wgsl */ `
+struct Params {
+  seqLen: u32, kvLen: u32, kvCapacity: u32, numHeads: u32,
+  numKvHeads: u32, group: u32, causal: u32, flags: u32,
+  // Loop bounds equal to the baked-in tile constants, read at run time so that lavapipe's LLVM does not
+  // fully unroll the loops (seconds more JIT time per shader for no speed).
+  d4: u32, tileRows: u32, tileKeys: u32,
+  scale: f32,
+}
+@group(0) @binding(${kvStartBinding}) var<storage, read> kvStart: array<i32>;
+
+// First visible key of sequence b (0 without kvStart), clamped to [0, kvLen].
+fn firstKey(b: u32) -> u32 {
+  if ((params.flags & ${HAS_KV_START}u) == 0u) { return 0u; }
+  return u32(clamp(kvStart[b], 0, i32(params.kvLen)));
+}
+
+// Is key \`key\` visible to query row \`row\` (0-based within seqLen)? The causal test is
+// key <= row + (kvLen - seqLen), written without subtracting unsigned values.
+fn visible(row: u32, key: u32, kStart: u32) -> bool {
+  return row < params.seqLen && key < params.kvLen && key >= kStart &&
+    (params.causal == 0u || key + params.seqLen <= row + params.kvLen);
+}
+
+// One past the last key visible to any query row below \`rowEnd\`.
+fn keyEnd(rowEnd: u32) -> u32 {
+  if (params.causal == 0u) { return params.kvLen; }
+  let lastRow = min(rowEnd, params.seqLen) - 1u;
+  return min(params.kvLen, lastRow + params.kvLen - params.seqLen + 1u);
+}
+
+// First query row that sees key \`key\` under the causal mask.
+fn firstRowSeeing(key: u32) -> u32 {
+  if (params.causal == 0u || key + params.seqLen <= params.kvLen) { return 0u; }
+  return key + params.seqLen - params.kvLen;
+}
+`;
+}
+
+/** The Params block of commonWgsl. */
+function attentionParams(dims: AttentionDims, flags: number, tile: Tile): Uint32Array {
+  return uniforms(
+    dims.seqLen,
+    dims.kvLen,
+    dims.kvCapacity ?? dims.kvLen,
+    dims.numHeads,
+    dims.numKvHeads,
+    dims.numHeads / dims.numKvHeads,
+    (dims.causal ?? true) ? 1 : 0,
+    flags,
+    dims.headDim / 4,
+    tile.bq,
+    tile.bk,
+    f32Bits(resolveScale(dims)),
+  );
+}
+
+/** WGSL: the vec4 index of row `row` of a q-like tensor [batch, seqLen, numHeads, headDim]. */
+export const qIndex = (d4: number, row: string, head = "head") =>
+  `((b * params.seqLen + ${row}) * params.numHeads + ${head}) * ${d4}u`;
+
+/** WGSL: the vec4 index of key `key` of a k-like tensor [batch, kvCapacity, numKvHeads, headDim]. */
+const kvIndex = (d4: number, key: string) =>
+  `((b * params.kvCapacity + ${key}) * params.numKvHeads + kvHead) * ${d4}u`;
+
+/** How a kernel stages rows in a workgroup tile: vec4s per row, tile row stride, threads loading. */
+export interface TileLoad {
+  d4: number;
+  stride: number;
+  threads: number;
+}
+
+/**
+ * WGSL statements that copy `rows` rows of a [.., headDim] tensor into the workgroup tile `tile`, zero-filling
+ * rows for which `rowValid` is false (no out-of-range reads). `index(r)` is the vec4 index of row r's
+ * first element; `factor` multiplies every element.
+ */
+function loadTile(
+  { d4, stride, threads }: TileLoad,
+  opts: {
+    tile: string;
+    source: string;
+    /** WGSL for the number of rows (a uniform, see Params). */
+    rows: string;
+    rowValid: (r: string) => string;
+    index: (r: string) => string;
+    factor?: string;
+  },
+): string {
+  const { tile, source, rows, rowValid, index, factor } = opts;
+  return `for (var e = t; e < ${rows} * params.d4; e += ${threads}u) {
+    let r = e / ${d4}u;
+    let c = e % ${d4}u;
+    var value = vec4f(0.0);
+    if (${rowValid("r")}) { value = ${source}[${index("r")} + c]${factor ? ` * ${factor}` : ""}; }
+    ${tile}[r * ${stride}u + c] = value;
+  }`;
+}
+
+/** WGSL: load query rows q0.. of `source` (q or dOut; head `head`) into `tile`, times `factor` if given. */
+export function loadQueryRows(layout: TileLoad, tile: string, source: string, factor?: string): string {
+  return loadTile(layout, {
+    tile,
+    source,
+    rows: "params.tileRows",
+    rowValid: (r) => `q0 + ${r} < params.seqLen`,
+    index: (r) => qIndex(layout.d4, `q0 + ${r}`),
+    factor,
+  });
+}
+
+/** WGSL: load keys k0.. of `source` (k or v; head `kvHead`) into `tile`. */
+export function loadKeyRows(layout: TileLoad, tile: string, source: string): string {
+  return loadTile(layout, {
+    tile,
+    source,
+    rows: "params.tileKeys",
+    rowValid: (r) => `k0 + ${r} < params.kvLen`,
+    index: (r) => kvIndex(layout.d4, `k0 + ${r}`),
+  });
+}
+
+/**
+ * WGSL: `store(c)` for the `columns` vec4 columns `col(c)` of a thread's output row. Tiles pad a row to
+ * `columns * spread` vec4s so that the accumulation loops need no bounds check; the stores do, when
+ * the padding runs past the row's d4 vec4s.
+ */
+export function storeColumns(opts: {
+  columns: number;
+  spread: number;
+  d4: number;
+  col: (c: number) => string;
+  store: (c: number) => string;
+}): string {
+  const { columns, spread, d4, col, store } = opts;
+  const guarded = columns * spread > d4;
+  return each(columns, (c) => (guarded ? `if (${col(c)} < ${d4}u) { ${store(c)} }` : store(c)));
+}
+
+/** A tiled kernel: its candidate tiles, the workgroup memory (bytes) and WGSL of each tile for a headDim. */
+export interface TiledKernel {
+  /** Pipeline labels and errors say "attention <name>". */
+  name: string;
+  /** Prefix of the kernel's keys in the code cache. */
+  key: string;
+  tiles: TileChoices;
+  bytes(tile: Tile, d4: number): number;
+  code(tile: Tile, d4: number): string;
+}
+
+/**
+ * Records one dispatch of `kernel` with the first tile for this adapter whose workgroup memory fits the
+ * device; `bindings` take @binding(0..) in order, the Params block follows them.
+ */
+export function recordTiled(
+  ctx: GpuContext,
+  kernel: TiledKernel,
+  dims: AttentionDims,
+  flags: number,
+  bindings: GPUBuffer[],
+  workgroups: (tile: Tile) => [number, number, number],
+): void {
+  const { headDim } = dims;
+  const d4 = headDim / 4;
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+  const tile = kernel.tiles[tileProfile(ctx)].find((t) => kernel.bytes(t, d4) <= limit);
+  if (!tile) {
+    throw new RangeError(
+      `attention ${kernel.name}: headDim ${headDim} needs more workgroup memory than this device's ${limit} bytes`,
+    );
+  }
+  const code = cachedCode(`${kernel.key}:${tile.bq}:${tile.bk}:${tile.rm}:${tile.rn}:${d4}`, () =>
+    kernel.code(tile, d4),
+  );
+  ctx.dispatch(
+    ctx.pipeline(`attention ${kernel.name} (headDim ${headDim})`, code),
+    bindings,
+    attentionParams(dims, flags, tile),
+    workgroups(tile),
+  );
+}
