@@ -64,6 +64,7 @@ import {
   storedIndex,
   subgroupMatrixKernel,
 } from "./matmul-gpu.js";
+import { wgslCache } from "./wgsl/code-cache.js";
 
 export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix" | "matvec";
 
@@ -242,17 +243,8 @@ function windowFor(
   return { binding: window.binding, base: window.shift };
 }
 
-const sources = new Map<string, string>();
-
-/** Generated WGSL, built once per specialisation (the pipeline cache is keyed by the whole source). */
-function source(key: string, generate: () => string): string {
-  let code = sources.get(key);
-  if (code === undefined) {
-    code = generate();
-    sources.set(key, code);
-  }
-  return code;
-}
+/** Generated WGSL, built once per specialisation (see wgslCache). */
+const source = wgslCache();
 
 /** Packs kernel parameters: u32 fields, then f32 fields, as the WGSL structs below declare them. */
 function params(u32s: number[], f32s: number[] = []): Uint32Array {

@@ -3,6 +3,7 @@
  * WGSL generation and its cache.
  */
 import { EMPTY_ROW_LSE } from "../../reference/attention.js";
+import { wgslCache } from "../wgsl/code-cache.js";
 
 /** Largest supported headDim (the tiles must fit in workgroup memory). */
 export const MAX_HEAD_DIM = 256;
@@ -26,17 +27,8 @@ export function each(count: number, line: (i: number) => string, separator = "\n
 
 export const roundUp = (n: number, multiple: number) => Math.ceil(n / multiple) * multiple;
 
-const codeCache = new Map<string, string>();
-
 /** The WGSL for `key`, generated once per process. */
-export function cachedCode(key: string, generate: () => string): string {
-  let code = codeCache.get(key);
-  if (code === undefined) {
-    code = generate();
-    codeCache.set(key, code);
-  }
-  return code;
-}
+export const cachedCode = wgslCache();
 
 /** WGSL float literal for the lse of a row that sees no key. */
 export const EMPTY_LSE = EMPTY_ROW_LSE.toExponential();
