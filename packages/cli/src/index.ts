@@ -58,7 +58,6 @@ export {
   type LoraTarget,
   saveMergedPolicy,
 } from "./sft/fine-tune.js";
-export { guideAction, guidePlan, movesTowardsGoal, thoughtOrder } from "./sft/guide.js";
 export {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
@@ -78,18 +77,9 @@ export {
   sftFormat,
 } from "./sft/sft-data.js";
 export {
-  directionsTowards,
-  type GridCell,
-  type SokobanGuideStep,
-  type SokobanMove,
-  sokobanGuideStep,
-} from "./sft/sokoban-guide.js";
-export { thoughtFor } from "./sft/thoughts.js";
-export {
   answerTokenWeights,
   packBatch,
   tokenizeConversations,
   type WarmStartOptions,
   warmStart,
 } from "./sft/warm-start.js";
-export { webShopGuideAction, webShopProductPhrase, webShopWantedValues } from "./sft/webshop-guide.js";

@@ -1,16 +1,50 @@
-import { createEnv, type FrozenLakeEnv, Rng, SokobanEnv } from "@ragen/envs";
+import { type Env, registerEnv, type StepResult, unregisterEnv } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
-import { guideAction, guidePlan, movesTowardsGoal, thoughtOrder } from "../src/sft/guide.js";
 import {
   generateReadingDrills,
   generateSftConversations,
   sftCorpus,
   sftFormat,
 } from "../src/sft/sft-data.js";
-import { thoughtFor } from "../src/sft/thoughts.js";
 
 const seeds = Array.from({ length: 200 }, (_, i) => i);
+
+/** Walk a line of `length` cells to its end; registered with its own guide and thoughts. */
+class LineEnv implements Env<{ length: number }> {
+  readonly name = "sft-line";
+  readonly actions = ["Forward", "Back"];
+  readonly instructions = "Walk forward to the end of the line.";
+  position = 0;
+  done = true;
+  constructor(readonly config: { length: number }) {}
+  reset(seed: number): string {
+    this.position = seed % 2;
+    this.done = false;
+    return this.render();
+  }
+  step(action: string): StepResult {
+    const name = action.trim().toLowerCase();
+    const valid = !this.done && (name === "forward" || name === "back");
+    if (valid) this.position = Math.max(0, this.position + (name === "forward" ? 1 : -1));
+    if (valid) this.done = this.position >= this.config.length;
+    return {
+      observation: this.render(),
+      reward: this.done ? 1 : 0,
+      done: this.done,
+      info: { success: this.done, actionIsValid: valid, actionIsEffective: valid },
+    };
+  }
+  render(): string {
+    return `at ${this.position} of ${this.config.length}`;
+  }
+  renderSvg(): string {
+    return '<svg xmlns="http://www.w3.org/2000/svg"></svg>';
+  }
+  availableActions(): string[] {
+    return [...this.actions];
+  }
+}
 
 describe("SFT warm-start data", () => {
   it("writes RAGEN-format chats whose answers parse to the actions played", () => {
@@ -102,71 +136,11 @@ describe("SFT warm-start data", () => {
     }
   });
 
-  it("guides FrozenLake towards the goal: every guided move brings the player closer, and it pays", () => {
-    const env = createEnv<FrozenLakeEnv>("FrozenLake");
-    const rng = new Rng(1, "guide");
-    const distance = () => {
-      const size = env.map!.size;
-      const goal = env.map!.goal;
-      return (
-        Math.abs(Math.floor(goal / size) - env.position!.row) + Math.abs((goal % size) - env.position!.col)
-      );
-    };
-    for (const seed of seeds.slice(0, 50)) {
-      env.reset(seed);
-      const before = distance();
-      const move = guideAction(env, rng);
-      const moves: Record<string, [number, number]> = {
-        Left: [0, -1],
-        Down: [1, 0],
-        Right: [0, 1],
-        Up: [-1, 0],
-      };
-      const [dr, dc] = moves[move]!;
-      const goal = env.map!.goal;
-      const size = env.map!.size;
-      const after =
-        Math.abs(Math.floor(goal / size) - (env.position!.row + dr)) +
-        Math.abs((goal % size) - (env.position!.col + dc));
-      expect(after).toBe(before - 1);
-    }
+  it("pays to follow the guide: guided FrozenLake chats succeed more often than random ones", () => {
     const guided = generateSftConversations({ envTag: "FrozenLake", seeds, oracleProbability: 1 });
     const random = generateSftConversations({ envTag: "FrozenLake", seeds, oracleProbability: 0 });
     const rate = (chats: typeof guided) => chats.filter((c) => c.success).length / chats.length;
     expect(rate(guided)).toBeGreaterThan(rate(random));
-  });
-
-  it("plans several FrozenLake moves blind: each brings the player closer from where the last one leads", () => {
-    const env = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
-    const rng = new Rng(2, "plan");
-    const steps: Record<string, [number, number]> = {
-      Left: [0, -1],
-      Down: [1, 0],
-      Right: [0, 1],
-      Up: [-1, 0],
-    };
-    let shortened = 0;
-    for (const seed of seeds.slice(0, 80)) {
-      env.reset(seed);
-      const size = env.map!.size;
-      const goal = { row: Math.floor(env.map!.goal / size), col: env.map!.goal % size };
-      let { row, col } = env.position!;
-      const plan = guidePlan(env, rng, 3);
-      expect(plan.length).toBeGreaterThan(0);
-      for (const move of plan) {
-        const before = Math.abs(goal.row - row) + Math.abs(goal.col - col);
-        row += steps[move]![0];
-        col += steps[move]![1];
-        expect(Math.abs(goal.row - row) + Math.abs(goal.col - col)).toBe(before - 1);
-      }
-      // A plan shorter than asked ends on the goal.
-      if (plan.length < 3) {
-        shortened++;
-        expect([row, col]).toEqual([goal.row, goal.col]);
-      }
-    }
-    expect(shortened).toBeGreaterThan(0);
-    expect(guidePlan(createEnv("Bandit"), rng, 3)).toHaveLength(1);
   });
 
   it("writes several FrozenLake moves a turn when asked: one answer, the thought naming them all", () => {
@@ -204,64 +178,6 @@ describe("SFT warm-start data", () => {
     expect(() => generateSftConversations({ ...options, actionsPerTurn: 3, format: sftFormat(2) })).toThrow(
       /3 actions per turn, but the prompt allows 2/,
     );
-  });
-
-  it("plans the closer moves in the order the thought names them, so the answer copies its words", () => {
-    const env = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
-    const rng = new Rng(5, "plan");
-    let twoWay = 0;
-    for (const seed of seeds) {
-      env.reset(seed);
-      const closer = thoughtOrder(movesTowardsGoal(env));
-      if (closer.length !== 2) continue;
-      twoWay++;
-      // "down and left of me": Down, then Left, then Down again while both still bring it closer.
-      expect(guidePlan(env, rng, 2)).toEqual(closer);
-      const thought = thoughtFor(env, closer, true);
-      expect(thought).toContain(`${closer.map((m) => m.toLowerCase()).join(" and ")} of me`);
-      expect(thought).toContain(
-        `Moving ${closer.map((m) => m.toLowerCase()).join(", then ")} brings me closer`,
-      );
-    }
-    expect(twoWay).toBeGreaterThan(50);
-    expect(thoughtOrder(["Left", "Up", "Right", "Down"])).toEqual(["Down", "Up", "Right", "Left"]);
-  });
-
-  it("words the untargeted FrozenLake template apart from the rules, which a small model echoes", () => {
-    const env = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
-    for (const seed of seeds.slice(0, 20)) {
-      env.reset(seed);
-      const thought = thoughtFor(env, ["Up"], false);
-      const template = thought.slice(thought.indexOf(" of me. ") + " of me. ".length);
-      const opening = template.split(" ").slice(0, 3).join(" ").replace(/[,.]$/, "");
-      expect(opening.length).toBeGreaterThan(5);
-      expect(env.instructions.toLowerCase()).not.toContain(opening.toLowerCase());
-    }
-  });
-
-  it("words Bandit's thought with no word pair of FrozenLake's, so one env's updates do not leak into the other", () => {
-    const pairs = (text: string) => {
-      const words = text
-        .toLowerCase()
-        .split(/[^a-z]+/)
-        .filter(Boolean);
-      return new Set(words.slice(1).map((word, i) => `${words[i]} ${word}`));
-    };
-    const frozenLake = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
-    const frozenLakePairs = new Set<string>();
-    for (const seed of seeds.slice(0, 20)) {
-      frozenLake.reset(seed);
-      for (const fromOracle of [true, false]) {
-        for (const pair of pairs(thoughtFor(frozenLake, ["Up", "Left"], fromOracle)))
-          frozenLakePairs.add(pair);
-      }
-    }
-    // The wording the FrozenLake drills of earlier warm starts used, which a model built on them keeps.
-    for (const pair of pairs("The ice is slippery, so I try up.")) frozenLakePairs.add(pair);
-    const bandit = createEnv("Bandit");
-    bandit.reset(0);
-    const shared = [...pairs(thoughtFor(bandit, "Dragon"))].filter((pair) => frozenLakePairs.has(pair));
-    expect(shared).toEqual([]);
   });
 
   it("lets random turns try fewer moves than the guide's plans (a hesitant template)", () => {
@@ -312,59 +228,6 @@ describe("SFT warm-start data", () => {
     expect(generateSftConversations({ ...options, oracleChoice: "turn" })).toEqual(perTurn);
   });
 
-  it("reads Sokoban's player, box and target cells, and spells out the guide's reasoning", () => {
-    const env = createEnv("SimpleSokoban");
-    const rows = env.reset(7).split("\n");
-    const cellOf = (symbol: string) => {
-      const row = rows.findIndex((line) => line.includes(symbol));
-      return `row ${row + 1}, column ${rows[row]!.indexOf(symbol) + 1}`;
-    };
-    const reading = `I am at ${cellOf("P")}; a box at ${cellOf("X")}; a target at ${cellOf("O")}.`;
-    const planned = guideAction(env, new Rng(0, "test"));
-    expect(thoughtFor(env, planned, true)).toMatch(
-      new RegExp(
-        `^${reading.replace(/[.()]/g, "\\$&")} The box must go (up|down|left|right), so I push it from row \\d, column \\d(; I am there, so I push|, [a-z ]+ of me(?: past the box)?, so I (?:move|step)) ${planned.toLowerCase()}\\.$`,
-      ),
-    );
-    expect(thoughtFor(env, "Left", false)).toBe(`${reading} I try left.`);
-  });
-
-  it("keeps a guided thought apart from a guess on Sokoban rooms with several boxes", () => {
-    const env = createEnv("LargerSokoban");
-    env.reset(3);
-    const planned = guideAction(env, new Rng(0, "test"));
-    expect(thoughtFor(env, planned, true)).toMatch(
-      new RegExp(`\\. Moving ${planned.toLowerCase()} is on my way to push the boxes onto the targets\\.$`),
-    );
-    expect(thoughtFor(env, planned, false)).toMatch(/\. I try [a-z]+\.$/);
-  });
-
-  it("names the Sokoban guide's push cell and the way there in its thought", () => {
-    const env = SokobanEnv.fromText("######\n#____#\n#_X_P#\n#____#\n#_O__#\n######");
-    expect(thoughtFor(env, "Up", true)).toBe(
-      "I am at row 3, column 5; a box at row 3, column 3; a target at row 5, column 3. The box must go down, " +
-        "so I push it from row 2, column 3, up and left of me, so I move up.",
-    );
-    const behind = SokobanEnv.fromText("######\n#____#\n#_P__#\n#_X__#\n#_O__#\n######");
-    expect(thoughtFor(behind, "Down", true)).toMatch(
-      /The box must go down, so I push it from row 3, column 3; I am there, so I push down\.$/,
-    );
-  });
-
-  it("explains WebShop actions by what the guide does them for", () => {
-    const env = createEnv("WebShop");
-    env.reset(3);
-    const search = guideAction(env, new Rng(0, "test"));
-    expect(search).toMatch(/^search\[/);
-    expect(thoughtFor(env, search, true)).toBe("I search for the product the instruction describes.");
-    expect(thoughtFor(env, "click[b09i76qer4]", true)).toBe(
-      "The first result matches my search best, so I open it.",
-    );
-    expect(thoughtFor(env, "click[buy now]", true)).toMatch(/so I buy it/);
-    expect(thoughtFor(env, "click[x-large]", true)).toBe("The instruction asks for x-large, so I select it.");
-    expect(thoughtFor(env, "click[next >]", false)).toBe("I try click[next >].");
-  });
-
   it("writes reading drills: one turn, no rules text, a fraction of a chat's length", () => {
     const drills = generateReadingDrills({
       envTag: "FrozenLake",
@@ -409,5 +272,47 @@ describe("SFT warm-start data", () => {
     expect(answers.some((a) => a.includes("click[buy now]"))).toBe(true);
     expect(answers.some((a) => /click\[b0[a-z0-9]{8}\]/.test(a))).toBe(true);
     expect(drills[0]!.messages[1]!.content).toContain("Turn 1:\nState:\n");
+  });
+
+  it("writes another env's chats from the guide and thoughts its spec registers", () => {
+    const schema = {
+      type: "object",
+      additionalProperties: false,
+      properties: { length: { type: "integer", minimum: 1, default: 6 } },
+    };
+    registerEnv("sft-line", (config: { length: number }) => new LineEnv(config), schema, {
+      oracle: () => "Forward",
+      guide: (env, _rng, count) =>
+        Array.from({ length: Math.min(count, env.config.length - env.position) }, () => "Forward"),
+      guidePlansAhead: true,
+      thought: (env, actions, fromGuide) =>
+        fromGuide ? `${env.config.length - env.position} to go, so ${actions.join(" and ")}.` : "Who knows?",
+      presets: { SftLine: { config: {}, maxActionsPerTraj: 4, description: "a line, 4 actions" } },
+    });
+    try {
+      const [guided] = generateSftConversations({
+        envTag: "SftLine",
+        seeds: [0],
+        oracleProbability: 1,
+        actionsPerTurn: 3,
+      });
+      expect(guided!.turns.map((t) => [t.actionsLeft, t.response])).toEqual([
+        [
+          4,
+          "6 to go, so Forward and Forward and Forward.</think><answer>Forward || Forward || Forward</answer>",
+        ],
+        [1, "3 to go, so Forward.</think><answer>Forward</answer>"],
+      ]);
+      const [random] = generateSftConversations({
+        envTag: "SftLine",
+        seeds: [0],
+        oracleProbability: 0,
+        actionsPerTurn: 3,
+        randomActionsPerTurn: 2,
+      });
+      expect(random!.turns[0]!.response).toMatch(/^Who knows\?<\/think><answer>\w+ \|\| \w+<\/answer>$/);
+    } finally {
+      unregisterEnv("sft-line");
+    }
   });
 });

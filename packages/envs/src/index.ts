@@ -29,9 +29,13 @@ export {
   runEpisode,
 } from "./evaluate.js";
 export * from "./frozenlake/index.js";
+export { directionsTowards, type GridCell, type GridMove, thoughtOrder } from "./grid-moves.js";
 export {
   createEnv,
   getEnvSpec,
+  guideAction,
+  guidePlan,
+  guidePlansAhead,
   hasOracle,
   listEnvs,
   listPresets,
@@ -41,11 +45,21 @@ export {
   registerEnv,
   registerEnvSpec,
   resolveEnvConfig,
+  thoughtFor,
   UnknownEnvError,
   unregisterEnv,
 } from "./registry.js";
 export { Rng } from "./rng.js";
 export * from "./sokoban/index.js";
 export { type CellStyle, escapeXml, gridSvg, textPanelSvg } from "./svg.js";
-export type { ActionPolicy, Env, EnvPreset, EnvSpec, StepInfo, StepResult } from "./types.js";
+export type {
+  ActionPolicy,
+  Env,
+  EnvPreset,
+  EnvSpec,
+  GuidePolicy,
+  StepInfo,
+  StepResult,
+  ThoughtTemplate,
+} from "./types.js";
 export * from "./webshop/index.js";

@@ -1,12 +1,18 @@
 import { BUILTIN_ENVS } from "./builtins.js";
 import { type ConfigSchema, validateConfig } from "./config.js";
 import { Rng } from "./rng.js";
-import type { ActionPolicy, Env, EnvPreset, EnvSpec } from "./types.js";
+import type { ActionPolicy, Env, EnvPreset, EnvSpec, GuidePolicy, ThoughtTemplate } from "./types.js";
 
 export interface RegisterOptions<C, E extends Env<C>> {
   description?: string;
   oracle?: ActionPolicy<E>;
   random?: ActionPolicy<E>;
+  /** The warm start's teacher; without one, `guidePlan` plays the oracle's action. */
+  guide?: GuidePolicy<E>;
+  /** `guide` plans up to `count` actions a turn (see `EnvSpec.guidePlansAhead`). */
+  guidePlansAhead?: boolean;
+  /** The warm start's thoughts; without them `thoughtFor` gives "I choose X.". */
+  thought?: ThoughtTemplate<E>;
   presets?: Record<string, Omit<EnvPreset, "env">>;
 }
 
@@ -112,6 +118,40 @@ export function randomAction(env: Env, rng: Rng): string {
   const spec = getEnvSpec(env.name);
   if (spec.random) return spec.random(env, rng);
   return rng.choice(env.availableActions());
+}
+
+/**
+ * The guide's actions for one turn of `env` in its current state: the env's guide (`EnvSpec.guide`),
+ * which plans up to `count` of them where it plans blind (FrozenLake) and gives one action elsewhere,
+ * since a blind plan there would need the env's hidden dynamics; without a guide, the oracle's action.
+ */
+export function guidePlan(env: Env, rng: Rng, count: number): string[] {
+  const spec = getEnvSpec(env.name);
+  return spec.guide ? spec.guide(env, rng, count) : [oracleAction(env, rng)];
+}
+
+/** The guide's next action for `env` in its current state (the first of a one-action plan). */
+export function guideAction(env: Env, rng: Rng): string {
+  return guidePlan(env, rng, 1)[0]!;
+}
+
+/**
+ * Does the env's guide plan several actions a turn (`EnvSpec.guidePlansAhead`)? Then a warm-start
+ * chat's random turns try several too; otherwise every turn holds one action.
+ */
+export function guidePlansAhead(nameOrPreset: string): boolean {
+  return getEnvSpec(nameOrPreset).guidePlansAhead === true;
+}
+
+/**
+ * The thought of a warm-start chat's turn: a short reason for `actions` — one action or a turn's
+ * several (`fromGuide`: the guide chose them) — in `env`'s current state, from the env's template
+ * (`EnvSpec.thought`), else "I choose X." for the first action. Only a guide that plans ahead has
+ * thoughts that name more than the first action.
+ */
+export function thoughtFor(env: Env, actions: string | readonly string[], fromGuide = false): string {
+  const list = typeof actions === "string" ? [actions] : actions;
+  return getEnvSpec(env.name).thought?.(env, list, fromGuide) ?? `I choose ${list[0] ?? ""}.`;
 }
 
 /** Has the env an oracle policy? */

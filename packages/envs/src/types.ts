@@ -51,6 +51,26 @@ export interface Env<Config = unknown, Info extends StepInfo = StepInfo> {
 /** Chooses actions for an env; used for oracle baselines, random baselines and SFT data. */
 export type ActionPolicy<E extends Env = Env> = (env: E, rng: Rng) => string;
 
+/**
+ * The scripted teacher of warm-start (SFT) chats: the actions of one turn for `env` in its current
+ * state, at least one and at most `count`. A guide plays what a small model can learn from what it sees,
+ * which is not always the oracle's best play (FrozenLake's moves towards the goal, WebShop's search for
+ * the instruction's own words). Most guides give one action whatever `count` is; a guide that plans
+ * several moves blind says so with the spec's `guidePlansAhead`.
+ */
+export type GuidePolicy<E extends Env = Env> = (env: E, rng: Rng, count: number) => string[];
+
+/**
+ * The thought of a warm-start chat's turn: a short reason for `actions` in `env`'s current state
+ * (`fromGuide`: the guide chose them, else they were random), written so that thinking and acting agree.
+ * Undefined where the env has nothing to say in this state; the turn then thinks "I choose X.".
+ */
+export type ThoughtTemplate<E extends Env = Env> = (
+  env: E,
+  actions: readonly string[],
+  fromGuide: boolean,
+) => string | undefined;
+
 /** A named configuration of an env, as in RAGEN's env tags (`SimpleSokoban`, `BanditTest`, ...). */
 export interface EnvPreset {
   /** The registered env this preset configures. */
@@ -78,6 +98,15 @@ export interface EnvSpec<C = any, E extends Env<C> = Env<C>> {
   oracle?(env: E, rng: Rng): string;
   /** A random policy; defaults to a uniform choice among `availableActions()`. */
   random?(env: E, rng: Rng): string;
+  /** The warm start's teacher (`GuidePolicy`); without one, the oracle's action is the guide's. */
+  guide?(env: E, rng: Rng, count: number): string[];
+  /**
+   * The guide plans up to `count` actions a turn (blind, as on FrozenLake), and a warm-start chat's
+   * random turns try as many. Otherwise a turn holds one action, guided or random.
+   */
+  guidePlansAhead?: boolean;
+  /** The warm start's thoughts (`ThoughtTemplate`); without them a turn thinks "I choose X.". */
+  thought?(env: E, actions: readonly string[], fromGuide: boolean): string | undefined;
   /** Named configurations (RAGEN's env tags). */
   presets?: Record<string, Omit<EnvPreset, "env">>;
 }

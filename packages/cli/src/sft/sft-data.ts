@@ -5,11 +5,17 @@
  * it knows the format and some sense, and leaves RL something to improve. The thought always explains
  * the action actually taken, so thinking and acting agree.
  */
-import { createEnv, FrozenLakeEnv, listPresets, Rng, randomAction } from "@ragen/envs";
+import {
+  createEnv,
+  guidePlan,
+  guidePlansAhead,
+  listPresets,
+  Rng,
+  randomAction,
+  thoughtFor,
+} from "@ragen/envs";
 import { buildChatMessages, instructionText, type PromptFormat, type PromptTurn } from "@ragen/rollout";
 import type { ChatMessage } from "@ragen/tokenizer";
-import { guidePlan } from "./guide.js";
-import { thoughtFor } from "./thoughts.js";
 
 export interface SftOptions {
   /** Env tag (FrozenLake, Bandit, ...). */
@@ -28,9 +34,9 @@ export interface SftOptions {
   /** Most turns per chat (RAGEN's max_turn). */
   maxTurns?: number;
   /**
-   * Actions per turn, joined by "||" in the answer (default 1). Only FrozenLake's moves can be planned
-   * blind, so other envs keep one action a turn; the prompt offers `format.maxActionsPerTurn`, which
-   * defaults to this.
+   * Actions per turn, joined by "||" in the answer (default 1). Only a guide that plans ahead
+   * (`guidePlansAhead`: FrozenLake's moves can be planned blind) fills a turn with several, so other
+   * envs keep one action a turn; the prompt offers `format.maxActionsPerTurn`, which defaults to this.
    */
   actionsPerTurn?: number;
   /**
@@ -87,6 +93,9 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
       `generateSftConversations(): ${actionsPerTurn} actions per turn, but the prompt allows ${format.maxActionsPerTurn}`,
     );
   const env = createEnv(options.envTag);
+  // A guided turn is as long as the guide's plan: up to `count` moves where it plans blind
+  // (FrozenLake's, shorter where the plan ends on the goal), one action elsewhere. Random turns match it.
+  const plansAhead = guidePlansAhead(options.envTag);
   return options.seeds.map((seed) => {
     const rng = new Rng(seed, "sft-policy");
     // Drawn from its own stream, so per-turn data is unchanged by the option's existence.
@@ -101,10 +110,10 @@ export function generateSftConversations(options: SftOptions): SftConversation[]
     while (!env.done && actionsLeft > 0 && turns.length < maxTurns) {
       const useOracle = chatUsesOracle ?? rng.bool(options.oracleProbability);
       const wanted = useOracle ? actionsPerTurn : randomActionsPerTurn;
-      const count = env instanceof FrozenLakeEnv ? Math.min(wanted, actionsLeft) : 1;
+      const count = Math.min(wanted, actionsLeft);
       const actions = useOracle
         ? guidePlan(env, rng, count)
-        : Array.from({ length: count }, () => randomAction(env, rng));
+        : Array.from({ length: plansAhead ? count : 1 }, () => randomAction(env, rng));
       const response = `${thoughtFor(env, actions, useOracle)}</think><answer>${actions.join(" || ")}</answer>`;
       const turnObservation = observation;
       const turnActionsLeft = actionsLeft;

@@ -2,6 +2,7 @@ import type { EnvSpec } from "../types.js";
 import { type BanditConfig, banditConfigSchema, banditPresets } from "./config.js";
 import { BanditEnv } from "./env.js";
 import { banditOracle } from "./oracle.js";
+import { banditThought } from "./thought.js";
 
 export {
   BANDIT_ARM_NAME_PAIRS,
@@ -14,6 +15,7 @@ export { BanditEnv, type BanditStepInfo } from "./env.js";
 export { banditExpectedRewards, banditOracle } from "./oracle.js";
 export { type BanditPull, renderBanditSvg } from "./render.js";
 export { banditInstructionsText, banditOutcomeText, banditPromptText, formatBanditPoints } from "./text.js";
+export { banditThought } from "./thought.js";
 
 export const banditSpec: EnvSpec<BanditConfig, BanditEnv> = {
   name: "bandit",
@@ -21,5 +23,6 @@ export const banditSpec: EnvSpec<BanditConfig, BanditEnv> = {
   schema: banditConfigSchema,
   create: (config: BanditConfig) => new BanditEnv(config),
   oracle: banditOracle,
+  thought: banditThought,
   presets: banditPresets,
 };

@@ -1,7 +1,9 @@
 import type { EnvSpec } from "../types.js";
 import { type FrozenLakeConfig, frozenLakeConfigSchema, frozenLakePresets } from "./config.js";
 import { FrozenLakeEnv } from "./env.js";
+import { frozenLakeGuide } from "./guide.js";
 import { frozenLakeOracle } from "./oracle.js";
+import { frozenLakeThought } from "./thought.js";
 
 export {
   FROZEN_LAKE_MAX_ACTIONS_PER_TRAJ,
@@ -22,6 +24,7 @@ export {
   parseFrozenLakeAction,
 } from "./dynamics.js";
 export { FrozenLakeEnv, type FrozenLakeStepInfo } from "./env.js";
+export { frozenLakeGuide, frozenLakeMovesTowardsGoal } from "./guide.js";
 export { frozenLakeInstructions } from "./instructions.js";
 export {
   type FrozenLakeMap,
@@ -41,6 +44,7 @@ export {
   renderFrozenLakeObservation,
   renderFrozenLakeSvg,
 } from "./render.js";
+export { frozenLakeThought } from "./thought.js";
 export { type FrozenLakePlan, frozenLakeValueIteration } from "./value-iteration.js";
 
 export const frozenLakeSpec: EnvSpec<FrozenLakeConfig, FrozenLakeEnv> = {
@@ -50,5 +54,8 @@ export const frozenLakeSpec: EnvSpec<FrozenLakeConfig, FrozenLakeEnv> = {
   schema: frozenLakeConfigSchema,
   create: (config: FrozenLakeConfig) => new FrozenLakeEnv(config),
   oracle: frozenLakeOracle,
+  guide: frozenLakeGuide,
+  guidePlansAhead: true,
+  thought: frozenLakeThought,
   presets: frozenLakePresets,
 };

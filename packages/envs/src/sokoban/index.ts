@@ -1,7 +1,9 @@
 import type { EnvSpec } from "../types.js";
 import { SOKOBAN_PRESETS, SOKOBAN_SCHEMA, type SokobanConfig } from "./config.js";
 import { SokobanEnv } from "./env.js";
+import { sokobanGuide } from "./guide.js";
 import { sokobanOracle } from "./oracle.js";
+import { sokobanThought } from "./thought.js";
 
 export {
   checkSokobanConfig,
@@ -25,6 +27,7 @@ export {
   type SokobanGenerationOptions,
   tryGenerateSokobanRoom,
 } from "./generate.js";
+export { type SokobanGuideStep, type SokobanMove, sokobanGuide, sokobanGuideStep } from "./guide.js";
 export { SOKOBAN_ORACLE_MAX_STATES, sokobanOracle } from "./oracle.js";
 export { SOKOBAN_CELL_STYLES, sokobanRoomSvg } from "./render.js";
 export {
@@ -50,6 +53,7 @@ export {
   sokobanNeighbour,
 } from "./rules.js";
 export { SOKOBAN_SOLVER_DEFAULT_MAX_STATES, type SokobanSolveOptions, solveSokoban } from "./solver.js";
+export { sokobanThought } from "./thought.js";
 
 export const sokobanSpec: EnvSpec<SokobanConfig, SokobanEnv> = {
   name: "sokoban",
@@ -58,5 +62,7 @@ export const sokobanSpec: EnvSpec<SokobanConfig, SokobanEnv> = {
   schema: SOKOBAN_SCHEMA,
   create: (config: SokobanConfig) => new SokobanEnv(config),
   oracle: sokobanOracle,
+  guide: sokobanGuide,
+  thought: sokobanThought,
   presets: SOKOBAN_PRESETS,
 };

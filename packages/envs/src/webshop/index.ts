@@ -2,7 +2,9 @@ import type { Rng } from "../rng.js";
 import type { Env, EnvSpec } from "../types.js";
 import { WEBSHOP_CONFIG_SCHEMA, type WebShopConfig } from "./config.js";
 import { WebShopEnv } from "./env.js";
+import { webShopGuide } from "./guide.js";
 import { webShopOracleAction, webShopRandomAction } from "./oracle.js";
+import { webShopThought } from "./thought.js";
 
 export {
   buildWebShopCatalog,
@@ -29,6 +31,12 @@ export {
   webShopInstructionText,
   webShopSplitSizes,
 } from "./goals.js";
+export {
+  webShopGuide,
+  webShopGuideAction,
+  webShopProductPhrase,
+  webShopWantedValues,
+} from "./guide.js";
 export {
   WEBSHOP_CATEGORIES,
   WEBSHOP_COLOR_WORDS,
@@ -79,10 +87,15 @@ export {
   WebShopSearchIndex,
 } from "./search.js";
 export { porterStem, WEBSHOP_STOPWORDS, webShopTerms, webShopWords } from "./text.js";
+export { webShopThought } from "./thought.js";
+
+/** Is `env` a WebShop env (its page, goal and catalog there to read)? */
+export function isWebShopEnv(env: Env): env is WebShopEnv {
+  return env instanceof WebShopEnv;
+}
 
 function asWebShopEnv(env: Env, policy: string): WebShopEnv {
-  if (!(env instanceof WebShopEnv))
-    throw new TypeError(`The webshop ${policy} policy cannot play env "${env.name}"`);
+  if (!isWebShopEnv(env)) throw new TypeError(`The webshop ${policy} policy cannot play env "${env.name}"`);
   return env;
 }
 
@@ -98,6 +111,8 @@ export const webShopSpec: EnvSpec<WebShopConfig, WebShopEnv> & EnvSpec = {
   create: (config) => new WebShopEnv(config),
   oracle: (env: Env, rng: Rng) => webShopOracleAction(asWebShopEnv(env, "oracle"), rng),
   random: (env: Env, rng: Rng) => webShopRandomAction(asWebShopEnv(env, "random"), rng),
+  guide: (env: Env) => webShopGuide(asWebShopEnv(env, "guide")),
+  thought: webShopThought,
   presets: {
     WebShop: {
       config: {},

@@ -1,6 +1,17 @@
-import { createEnv, Rng, randomAction, type WebShopEnv, webShopWords } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
-import { webShopGuideAction, webShopProductPhrase, webShopWantedValues } from "../src/sft/webshop-guide.js";
+import {
+  createEnv,
+  guideAction,
+  guidePlan,
+  Rng,
+  randomAction,
+  thoughtFor,
+  type WebShopEnv,
+  webShopGuideAction,
+  webShopProductPhrase,
+  webShopWantedValues,
+  webShopWords,
+} from "../src/index.js";
 
 /** Plays `policy` on WebShopCompact's first `seeds` goals with 5 actions, as the WebShop examples do; success share and mean reward. */
 function play(
@@ -63,5 +74,27 @@ describe("WebShop guide", () => {
     expect(guide.reward).toBeGreaterThan(0.6);
     expect(random.success).toBeLessThan(0.1);
     expect(play(200, (env) => webShopGuideAction(env), "val").success).toBeGreaterThan(0.3);
+  });
+
+  it("is the warm start's guided policy on WebShop, one action a turn", () => {
+    const env = createEnv("WebShopCompact") as WebShopEnv;
+    env.reset(4);
+    expect(guidePlan(env, new Rng(0, "test"), 3)).toEqual([webShopGuideAction(env)]);
+  });
+});
+
+describe("WebShop thoughts", () => {
+  it("explains WebShop actions by what the guide does them for", () => {
+    const env = createEnv("WebShop");
+    env.reset(3);
+    const search = guideAction(env, new Rng(0, "test"));
+    expect(search).toMatch(/^search\[/);
+    expect(thoughtFor(env, search, true)).toBe("I search for the product the instruction describes.");
+    expect(thoughtFor(env, "click[b09i76qer4]", true)).toBe(
+      "The first result matches my search best, so I open it.",
+    );
+    expect(thoughtFor(env, "click[buy now]", true)).toMatch(/so I buy it/);
+    expect(thoughtFor(env, "click[x-large]", true)).toBe("The instruction asks for x-large, so I select it.");
+    expect(thoughtFor(env, "click[next >]", false)).toBe("I try click[next >].");
   });
 });

@@ -7,7 +7,8 @@
  * WebShopCompact it succeeds on about 41% of the validation goals (mean reward 0.74) against about 6%
  * for random actions, and always buys within 5 actions.
  */
-import { type WebShopEnv, webShopPageHits } from "@ragen/envs";
+import type { WebShopEnv } from "./env.js";
+import { webShopPageHits } from "./pages.js";
 
 /** Where the instruction's option list starts: " with color: ...", the first "name: value" pair. */
 const OPTION_LIST = / with [a-z][a-z -]*: /;
@@ -78,4 +79,9 @@ export function webShopGuideAction(env: WebShopEnv): string {
       // A description, features or reviews page: back to the product.
       return "click[< prev]";
   }
+}
+
+/** WebShop's warm-start guide: `webShopGuideAction`, one action a turn. */
+export function webShopGuide(env: WebShopEnv): string[] {
+  return [webShopGuideAction(env)];
 }

@@ -1,7 +1,17 @@
-import { createEnv, evaluatePolicy, parseSokobanRoom, Rng, type SokobanEnv } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
-import { guideAction } from "../src/sft/guide.js";
-import { directionsTowards, sokobanGuideStep } from "../src/sft/sokoban-guide.js";
+import {
+  createEnv,
+  directionsTowards,
+  evaluatePolicy,
+  guideAction,
+  guidePlan,
+  oracleAction,
+  parseSokobanRoom,
+  Rng,
+  SokobanEnv,
+  sokobanGuideStep,
+  thoughtFor,
+} from "../src/index.js";
 
 /** A room from RAGEN's symbols: # wall, _ floor, O target, X box, P player. */
 const room = (text: string) => parseSokobanRoom(text.trim());
@@ -100,10 +110,20 @@ describe("Sokoban guide", () => {
     ).toThrow(/already|on the target/);
   });
 
-  it("is the warm start's guided policy on one-box Sokoban", () => {
+  it("is the warm start's guided policy on one-box Sokoban, one move a turn", () => {
     const env = createEnv("SimpleSokoban") as SokobanEnv;
     env.reset(5);
     expect(guideAction(env, new Rng(0, "test"))).toBe(sokobanGuideStep(env.room!).move);
+    expect(guidePlan(env, new Rng(0, "test"), 3)).toEqual([sokobanGuideStep(env.room!).move]);
+  });
+
+  it("plays the oracle's (the solver's) move in rooms with several boxes", () => {
+    const env = createEnv("LargerSokoban") as SokobanEnv;
+    for (const seed of [1, 2, 3]) {
+      env.reset(seed);
+      expect(env.room!.boxes.length).toBeGreaterThan(1);
+      expect(guidePlan(env, new Rng(seed, "test"), 3)).toEqual([oracleAction(env, new Rng(seed, "test"))]);
+    }
   });
 
   it("solves most SimpleSokoban rooms within 5 actions, far above random moves", () => {
@@ -119,5 +139,46 @@ describe("Sokoban guide", () => {
     const random = evaluatePolicy("SimpleSokoban", "random", { seeds, maxActions: 5 });
     expect(guided.successRate).toBeGreaterThan(0.5);
     expect(guided.successRate).toBeGreaterThan(4 * random.successRate);
+  });
+});
+
+describe("Sokoban thoughts", () => {
+  it("reads Sokoban's player, box and target cells, and spells out the guide's reasoning", () => {
+    const env = createEnv("SimpleSokoban");
+    const rows = env.reset(7).split("\n");
+    const cellOf = (symbol: string) => {
+      const row = rows.findIndex((line) => line.includes(symbol));
+      return `row ${row + 1}, column ${rows[row]!.indexOf(symbol) + 1}`;
+    };
+    const reading = `I am at ${cellOf("P")}; a box at ${cellOf("X")}; a target at ${cellOf("O")}.`;
+    const planned = guideAction(env, new Rng(0, "test"));
+    expect(thoughtFor(env, planned, true)).toMatch(
+      new RegExp(
+        `^${reading.replace(/[.()]/g, "\\$&")} The box must go (up|down|left|right), so I push it from row \\d, column \\d(; I am there, so I push|, [a-z ]+ of me(?: past the box)?, so I (?:move|step)) ${planned.toLowerCase()}\\.$`,
+      ),
+    );
+    expect(thoughtFor(env, "Left", false)).toBe(`${reading} I try left.`);
+  });
+
+  it("keeps a guided thought apart from a guess on Sokoban rooms with several boxes", () => {
+    const env = createEnv("LargerSokoban");
+    env.reset(3);
+    const planned = guideAction(env, new Rng(0, "test"));
+    expect(thoughtFor(env, planned, true)).toMatch(
+      new RegExp(`\\. Moving ${planned.toLowerCase()} is on my way to push the boxes onto the targets\\.$`),
+    );
+    expect(thoughtFor(env, planned, false)).toMatch(/\. I try [a-z]+\.$/);
+  });
+
+  it("names the Sokoban guide's push cell and the way there in its thought", () => {
+    const env = SokobanEnv.fromText("######\n#____#\n#_X_P#\n#____#\n#_O__#\n######");
+    expect(thoughtFor(env, "Up", true)).toBe(
+      "I am at row 3, column 5; a box at row 3, column 3; a target at row 5, column 3. The box must go down, " +
+        "so I push it from row 2, column 3, up and left of me, so I move up.",
+    );
+    const behind = SokobanEnv.fromText("######\n#____#\n#_P__#\n#_X__#\n#_O__#\n######");
+    expect(thoughtFor(behind, "Down", true)).toMatch(
+      /The box must go down, so I push it from row 3, column 3; I am there, so I push down\.$/,
+    );
   });
 });
