@@ -1,4 +1,4 @@
-import { evaluatePolicy, listPresets } from "@ragen/envs";
+import { actionBudget, evaluatePolicy } from "@ragen/envs";
 import { formatPercent, markdownTable } from "@ragen/logging";
 import { parseResponse, type Trajectory } from "@ragen/rollout";
 import type { EnvEvaluation, RolloutSettings } from "./evaluate.js";
@@ -40,8 +40,7 @@ const mean = (values: readonly number[]) =>
 
 /** The most actions an episode can take here: the preset's budget, and the turns times actions per turn. */
 export function actionLimit(preset: string, settings: RolloutSettings): number {
-  const budget = listPresets()[preset]?.maxActionsPerTraj ?? Number.POSITIVE_INFINITY;
-  return Math.min(budget, settings.maxTurns * settings.maxActionsPerTurn);
+  return actionBudget(preset, settings);
 }
 
 export function replyFollowsFormat(response: string, think: boolean): boolean {

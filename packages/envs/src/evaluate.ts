@@ -1,4 +1,5 @@
-import { createEnv, getEnvSpec, listPresets, oracleAction, randomAction } from "./registry.js";
+import { actionBudget } from "./budget.js";
+import { createEnv, getEnvSpec, oracleAction, randomAction } from "./registry.js";
 import { Rng } from "./rng.js";
 import type { ActionPolicy, Env } from "./types.js";
 
@@ -33,7 +34,7 @@ export interface PolicyEvaluation {
 export interface EvaluateOptions {
   /** Seeds to play (default 0..99). */
   seeds?: readonly number[];
-  /** Action budget per episode; defaults to the preset's maxActionsPerTraj, else 200. */
+  /** Action budget per episode; defaults to `actionBudget(nameOrPreset)`: the preset's maxActionsPerTraj, else 10. */
   maxActions?: number;
   /** Config overrides. */
   config?: object;
@@ -72,11 +73,6 @@ export const BUILTIN_POLICIES: Record<"oracle" | "random", ActionPolicy> = {
   random: (env, rng) => randomAction(env, rng),
 };
 
-/** The action budget RAGEN gives an env tag (its maxActionsPerTraj), or `fallback` for plain env names. */
-export function defaultMaxActions(nameOrPreset: string, fallback = 200): number {
-  return listPresets()[nameOrPreset]?.maxActionsPerTraj ?? fallback;
-}
-
 /** Play `policy` ("oracle", "random" or your own) on every seed and summarise. */
 export function evaluatePolicy(
   nameOrPreset: string,
@@ -85,7 +81,7 @@ export function evaluatePolicy(
 ): PolicyEvaluation {
   getEnvSpec(nameOrPreset); // fail early with the list of names
   const seeds = options.seeds ?? Array.from({ length: 100 }, (_, i) => i);
-  const maxActions = options.maxActions ?? defaultMaxActions(nameOrPreset);
+  const maxActions = options.maxActions ?? actionBudget(nameOrPreset);
   const act = typeof policy === "string" ? BUILTIN_POLICIES[policy] : policy;
   const env = createEnv(nameOrPreset, options.config);
   const episodes: EpisodeSummary[] = [];

@@ -1,4 +1,5 @@
 export * from "./bandit/index.js";
+export { actionBudget, DEFAULT_MAX_ACTIONS_PER_TRAJ, type TurnLimits } from "./budget.js";
 export {
   ConfigError,
   type ConfigIssue,
@@ -21,7 +22,6 @@ export {
 export * from "./countdown/index.js";
 export {
   BUILTIN_POLICIES,
-  defaultMaxActions,
   type EpisodeSummary,
   type EvaluateOptions,
   evaluatePolicy,

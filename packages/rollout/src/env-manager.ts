@@ -1,11 +1,9 @@
-import { createEnv, type Env, listPresets } from "@ragen/envs";
+import { actionBudget, createEnv, type Env } from "@ragen/envs";
 
 /** RAGEN's base of training seeds; each reset moves it on by envGroups. */
 export const TRAIN_SEED_BASE = 10000;
 /** RAGEN validates on the same seeds every time. */
 export const VALIDATION_SEED = 123;
-/** RAGEN's max_actions_per_traj for envs without a preset. */
-export const DEFAULT_MAX_ACTIONS_PER_TRAJ = 10;
 
 export interface EnvTagGroups {
   /** A preset tag (`FrozenLake`, `Bandit`, ...) or a registered env name. */
@@ -14,7 +12,7 @@ export interface EnvTagGroups {
   nGroups: number;
   /** Config overrides for the env. */
   config?: object;
-  /** Overrides the preset's action budget per trajectory. */
+  /** Overrides the tag's action budget per trajectory (`actionBudget(tag)` of @ragen/envs). */
   maxActionsPerTraj?: number;
 }
 
@@ -82,12 +80,10 @@ export class EnvManager {
         `nGroups per tag (${tags.map((t) => `${t.tag}: ${t.nGroups}`).join(", ")}) must be non-negative integers summing to envGroups (${envGroups})`,
       );
     }
-    const presets = listPresets();
     this.slots = [];
     let groupId = 0;
     for (const spec of tags) {
-      const budget =
-        spec.maxActionsPerTraj ?? presets[spec.tag]?.maxActionsPerTraj ?? DEFAULT_MAX_ACTIONS_PER_TRAJ;
+      const budget = spec.maxActionsPerTraj ?? actionBudget(spec.tag);
       if (!Number.isInteger(budget) || budget < 1)
         throw new EnvManagerConfigError(
           `maxActionsPerTraj of ${spec.tag} must be a positive integer, got ${budget}`,

@@ -1,6 +1,5 @@
 export { Conversation, type ConversationTurn, type TokenSequence } from "./conversation.js";
 export {
-  DEFAULT_MAX_ACTIONS_PER_TRAJ,
   EnvManager,
   type EnvManagerConfig,
   EnvManagerConfigError,

@@ -4,10 +4,9 @@
  * (Conversation), the policy's sampled ids spliced in, RAGEN's <think>/<answer> parsing and format
  * penalty, and the actions run against the trajectory's action budget.
  */
-import { createEnv, type Env, listPresets } from "@ragen/envs";
+import { actionBudget, createEnv, type Env } from "@ragen/envs";
 import {
   Conversation,
-  DEFAULT_MAX_ACTIONS_PER_TRAJ,
   deservesFormatPenalty,
   instructionText,
   type Policy,
@@ -71,7 +70,7 @@ export class AgentEpisode {
     readonly settings: EpisodeSettings,
   ) {
     this.env = createEnv(preset);
-    this.actionBudget = listPresets()[preset]?.maxActionsPerTraj ?? DEFAULT_MAX_ACTIONS_PER_TRAJ;
+    this.actionBudget = actionBudget(preset);
     this.observation = this.env.reset(seed);
     this.format = {
       enableThinking: true,

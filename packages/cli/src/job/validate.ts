@@ -2,11 +2,10 @@
  * Validation as RAGEN does it: the same envs (seeds 123, 124, ...) at every evaluation, sampled at the
  * validation temperature, so successes at different steps compare like with like.
  */
-import { listPresets } from "@ragen/envs";
+import { actionBudget as envActionBudget } from "@ragen/envs";
 import type { TrajectoryRecord } from "@ragen/logging";
 import { ProgressBar } from "@ragen/logging";
 import {
-  DEFAULT_MAX_ACTIONS_PER_TRAJ,
   EnvManager,
   type Policy,
   type RolloutOptions,
@@ -35,8 +34,7 @@ export function rolloutOptions(config: QuestConfig, mode: "train" | "val", seed:
 
 /** Actions an episode can take: the env's budget, or fewer when the turns run out first. */
 export function actionBudget(config: QuestConfig, envTag: string): number {
-  const envBudget = listPresets()[envTag]?.maxActionsPerTraj ?? DEFAULT_MAX_ACTIONS_PER_TRAJ;
-  return Math.min(envBudget, config.rollout.maxTurns * config.rollout.maxActionsPerTurn);
+  return envActionBudget(envTag, config.rollout);
 }
 
 /**

@@ -6,10 +6,10 @@
  * the action actually taken, so thinking and acting agree.
  */
 import {
+  actionBudget,
   createEnv,
   guidePlan,
   guidePlansAhead,
-  listPresets,
   Rng,
   randomAction,
   thoughtFor,
@@ -74,8 +74,7 @@ export function sftFormat(actionsPerTurn = 1): PromptFormat {
 
 /** One chat per seed, played by the oracle/random mix. Deterministic for the same options. */
 export function generateSftConversations(options: SftOptions): SftConversation[] {
-  const preset = listPresets()[options.envTag];
-  const budget = preset?.maxActionsPerTraj ?? 10;
+  const budget = actionBudget(options.envTag);
   const maxTurns = options.maxTurns ?? 5;
   const actionsPerTurn = options.actionsPerTurn ?? 1;
   const randomActionsPerTurn = options.randomActionsPerTurn ?? actionsPerTurn;

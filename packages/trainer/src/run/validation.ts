@@ -3,10 +3,9 @@
  * validation temperature, so successes at different steps compare like with like; and the rollout
  * options and env groups of training, derived from the settings in one place.
  */
-import { listPresets } from "@ragen/envs";
+import { actionBudget as envActionBudget } from "@ragen/envs";
 import type { ProgressStream, TrajectoryRecord } from "@ragen/logging";
 import {
-  DEFAULT_MAX_ACTIONS_PER_TRAJ,
   EnvManager,
   type EnvTagGroups,
   type Policy,
@@ -61,8 +60,7 @@ export function validationEnvs(settings: TrainingSettings): string[] {
 
 /** Actions an episode can take: the env's budget, or fewer when the turns run out first. */
 export function actionBudget(settings: TrainingSettings, envTag: string): number {
-  const envBudget = listPresets()[envTag]?.maxActionsPerTraj ?? DEFAULT_MAX_ACTIONS_PER_TRAJ;
-  return Math.min(envBudget, settings.rollout.maxTurns * settings.rollout.maxActionsPerTurn);
+  return envActionBudget(envTag, settings.rollout);
 }
 
 /**
