@@ -3,7 +3,7 @@
  * device, then plays the same start state as the person, a turn at a time, showing each turn's
  * <think> text, the action and the state it led to.
  */
-import { listPresets, WebShopEnv } from "@ragen/envs";
+import { isWebShopEnv, listPresets } from "@ragen/envs";
 import { LocalModelPolicy } from "@ragen/rollout";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import { AGENT_CHECKPOINTS, type AgentCheckpoint } from "../checkpoints.js";
@@ -229,7 +229,7 @@ export class AgentPanel {
 
   private stateView(episode: AgentEpisode, svg: string, text: string): HTMLElement {
     // WebShop's page is text: show it as text rather than as a picture of text.
-    return episode.env instanceof WebShopEnv
+    return isWebShopEnv(episode.env)
       ? h("pre", { class: "state-text shop-state" }, text)
       : svgNode(svg, "the state after this turn");
   }

@@ -2,7 +2,7 @@
  * "You play": the board (the env's SVG render, or the WebShop page), arrow keys and buttons on grid
  * envs, the oracle's hint, and reward / done / success after every move.
  */
-import { listPresets, WebShopEnv } from "@ragen/envs";
+import { isWebShopEnv, listPresets } from "@ragen/envs";
 import { h, svgNode } from "../dom.js";
 import { HumanGame } from "./human-game.js";
 import { webShopView } from "./webshop-view.js";
@@ -144,8 +144,7 @@ export class PlayPanel {
     const game = this.game;
     if (!game) return;
     const env = game.env;
-    if (env instanceof WebShopEnv)
-      this.board.replaceChildren(webShopView(env, (a) => this.act(a), this.hinted));
+    if (isWebShopEnv(env)) this.board.replaceChildren(webShopView(env, (a) => this.act(a), this.hinted));
     else this.board.replaceChildren(svgNode(env.renderSvg(), "the current state"));
     for (const button of this.pad.querySelectorAll<HTMLButtonElement>("button")) {
       button.disabled = game.over;
