@@ -7,12 +7,11 @@
  * The WebGPU backend stores f16 as halves; the CPU backend emulates it as f32 words rounded to halves.
  */
 
+import type { AttentionDims } from "./core/attention.js";
 import type { DType, FloatDType } from "./core/dtype.js";
-import type { BinaryOp, UnaryOp } from "./kernels/elementwise.js";
-import type { ReduceOp } from "./kernels/reduce.js";
-import type { AttentionDims } from "./reference/attention.js";
+import type { BinaryOp, ReduceOp, UnaryOp } from "./core/ops.js";
 
-// The op vocabularies are the kernels' own; re-exported so users of the interface need one import.
+// Re-exported so users of the interface need one import.
 export type { AttentionDims, BinaryOp, DType, FloatDType, ReduceOp, UnaryOp };
 
 export interface Backend<B = unknown> {

@@ -1,5 +1,5 @@
 import type { Backend, DType } from "./backend.js";
-import { roundToHalves } from "./reference/layout.js";
+import { roundToHalves } from "./core/half-float.js";
 import { Storage, shapeSize, Tensor } from "./tensor.js";
 
 /**

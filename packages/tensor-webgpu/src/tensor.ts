@@ -1,5 +1,5 @@
 import type { Backend, DType } from "./backend.js";
-import { decodeHalves } from "./reference/layout.js";
+import { float16ArrayToFloat32 } from "./core/half-float.js";
 
 /**
  * A reference-counted device buffer. Several tensors may share one (reshape is free); it returns to
@@ -121,7 +121,7 @@ export class Tensor {
     const bytes = await this.backend.read(this.storage.buffer, this.size * elementBytes);
     if (this.dtype === "i32") return new Int32Array(bytes);
     // Halves on the device; a backend that emulates f16 in f32 words reads like f32.
-    if (elementBytes === 2) return decodeHalves(new Uint16Array(bytes), this.size);
+    if (elementBytes === 2) return float16ArrayToFloat32(new Uint16Array(bytes, 0, this.size));
     return new Float32Array(bytes);
   }
 

@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { checkAttentionDims, EMPTY_ROW_LSE } from "../src/core/attention.js";
 import {
   attentionBackwardRef,
   attentionForwardRef,
   attentionForwardRefF64,
-  checkAttentionDims,
-  EMPTY_ROW_LSE,
 } from "../src/reference/attention.js";
 import { randomArray } from "./helpers.js";
 

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { type AttentionDims, EMPTY_ROW_LSE } from "../src/core/attention.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import {
   attentionBackward,
@@ -6,13 +7,7 @@ import {
   attentionTuning,
   decodeAttention,
 } from "../src/kernels/attention/index.js";
-import {
-  type AttentionDims,
-  attentionBackwardRef,
-  attentionForwardRef,
-  decodeAttentionRef,
-  EMPTY_ROW_LSE,
-} from "../src/reference/attention.js";
+import { attentionBackwardRef, attentionForwardRef, decodeAttentionRef } from "../src/reference/attention.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
 // Each distinct headDim (and tile choice) is a new shader: on lavapipe its first use costs a second or

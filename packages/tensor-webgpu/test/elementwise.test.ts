@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
+import type { BinaryOp, UnaryOp } from "../src/core/ops.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import {
   affine,
-  type BinaryOp,
   binary,
   clamp,
   contiguousStrides,
   planBinary,
-  type UnaryOp,
   unary,
   where,
 } from "../src/kernels/elementwise.js";

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { groupTokenPositions } from "../src/core/token-groups.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { limitBindingsForTesting } from "../src/kernels/binding-windows.js";
-import { embedding, embeddingBackward, groupTokenPositions } from "../src/kernels/embedding.js";
+import { embedding, embeddingBackward } from "../src/kernels/embedding.js";
 import { embeddingBackwardRef, embeddingRef } from "../src/reference/embedding.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { roundToHalf } from "../src/core/half-float.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { affine, binary, unary } from "../src/kernels/elementwise.js";
 import { cast, fill, stridedCopy } from "../src/kernels/layout.js";
@@ -13,7 +14,6 @@ import { affineRef, binaryRef, unaryRef } from "../src/reference/elementwise.js"
 import {
   fromHalfBits,
   packF16Ref,
-  roundToHalf,
   stridedCopyRef,
   toHalfBits,
   unpackF16Ref,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { ReduceOp } from "../src/core/ops.js";
 import type { GpuContext } from "../src/gpu/context.js";
-import { argmax, type ReduceOp, reduce, reduceTuning } from "../src/kernels/reduce.js";
+import { argmax, reduce, reduceTuning } from "../src/kernels/reduce.js";
 import { argmaxRef, reduceRef } from "../src/reference/reduce.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 

@@ -1,9 +1,10 @@
 import type { Backend, DType } from "../backend.js";
+import { roundToHalf, roundToHalves } from "../core/half-float.js";
 import { swigluBackwardRef, swigluRef } from "../reference/activation.js";
 import { attentionBackwardRef, attentionForwardRef, decodeAttentionRef } from "../reference/attention.js";
 import { affineRef, binaryRef, clampRef, unaryRef, whereRef } from "../reference/elementwise.js";
 import { embeddingBackwardRef, embeddingRef } from "../reference/embedding.js";
-import { castRef, fillRef, roundToHalf, roundToHalves, stridedCopyRef } from "../reference/layout.js";
+import { castRef, fillRef, stridedCopyRef } from "../reference/layout.js";
 import {
   crossEntropyBackwardRef,
   crossEntropyRef,

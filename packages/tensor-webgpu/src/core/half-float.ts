@@ -145,3 +145,31 @@ export function float32ArrayToBfloat16(values: Float32Array): Uint16Array {
   for (let i = 0; i < values.length; i++) result[i] = float32BitsToBfloat16Bits(bits[i]!);
   return result;
 }
+
+/**
+ * `value` rounded to the nearest binary16 value (ties to even; overflow to infinity, NaN kept): f16 storage
+ * emulated in f32. The same result as float16BitsToFloat32(float32ToFloat16Bits(value)), in plain
+ * arithmetic (the CPU backend rounds every element an op writes to an f16 tensor).
+ */
+export function roundToHalf(value: number): number {
+  const magnitude = Math.abs(value);
+  if (magnitude === 0 || Number.isNaN(value)) return value;
+  if (magnitude >= 65520) return value < 0 ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  let exponent = Math.floor(Math.log2(magnitude));
+  // log2 may be off by one next to powers of two.
+  if (2 ** exponent > magnitude) exponent--;
+  else if (2 ** (exponent + 1) <= magnitude) exponent++;
+  const quantum = 2 ** (Math.max(exponent, -14) - 10); // subnormals: 2^-24
+  const scaled = magnitude / quantum; // exact: quantum is a power of two
+  let steps = Math.floor(scaled);
+  const remainder = scaled - steps;
+  if (remainder > 0.5 || (remainder === 0.5 && steps % 2 === 1)) steps++;
+  const rounded = steps * quantum;
+  return value < 0 ? -rounded : rounded;
+}
+
+/** Round the first n entries of `values` to binary16 values in place. */
+export function roundToHalves(values: Float32Array, n = values.length): Float32Array {
+  for (let i = 0; i < n; i++) values[i] = roundToHalf(values[i]!);
+  return values;
+}

@@ -17,6 +17,7 @@
  * uniform packing, dimension merging, NaN-safe WGSL functions).
  */
 import type { FloatDType } from "../core/dtype.js";
+import type { BinaryOp, UnaryOp } from "../core/ops.js";
 import { type Binding, type GpuContext, grid } from "../gpu/context.js";
 
 // ---------------------------------------------------------------------------------------------------
@@ -200,20 +201,6 @@ export function recordBodyAndTail(
 
 // ---------------------------------------------------------------------------------------------------
 // Binary ops
-
-export type BinaryOp =
-  | "add"
-  | "sub"
-  | "mul"
-  | "div"
-  | "max"
-  | "min"
-  | "pow"
-  | "gt"
-  | "ge"
-  | "lt"
-  | "le"
-  | "eq";
 
 const BINARY_WGSL: Record<BinaryOp, string> = {
   add: "a + b",
@@ -552,23 +539,6 @@ export function binary(
 
 // ---------------------------------------------------------------------------------------------------
 // Unary ops
-
-export type UnaryOp =
-  | "neg"
-  | "exp"
-  | "log"
-  | "sqrt"
-  | "rsqrt"
-  | "abs"
-  | "tanh"
-  | "sigmoid"
-  | "silu"
-  | "relu"
-  | "square"
-  | "reciprocal"
-  | "sin"
-  | "cos"
-  | "sign";
 
 const UNARY_WGSL: Record<UnaryOp, string> = {
   neg: "-x",

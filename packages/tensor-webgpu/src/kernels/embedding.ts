@@ -4,9 +4,9 @@
  *
  * Forward: one workgroup per token; lanes copy the row in vec4s (when dim % 4 == 0). Ids outside
  * [0, vocab) give zero rows and never read the table.
- * Backward: the CPU groups token positions by id (groupTokenPositions: the ids are known on the CPU
- * anyway, they came from the tokenizer or the sampler); one workgroup per distinct id then sums its
- * positions' dOut rows in position order and adds the sum to its table row. No two workgroups touch the
+ * Backward: the CPU groups token positions by id (groupTokenPositions, ../core/token-groups.ts: the ids
+ * are known on the CPU anyway, they came from the tokenizer or the sampler); one workgroup per distinct id
+ * then sums its positions' dOut rows in position order and adds the sum to its table row. No two workgroups touch the
  * same row, so there are no races and the result is bit-reproducible.
  * Tables larger than one storage binding (151936 x 896 f32 is 544 MB; lavapipe binds at most 128 MiB) are
  * split into slices of rows, one dispatch each; a dispatch handles the tokens whose id falls in its slice.
@@ -140,37 +140,6 @@ export function embedding(
       );
     });
   }
-}
-
-/**
- * The token positions of each distinct id, for a deterministic scatter-add without atomics: the ids in
- * ascending order, and for the u-th one its positions positions[offsets[u] .. offsets[u+1]) in ascending
- * order. Negative ids, and ids >= vocab when `vocab` is given, are left out (their rows of the forward
- * output were zeros, so they get no gradient).
- */
-export function groupTokenPositions(
-  ids: Int32Array,
-  vocab?: number,
-): { uniqueIds: Int32Array; offsets: Int32Array; positions: Int32Array } {
-  const byId = new Map<number, number[]>();
-  ids.forEach((id, position) => {
-    if (id < 0 || (vocab !== undefined && id >= vocab)) return;
-    let list = byId.get(id);
-    if (!list) {
-      list = [];
-      byId.set(id, list);
-    }
-    list.push(position);
-  });
-  const uniqueIds = Int32Array.from(byId.keys()).sort();
-  const offsets = new Int32Array(uniqueIds.length + 1);
-  const positions = new Int32Array(ids.length);
-  let filled = 0;
-  uniqueIds.forEach((id, u) => {
-    for (const position of byId.get(id)!) positions[filled++] = position;
-    offsets[u + 1] = filled;
-  });
-  return { uniqueIds, offsets, positions: positions.slice(0, filled) };
 }
 
 /**

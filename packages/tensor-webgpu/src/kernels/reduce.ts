@@ -13,6 +13,7 @@
  *   When there are too few outputs to fill the machine, `size` is cut into chunks the same way.
  * argmax: rows as above with a (value, index) pair per lane, ties going to the lower index.
  */
+import type { ReduceOp } from "../core/ops.js";
 import type { Binding, GpuContext } from "../gpu/context.js";
 import {
   FLOAT_BITS_WGSL,
@@ -32,8 +33,6 @@ import {
   rowMain,
   workgroupReduce,
 } from "./wgsl/row-reduce.js";
-
-export type ReduceOp = "sum" | "mean" | "max" | "min";
 
 /** How partial results combine: mean sums and divides once at the end. */
 type Combine = "sum" | "max" | "min";

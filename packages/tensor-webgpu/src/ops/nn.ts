@@ -1,6 +1,6 @@
 import { record } from "../autograd.js";
 import type { Backend } from "../backend.js";
-import { groupTokenPositions } from "../kernels/embedding.js";
+import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
 import { inF32 } from "./precision.js";

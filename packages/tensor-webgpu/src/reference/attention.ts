@@ -9,27 +9,7 @@
  *   j >= kvStart[b] (when kvStart is given) and, when causal, j <= i + (kvLen - seqLen).
  * - A query row with no visible key outputs zeros, has lse = EMPTY_ROW_LSE and gets zero gradients.
  */
-
-export interface AttentionDims {
-  batch: number;
-  seqLen: number;
-  kvLen: number;
-  /** Rows per sequence in the k and v buffers (>= kvLen); default kvLen. */
-  kvCapacity?: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
-  /** Mask keys after each query's own position; default true. */
-  causal?: boolean;
-  /** Multiplies Q·Kᵀ; default 1/sqrt(headDim). */
-  scale?: number;
-}
-
-/**
- * The lse written for a query row that sees no key (only possible with kvStart): log(0) would be -inf,
- * which turns into NaN in the arithmetic of whoever reads it; this finite stand-in does not.
- */
-export const EMPTY_ROW_LSE = -1e30;
+import { type AttentionDims, checkAttentionDims, EMPTY_ROW_LSE } from "../core/attention.js";
 
 export interface AttentionRefInputs extends AttentionDims {
   q: ArrayLike<number>;
@@ -54,28 +34,6 @@ export interface DecodeAttentionRefInputs {
   numKvHeads: number;
   headDim: number;
   scale?: number;
-}
-
-/** Validate dimensions; throws a RangeError naming what is wrong. */
-export function checkAttentionDims(dims: AttentionDims): void {
-  const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = dims;
-  const capacity = dims.kvCapacity ?? kvLen;
-  for (const [name, value] of Object.entries({ batch, seqLen, kvLen, numHeads, numKvHeads, headDim })) {
-    if (!Number.isInteger(value) || value < 1) {
-      throw new RangeError(`attention: ${name} must be a positive integer, got ${value}`);
-    }
-  }
-  if (!Number.isInteger(capacity) || capacity < kvLen) {
-    throw new RangeError(`attention: kvCapacity (${capacity}) must be an integer >= kvLen (${kvLen})`);
-  }
-  if (numHeads % numKvHeads !== 0) {
-    throw new RangeError(
-      `attention: numHeads (${numHeads}) must be a multiple of numKvHeads (${numKvHeads})`,
-    );
-  }
-  if ((dims.causal ?? true) && seqLen > kvLen) {
-    throw new RangeError(`attention: causal attention needs seqLen (${seqLen}) <= kvLen (${kvLen})`);
-  }
 }
 
 /** Is key `key` visible to query row `row` of sequence `b`? */

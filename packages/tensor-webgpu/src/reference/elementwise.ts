@@ -2,7 +2,7 @@
  * Reference element-wise ops on typed arrays: the ground truth for the WGSL kernels in
  * ../kernels/elementwise.ts, computed in double precision and rounded to f32 on store.
  */
-import type { BinaryOp, UnaryOp } from "../kernels/elementwise.js";
+import type { BinaryOp, UnaryOp } from "../core/ops.js";
 
 const BINARY: Record<BinaryOp, (a: number, b: number) => number> = {
   add: (a, b) => a + b,

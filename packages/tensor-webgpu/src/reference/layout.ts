@@ -1,9 +1,9 @@
 /**
- * Reference layout ops on typed arrays: the ground truth for ../kernels/layout.ts, including a plain
- * arithmetic f32 <-> binary16 conversion.
+ * Reference layout ops on typed arrays: the ground truth for ../kernels/layout.ts (f16 rounding and
+ * conversions come from ../core/half-float.ts).
  */
 import type { DType } from "../core/dtype.js";
-import { float16ArrayToFloat32, float16BitsToFloat32, float32ToFloat16Bits } from "../core/half-float.js";
+import { float16BitsToFloat32, float32ToFloat16Bits, roundToHalf } from "../core/half-float.js";
 
 type Words = Float32Array | Int32Array;
 
@@ -95,39 +95,6 @@ export function castRef(args: { x: Words; out: Words; n: number; from: DType; to
 /** The binary16 bit pattern of `value` as f32 storage holds it (ties to even), through the one converter (core/half-float.ts). */
 export function toHalfBits(value: number): number {
   return float32ToFloat16Bits(value);
-}
-
-/**
- * `value` rounded to the nearest binary16 value (ties to even; overflow to infinity, NaN kept): f16 storage
- * emulated in f32. The same result as fromHalfBits(toHalfBits(value)), without its loops (the CPU backend
- * rounds every element an op writes to an f16 tensor).
- */
-export function roundToHalf(value: number): number {
-  const magnitude = Math.abs(value);
-  if (magnitude === 0 || Number.isNaN(value)) return value;
-  if (magnitude >= 65520) return value < 0 ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
-  let exponent = Math.floor(Math.log2(magnitude));
-  // log2 may be off by one next to powers of two.
-  if (2 ** exponent > magnitude) exponent--;
-  else if (2 ** (exponent + 1) <= magnitude) exponent++;
-  const quantum = 2 ** (Math.max(exponent, -14) - 10); // subnormals: 2^-24
-  const scaled = magnitude / quantum; // exact: quantum is a power of two
-  let steps = Math.floor(scaled);
-  const remainder = scaled - steps;
-  if (remainder > 0.5 || (remainder === 0.5 && steps % 2 === 1)) steps++;
-  const rounded = steps * quantum;
-  return value < 0 ? -rounded : rounded;
-}
-
-/** Round the first n entries of `values` to binary16 values in place. */
-export function roundToHalves(values: Float32Array, n = values.length): Float32Array {
-  for (let i = 0; i < n; i++) values[i] = roundToHalf(values[i]!);
-  return values;
-}
-
-/** Decode n halves (binary16 bit patterns) to f32. */
-export function decodeHalves(bits: Uint16Array, n = bits.length): Float32Array {
-  return float16ArrayToFloat32(bits.subarray(0, n));
 }
 
 /** The value of a binary16 bit pattern. */

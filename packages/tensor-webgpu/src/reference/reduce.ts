@@ -2,7 +2,7 @@
  * Reference reductions on typed arrays: the ground truth for ../kernels/reduce.ts. Sums accumulate in
  * double precision, so the reference is at least as accurate as any f32 order.
  */
-import type { ReduceOp } from "../kernels/reduce.js";
+import type { ReduceOp } from "../core/ops.js";
 
 /** out[o, j] = op over k of x[o, k, j] for x contiguous [outer, size, inner]. */
 export function reduceRef(args: {

@@ -12,8 +12,9 @@
  * Both gradient kernels bind the same inputs, stage query and key blocks the same way and share the
  * score phase (P and dS of a tile); they differ in which block stays and what they accumulate.
  */
+
+import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
-import { type AttentionDims, checkAttentionDims } from "../../reference/attention.js";
 import { checkHeadDim, each, roundUp } from "./shared.js";
 import {
   commonWgsl,

@@ -6,8 +6,9 @@
  * partial outputs with their (max, sum); a combine dispatch merges the splits of each head. Splits are
  * sized so that short caches use one or two and long ones fill the GPU.
  */
+
+import { checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
-import { checkAttentionDims } from "../../reference/attention.js";
 import { f32Bits, uniforms } from "../elementwise.js";
 import { cachedCode, checkHeadDim, each, MASKED, resolveScale } from "./shared.js";
 

@@ -6,8 +6,9 @@
  * vec4 columns tx + TX*c. Only KV blocks that the causal mask and kvStart leave (partly) visible are
  * visited. Query blocks run last-first so the longest start first.
  */
+
+import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { type AttentionDims, checkAttentionDims } from "../../reference/attention.js";
 import { checkHeadDim, EMPTY_LSE, each, MASKED, roundUp } from "./shared.js";
 import {
   commonWgsl,

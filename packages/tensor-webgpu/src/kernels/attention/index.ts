@@ -9,7 +9,7 @@
  * value of lse for a row that sees no key are those of ../../reference/attention.ts. No kernel
  * materialises the seqLen x kvLen score matrix.
  */
-export type { AttentionDims } from "../../reference/attention.js";
+export type { AttentionDims } from "../../core/attention.js";
 export { type AttentionBackwardArgs, attentionBackward } from "./backward.js";
 export { type DecodeAttentionArgs, decodeAttention } from "./decode.js";
 export { type AttentionForwardArgs, attentionForward } from "./forward.js";

@@ -2,7 +2,7 @@
  * Helpers of every attention kernel (prefill forward, backward and decode): argument checks, the scale,
  * WGSL generation and its cache.
  */
-import { EMPTY_ROW_LSE } from "../../reference/attention.js";
+import { EMPTY_ROW_LSE } from "../../core/attention.js";
 import { wgslCache } from "../wgsl/code-cache.js";
 
 /** Largest supported headDim (the tiles must fit in workgroup memory). */

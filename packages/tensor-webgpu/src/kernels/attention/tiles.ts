@@ -12,8 +12,9 @@
  * Loop bounds that equal baked-in constants are passed as uniforms so that lavapipe's LLVM does not unroll
  * them: unrolled, each shader took several seconds longer to JIT, for no speed-up.
  */
+
+import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import type { AttentionDims } from "../../reference/attention.js";
 import { f32Bits, uniforms } from "../elementwise.js";
 import { cachedCode, each, resolveScale } from "./shared.js";
 
