@@ -2,12 +2,17 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
+import { saveTinyModel } from "@ragen/sft/node";
+import { SMOKE_RUN_SETTINGS } from "@ragen/trainer";
+import {
+  evalModelSource,
+  formatEvalSummary,
+  resolveRunSettings,
+  runEval,
+  trainInFolder,
+} from "@ragen/trainer/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runRagen } from "../src/commands/main.js";
-import { resolveQuestConfig } from "../src/job/config.js";
-import { evalModelSource, formatEvalSummary, runEval } from "../src/job/evaluate.js";
-import { SMOKE_RUN_SETTINGS, saveTinyModel } from "../src/job/tiny-model.js";
-import { runQuest } from "../src/job/train.js";
 
 const root = mkdtempSync(join(tmpdir(), "ragen-eval-"));
 const modelDir = join(root, "model");
@@ -33,7 +38,10 @@ beforeAll(async () => {
   await saveTinyModel(modelDir, { envTags: ["FrozenLake", "Bandit"] });
   // A run of 0 steps: its step-0 validation and a checkpoint of the untrained model.
   await quiet(() =>
-    runQuest(resolveQuestConfig([...settings, `model=${modelDir}`, `outDir=${runDir}`, "steps=0"])),
+    resolveRunSettings({
+      overrides: [...settings, `model=${modelDir}`, `outDir=${runDir}`, "steps=0"],
+      cwd: root,
+    }).then(trainInFolder),
   );
 });
 
@@ -49,7 +57,12 @@ describe("ragen eval", () => {
 
   it("validates a checkpoint exactly as the job does, beside the baselines, and writes the run files", async () => {
     const outDir = join(root, "eval");
-    const config = resolveQuestConfig([...settings, `model=${runDir}`, `outDir=${outDir}`]);
+    const { settings: config } = await resolveRunSettings({
+      overrides: [...settings, `model=${runDir}`, `outDir=${outDir}`],
+      cwd: root,
+      training: false,
+      sizeModel: false,
+    });
     const summary = await quiet(() => runEval(config));
     expect(summary.weights).toBe(join(runDir, "checkpoint", "actor"));
     expect(summary.rows.map((r) => r.env)).toEqual(["FrozenLake", "Bandit"]);

@@ -2,17 +2,22 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseSafetensors } from "@ragen/models";
+import { generateReadingDrills, generateSftDataset } from "@ragen/sft";
+import {
+  fineTune,
+  loadLoraAdapter,
+  readSftJsonl,
+  saveLoraAdapter,
+  saveMergedPolicy,
+  saveTinyModel,
+  writeSftJsonl,
+} from "@ragen/sft/node";
 import { createCpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
+import type { LoadedPolicy } from "@ragen/trainer";
+import { loadPolicy } from "@ragen/trainer/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runRagen } from "../src/commands/main.js";
 import { resolveSftDataConfig, resolveSftTrainConfig, sftLearningRate } from "../src/commands/sft.js";
-import { type LoadedPolicy, loadPolicy } from "../src/job/model.js";
-import { saveTinyModel } from "../src/job/tiny-model.js";
-import { readSftJsonl, writeSftJsonl } from "../src/sft/data-file.js";
-import { generateSftDataset } from "../src/sft/dataset.js";
-import { fineTune, saveMergedPolicy } from "../src/sft/fine-tune.js";
-import { loadLoraAdapter, saveLoraAdapter } from "../src/sft/lora-adapter.js";
-import { generateReadingDrills } from "../src/sft/sft-data.js";
 
 const root = mkdtempSync(join(tmpdir(), "ragen-sft-"));
 const baseDir = join(root, "base");
@@ -90,7 +95,7 @@ describe("SFT data", () => {
       /chats: FrozenLake is not among envs/,
     );
     expect(() => resolveSftDataConfig(["envs=Chess"])).toThrow(/unknown env "Chess"/);
-    expect(() => resolveSftDataConfig(["chats=FrozenLake=x"])).toThrow(/Tag=value pairs/);
+    expect(() => resolveSftDataConfig(["chats=FrozenLake=x"])).toThrow(/Tag=N pairs/);
     expect(resolveSftDataConfig([]).actionsPerTurn).toBe(1);
     expect(resolveSftDataConfig(["actionsPerTurn=2"]).actionsPerTurn).toBe(2);
     expect(resolveSftDataConfig([]).oracleChoice).toBe("turn");

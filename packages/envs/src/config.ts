@@ -43,7 +43,8 @@ export class EnvConfigError extends ConfigError {
 
 /** "  - quest.yaml:12: train.envGroups: must be >= 1 (allowed: ...)" */
 function formatIssue(issue: ConfigIssue): string {
-  const field = issue.field === "" ? "config" : issue.field;
+  // A problem with the config as a whole (not an object, a file that is missing) names no field.
+  const field = issue.field === "" ? "" : `${issue.field}: `;
   const allowed = issue.allowed
     ? ` (allowed: ${issue.allowed.map((a) => JSON.stringify(a)).join(", ")})`
     : "";
@@ -53,7 +54,7 @@ function formatIssue(issue: ConfigIssue): string {
       : issue.source === "command line"
         ? "command line: "
         : `${issue.source.file}${issue.source.line === undefined ? "" : `:${issue.source.line}`}: `;
-  return `  - ${where}${field}: ${issue.message}${allowed}`;
+  return `  - ${where}${field}${issue.message}${allowed}`;
 }
 
 /** A one-issue ConfigError about the command line. */
@@ -209,8 +210,8 @@ export function parseTagValues(field: string, value: unknown): unknown {
   return Object.fromEntries(
     value.split(",").map((pair) => {
       const [tag, raw, ...more] = pair.split("=");
-      if (!tag?.trim() || raw === undefined || raw.trim() === "" || more.length > 0)
-        throw overrideError(field, `expected Tag=N pairs, got "${value}"`);
+      if (!tag?.trim() || raw === undefined || raw.trim() === "" || more.length > 0 || Number.isNaN(Number(raw)))
+        throw overrideError(field, `expected Tag=N pairs (N a number), got "${value}"`);
       return [tag.trim(), Number(raw)];
     }),
   );

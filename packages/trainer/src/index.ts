@@ -84,3 +84,4 @@ export {
   settingsHelp,
   settingsSchema,
 } from "./settings/schema.js";
+export { SMOKE_RUN_SETTINGS } from "./settings/smoke.js";

@@ -3,8 +3,7 @@
  * the oracle and random baselines. `<model>`: a run folder, its checkpoint/ or checkpoint/actor, a Hugging
  * Face folder, "embedded" or a Hub id.
  */
-import { formatEvalSummary, runEval } from "../job/evaluate.js";
-import { parseJobArgs, resolveJobConfig } from "../job/job-cli.js";
+import { formatEvalSummary, parseRunArguments, resolveRunSettings, runEval } from "@ragen/trainer/node";
 import { commandCwd, UsageError } from "./usage.js";
 
 export const EVAL_HELP = `usage: ragen eval <model> [--config file.yaml] [key=value ...]
@@ -28,11 +27,15 @@ export async function evalCommand(args: readonly string[]): Promise<void> {
     return;
   }
   const modelArgs = first.includes("=") || first.startsWith("-") ? args : [`model=${first}`, ...rest];
-  const parsed = parseJobArgs(modelArgs);
-  const config = resolveJobConfig(parsed, {
+  const { configFile, overrides } = parseRunArguments(modelArgs);
+  const { settings: config } = await resolveRunSettings({
+    configFile,
+    overrides,
     cwd: commandCwd(),
-    defaults: [`outDir=${EVAL_OUT_DIR}`],
+    experiment: [{ source: "ragen eval", overrides: [`outDir=${EVAL_OUT_DIR}`] }],
     training: false,
+    // Evaluation trains nothing, so the size-dependent learning rates do not matter (and a run folder has no config.json).
+    sizeModel: false,
   });
   console.log(`RAGEN.ts eval — ${config.model} on ${config.validation.groupsPerEnv} seeds per env\n`);
   const summary = await runEval(config);

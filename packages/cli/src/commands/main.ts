@@ -2,8 +2,9 @@
  * `ragen <subcommand> ...`: dispatch to the subcommands, `--version` and `--help`. Exit codes: 0 done,
  * 1 the work failed, 2 the command line or a config was wrong (the message says which part).
  */
+
+import { ConfigError } from "@ragen/envs";
 import { packageVersion } from "../version.js";
-import { UsageError } from "./usage.js";
 
 // Each command is imported when it runs: `ragen envs` and `ragen play` need no GPU code loaded.
 
@@ -58,7 +59,8 @@ export async function runRagen(argv: readonly string[]): Promise<number> {
     await subcommand.run(rest);
     return 0;
   } catch (error) {
-    if (error instanceof UsageError) {
+    // A bad command line or setting (ConfigError, UsageError included) is the user's to fix: code 2.
+    if (error instanceof ConfigError) {
       console.error(`ragen ${command}: ${error.message}`);
       return 2;
     }

@@ -5,24 +5,32 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
+  ConfigError,
   type ConfigSchema,
-  EnvConfigError,
   listEnvs,
   listPresets,
+  parseList,
   parseOverrides,
+  parseTagValues,
   validateConfig,
 } from "@ragen/envs";
 import { ProgressBar } from "@ragen/logging";
 import { writeFileAtomic } from "@ragen/logging/node";
 import { QWEN2_LINEAR_MODULES } from "@ragen/models";
+import { generateSftDataset } from "@ragen/sft";
+import {
+  fineTune,
+  type LoraTarget,
+  loadLoraAdapter,
+  readSftJsonl,
+  saveLoraAdapter,
+  saveMergedPolicy,
+  writeSftJsonl,
+} from "@ragen/sft/node";
 import { type Backend, createCpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
-import { EMBEDDED_MODEL, SMALL_MODEL_PARAMETERS } from "../job/config.js";
-import { describeConfigFields } from "../job/config-help.js";
-import { loadPolicy, parameterCount } from "../job/model.js";
-import { readSftJsonl, writeSftJsonl } from "../sft/data-file.js";
-import { generateSftDataset } from "../sft/dataset.js";
-import { fineTune, type LoraTarget, saveMergedPolicy } from "../sft/fine-tune.js";
-import { loadLoraAdapter, saveLoraAdapter } from "../sft/lora-adapter.js";
+import { EMBEDDED_MODEL, parameterCount, SMALL_MODEL_PARAMETERS } from "@ragen/trainer";
+import { loadPolicy } from "@ragen/trainer/node";
+import { describeConfigFields } from "./schema-help.js";
 import { commandCwd, UsageError } from "./usage.js";
 
 const device = {
@@ -237,87 +245,56 @@ fields (default):
 ${describeConfigFields(sftMergeSchema)}`,
 };
 
-/** "Tag=value,Tag=value" or one number for every env, as a map over `envs`. */
-function perEnv(
-  field: string,
-  value: unknown,
-  envs: readonly string[],
-  fallback: number,
-): Record<string, unknown> {
+/** A bad value of a field given on the command line. */
+function fieldError(field: string, message: string): ConfigError {
+  return new ConfigError("command line", [{ field, message, source: "command line" }]);
+}
+
+/** One number for every env, or Tag=value pairs, as a map over `envs`; the schema checks the values. */
+function perEnv(field: string, value: unknown, envs: readonly string[], fallback: number): unknown {
   if (value === undefined) return Object.fromEntries(envs.map((env) => [env, fallback]));
   if (typeof value === "number") return Object.fromEntries(envs.map((env) => [env, value]));
-  if (typeof value === "string") {
-    const pairs = value.split(",").map((pair) => {
-      const [tag, raw, ...more] = pair.split("=");
-      const number = Number(raw);
-      if (!tag || raw === undefined || more.length > 0 || raw.trim() === "" || Number.isNaN(number))
-        throw new UsageError(`${field}: expected a number or Tag=value pairs, got "${value}"`);
-      return [tag.trim(), number] as const;
-    });
-    return Object.fromEntries(pairs);
-  }
-  if (value !== null && typeof value === "object") return value as Record<string, unknown>;
-  throw new UsageError(`${field}: expected a number or Tag=value pairs, got ${JSON.stringify(value)}`);
+  return parseTagValues(field, value);
 }
-
-function validated<C>(name: string, schema: ConfigSchema, fields: Record<string, unknown>): C {
-  try {
-    return validateConfig<C>(name, schema, fields);
-  } catch (error) {
-    if (error instanceof EnvConfigError) throw new UsageError(error.message);
-    throw error;
-  }
-}
-
-function overridesOf(args: readonly string[]): Record<string, unknown> {
-  for (const arg of args)
-    if (!arg.includes("=")) throw new UsageError(`"${arg}" is not key=value (see --help)`);
-  try {
-    return parseOverrides(args);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-}
-
-const list = (value: unknown) => (typeof value === "string" ? value.split(",").map((s) => s.trim()) : value);
 
 export function resolveSftDataConfig(args: readonly string[]): SftDataConfig {
-  const fields = overridesOf(args);
-  if (fields.envs !== undefined) fields.envs = list(fields.envs);
+  const fields = parseOverrides(args);
+  if (fields.envs !== undefined) fields.envs = parseList(fields.envs);
   const envs = (Array.isArray(fields.envs) ? fields.envs : ["FrozenLake", "Bandit"]) as string[];
   fields.chats = perEnv("chats", fields.chats, envs, DEFAULT_CHATS);
   fields.oracle = perEnv("oracle", fields.oracle, envs, DEFAULT_ORACLE);
-  const config = validated<SftDataConfig>("sft data", sftDataSchema, fields);
+  const config = validateConfig<SftDataConfig>("sft data", sftDataSchema, fields);
   const known = new Set([...listEnvs(), ...Object.keys(listPresets())]);
   const unknown = config.envs.filter((env) => !known.has(env));
   if (unknown.length > 0)
-    throw new UsageError(`envs: unknown env "${unknown.join(", ")}" (ragen envs lists them)`);
+    throw fieldError("envs", `unknown env "${unknown.join(", ")}" (ragen envs lists them)`);
   for (const [field, map] of [
     ["chats", config.chats],
     ["oracle", config.oracle],
   ] as const) {
     const stray = Object.keys(map).filter((env) => !config.envs.includes(env));
     if (stray.length > 0)
-      throw new UsageError(`${field}: ${stray.join(", ")} is not among envs (${config.envs.join(", ")})`);
+      throw fieldError(field, `${stray.join(", ")} is not among envs (${config.envs.join(", ")})`);
     const missing = config.envs.filter((env) => !(env in map));
-    if (missing.length > 0) throw new UsageError(`${field}: no value for ${missing.join(", ")}`);
+    if (missing.length > 0) throw fieldError(field, `no value for ${missing.join(", ")}`);
   }
   if (config.randomActionsPerTurn !== null && config.randomActionsPerTurn > config.actionsPerTurn)
-    throw new UsageError(
-      `randomActionsPerTurn: ${config.randomActionsPerTurn} is more than actionsPerTurn (${config.actionsPerTurn})`,
+    throw fieldError(
+      "randomActionsPerTurn",
+      `${config.randomActionsPerTurn} is more than actionsPerTurn (${config.actionsPerTurn})`,
     );
   return config;
 }
 
 export function resolveSftTrainConfig(args: readonly string[]): SftTrainConfig {
-  const fields = overridesOf(args);
+  const fields = parseOverrides(args);
   const lora = fields.lora as Record<string, unknown> | undefined;
-  if (lora?.targets !== undefined) lora.targets = list(lora.targets);
-  return validated<SftTrainConfig>("sft train", sftTrainSchema, fields);
+  if (lora?.targets !== undefined) lora.targets = parseList(lora.targets);
+  return validateConfig<SftTrainConfig>("sft train", sftTrainSchema, fields);
 }
 
 export function resolveSftMergeConfig(args: readonly string[]): SftMergeConfig {
-  return validated<SftMergeConfig>("sft merge", sftMergeSchema, overridesOf(args));
+  return validateConfig<SftMergeConfig>("sft merge", sftMergeSchema, parseOverrides(args));
 }
 
 /**

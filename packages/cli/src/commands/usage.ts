@@ -1,6 +1,15 @@
-/** A wrong command line or config: the command exits with code 2 and this message. */
-export class UsageError extends Error {
-  override name = "UsageError";
+import { ConfigError } from "@ragen/envs";
+
+/**
+ * A wrong command line (an unknown action, a missing argument): a ConfigError, so the command exits with
+ * code 2 as for any bad setting, whose message is the sentence itself.
+ */
+export class UsageError extends ConfigError {
+  constructor(message: string) {
+    super("command line", [{ field: "", message, source: "command line" }]);
+    this.message = message;
+    this.name = "UsageError";
+  }
 }
 
 /**

@@ -20,8 +20,12 @@ export interface RunSettingsInput {
   cwd: string;
   /** Check what only training needs; default true. */
   training?: boolean;
-  /** Look up the model's size for the small-model profile (default true; false for `--help`-like uses). */
-  sizeModel?: boolean;
+  /**
+   * Look up the model's size for the small-model profile: true (the default; a model whose config.json
+   * cannot be read is an error), "if-available" (then the profile is left out: `--print-config` offline
+   * with a Hub model), or false (evaluation, which trains nothing).
+   */
+  sizeModel?: boolean | "if-available";
 }
 
 export async function resolveRunSettings(input: RunSettingsInput): Promise<ResolvedSettings> {
@@ -39,7 +43,13 @@ export async function resolveRunSettings(input: RunSettingsInput): Promise<Resol
     ...(input.training === undefined ? {} : { training: input.training }),
     ...(input.sizeModel === false
       ? {}
-      : { parameterCount: (model: string) => modelParameterCount(localModel(model, input.cwd)) }),
+      : {
+          parameterCount: (model: string) =>
+            modelParameterCount(localModel(model, input.cwd)).catch((error: unknown) => {
+              if (input.sizeModel === "if-available") return undefined;
+              throw error;
+            }),
+        }),
   });
   return { ...resolved, settings: resolveRunPaths(resolved.settings, input.cwd) };
 }

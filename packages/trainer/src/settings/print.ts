@@ -6,8 +6,11 @@ import type { ResolvedSettings } from "./resolve.js";
  * The resolved settings as a YAML config file, each field commented with where its value came from:
  * a run's `--print-config`, which can be saved and passed back as the config file.
  */
-export function formatResolvedSettings({ settings, sources }: ResolvedSettings): string {
-  const lines: string[] = [];
+export function formatResolvedSettings({ settings, sources, parameterCount }: ResolvedSettings): string {
+  const lines: string[] =
+    parameterCount === undefined
+      ? [`# The size of ${settings.model} is not known here, so the small-model profile was not considered.`]
+      : [`# ${settings.model}: ${(parameterCount / 1e6).toFixed(1)}M parameters.`];
   const line = (indent: string, name: string, value: unknown, source: string | undefined) =>
     lines.push(`${indent}${name}: ${yamlValue(value)} # ${source ?? "default"}`);
   for (const [name, value] of Object.entries(settings as TrainingSettings)) {

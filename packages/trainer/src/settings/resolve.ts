@@ -48,7 +48,7 @@ export interface SettingsInput {
    * The model's parameter count, or how to find it from the model's name: below SMALL_MODEL_PARAMETERS
    * the small-model profile applies. Without it the profile is not applied.
    */
-  parameterCount?: number | ((model: string) => number | Promise<number>);
+  parameterCount?: number | ((model: string) => number | undefined | Promise<number | undefined>);
   /** Check what only training needs (envGroups a multiple of the env count). Default true. */
   training?: boolean;
 }

@@ -1,4 +1,4 @@
-/** The config fields of a JSON Schema as help text: one line per field with its default and description. */
+/** A command's fields from its JSON Schema as help text: one line per field with its default and description. */
 
 interface SchemaNode {
   type?: string | string[];

@@ -2,11 +2,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
+import { saveTinyModel } from "@ragen/sft/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { findCheckpoint } from "../src/job/checkpoint.js";
-import { resolveQuestConfig } from "../src/job/config.js";
-import { saveTinyModel } from "../src/job/tiny-model.js";
-import { formatQuestSummary, runQuest } from "../src/job/train.js";
+import { formatTrainingSummary, type ResolvedSettings, resolveSettings } from "../src/index.js";
+import { findCheckpoint, resolveRunSettings, trainInFolder } from "../src/node.js";
 
 const root = mkdtempSync(join(tmpdir(), "quest-"));
 const modelDir = join(root, "model");
@@ -27,24 +26,26 @@ const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
   }
 };
 
+const runQuest = async (resolved: Promise<ResolvedSettings>) => trainInFolder(await resolved);
+const smallRunArgs = (outDir: string, ...extra: string[]) => [
+  `model=${modelDir}`,
+  `outDir=${outDir}`,
+  "envs=FrozenLake,Bandit",
+  "train.envGroups=2",
+  "train.groupSize=2",
+  "validation.groupsPerEnv=3",
+  "validation.every=1",
+  "rollout.maxTurns=2",
+  "rollout.maxNewTokens=6",
+  "starpo.microBatchSize=2",
+  "starpo.ppoMiniBatchSize=2",
+  "checkpointEvery=1",
+  ...extra,
+];
 const smallRun = (outDir: string, ...extra: string[]) =>
-  resolveQuestConfig([
-    `model=${modelDir}`,
-    `outDir=${outDir}`,
-    "envs=FrozenLake,Bandit",
-    "train.envGroups=2",
-    "train.groupSize=2",
-    "validation.groupsPerEnv=3",
-    "validation.every=1",
-    "rollout.maxTurns=2",
-    "rollout.maxNewTokens=6",
-    "starpo.microBatchSize=2",
-    "starpo.ppoMiniBatchSize=2",
-    "checkpointEvery=1",
-    ...extra,
-  ]);
+  resolveRunSettings({ cwd: root, overrides: smallRunArgs(outDir, ...extra) });
 
-describe("npm run quest", () => {
+describe("a run in a folder", () => {
   const outDir = join(root, "run");
 
   it("trains, validates, logs, checkpoints and reports; a second call resumes the run", async () => {
@@ -53,7 +54,9 @@ describe("npm run quest", () => {
     expect(findCheckpoint(outDir)?.state).toMatchObject({ step: 1, trainResets: 1 });
     // A tiny model loaded from a folder trains at the small-model rates and KL term, as the embedded one does.
     const saved = JSON.parse(readFileSync(join(outDir, "config.json"), "utf8"));
-    expect(saved.starpo).toMatchObject({ actorLr: 5e-4, criticLr: 1e-3, klCoeff: 0.03 });
+    expect(saved.settings.starpo).toMatchObject({ actorLr: 5e-4, criticLr: 1e-3, klCoeff: 0.03 });
+    expect(saved.sources["starpo.actorLr"]).toBe("profile small-model");
+    expect(saved.sources.steps).toBe("command line");
 
     const second = await quiet(() => runQuest(smallRun(outDir, "steps=2")));
     const rows = parseMetricsJsonl(readFileSync(join(outDir, "metrics.jsonl"), "utf8"));
@@ -95,7 +98,7 @@ describe("npm run quest", () => {
     expect(lake.budget).toBe(4);
     expect(bandit.oracle).toBe(1);
     expect(lake.oracle).toBeGreaterThanOrEqual(lake.random);
-    expect(formatQuestSummary(second)).toMatch(/FrozenLake .*%/);
+    expect(formatTrainingSummary(second)).toMatch(/FrozenLake .*%/);
   });
 
   it("trains with the KL term to the start model unless starpo.klCoeff is 0", async () => {
@@ -113,19 +116,21 @@ describe("npm run quest", () => {
   });
 
   it("says which settings changed when a run is resumed with others", async () => {
-    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
-    try {
-      await quiet(() => runQuest(smallRun(outDir, "steps=2", "rollout.maxNewTokens=7")));
-      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/changed settings: rollout/));
-    } finally {
-      warn.mockRestore();
-    }
+    const said: string[] = [];
+    await quiet(async () => {
+      vi.mocked(console.log).mockImplementation((line: string) => said.push(line));
+      return runQuest(smallRun(outDir, "steps=2", "rollout.maxNewTokens=7"));
+    });
+    expect(said).toContainEqual(expect.stringMatching(/changed settings: rollout/));
   });
 
   it("refuses to mix runs: another model in the same folder, or a fresh start over an old run", async () => {
-    await expect(runQuest(smallRun(outDir, "steps=2", "model=Qwen/Qwen2.5-0.5B-Instruct"))).rejects.toThrow(
-      /holds a run of model/,
-    );
+    // The Hub model's size is given, as this machine may not reach the Hub: the refusal comes first.
+    const otherModel = resolveSettings({
+      overrides: smallRunArgs(outDir, "steps=2", "model=Qwen/Qwen2.5-0.5B-Instruct"),
+      parameterCount: 494_032_768,
+    });
+    await expect(runQuest(otherModel)).rejects.toThrow(/holds a run of model/);
     await expect(runQuest(smallRun(outDir, "steps=2", "resume=false"))).rejects.toThrow(
       /already holds a run/,
     );
@@ -192,9 +197,9 @@ describe("npm run quest", () => {
     expect(rows[1]!.metrics["timing_s/vstar"]).toBeGreaterThan(0);
   });
 
-  it("names every bad config field", () => {
-    expect(() => resolveQuestConfig(["train.envGroups=3"])).toThrow(/multiple of the number of envs/);
-    expect(() => resolveQuestConfig(["starpo.advantageEstimator=ppo", "rollout.maxTurns=0"])).toThrow(
+  it("names every bad config field", async () => {
+    await expect(smallRun(outDir, "train.envGroups=3")).rejects.toThrow(/multiple of the number of envs/);
+    await expect(smallRun(outDir, "starpo.advantageEstimator=ppo", "rollout.maxTurns=0")).rejects.toThrow(
       /advantageEstimator[\s\S]*maxTurns|maxTurns[\s\S]*advantageEstimator/,
     );
   });

@@ -4,13 +4,22 @@
  * tokenised exactly as a rollout is). Saves a Hugging Face folder (full, or LoRA merged) or a PEFT-layout
  * adapter.
  */
-import { type LoraAdapters, QWEN2_LINEAR_MODULES } from "@ragen/models";
+import { type LoraAdapters, QWEN2_LINEAR_MODULES, type Qwen2Config, type Qwen2Model } from "@ragen/models";
 import { saveQwen2 } from "@ragen/models/node";
-import type { LoadedPolicy } from "../job/model.js";
-import type { SftConversation } from "./sft-data.js";
-import { tokenizeConversations, warmStart } from "./warm-start.js";
+import type { Tokenizer } from "@ragen/tokenizer";
+import type { SftConversation } from "../sft-data.js";
+import { tokenizeConversations, warmStart } from "../warm-start.js";
 
 export type LoraTarget = (typeof QWEN2_LINEAR_MODULES)[number];
+
+/** A loaded model with what saving it takes (a trainer's `LoadedPolicy` is one). */
+export interface FineTunedPolicy {
+  model: Qwen2Model;
+  config: Qwen2Config;
+  tokenizer: Tokenizer;
+  /** tokenizer.json and tokenizer_config.json as read, written beside the saved weights. */
+  tokenizerFiles: { tokenizer: unknown; tokenizerConfig: Record<string, unknown> | undefined };
+}
 
 export interface FineTuneOptions {
   /** "full": every weight trains; "lora": only low-rank adapters on the linear layers. */
@@ -33,7 +42,7 @@ export interface FineTuneResult {
 
 /** Trains `policy.model` in place on the chats; with mode "lora" the adapters stay attached. */
 export async function fineTune(
-  policy: LoadedPolicy,
+  policy: FineTunedPolicy,
   chats: readonly SftConversation[],
   options: FineTuneOptions,
 ): Promise<FineTuneResult> {
@@ -64,7 +73,7 @@ export async function fineTune(
  * into the weights first.
  */
 export async function saveMergedPolicy(
-  policy: LoadedPolicy,
+  policy: FineTunedPolicy,
   out: string,
   adapters: LoraAdapters | undefined,
 ): Promise<void> {

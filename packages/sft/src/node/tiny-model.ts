@@ -6,7 +6,7 @@ import { parseQwen2Config, Qwen2Model } from "@ragen/models";
 import { saveQwen2 } from "@ragen/models/node";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
-import { generateSftConversations, sftCorpus } from "../sft/sft-data.js";
+import { generateSftConversations, sftCorpus } from "../sft-data.js";
 
 export interface TinyModelOptions {
   /** Env tags whose chats the vocabulary is trained on. */
@@ -51,17 +51,3 @@ export async function saveTinyModel(dir: string, options: TinyModelOptions): Pro
     model.dispose();
   }
 }
-
-/** Settings that make a run of any Quest-based job take seconds: for smoke tests with a tiny model. */
-export const SMOKE_RUN_SETTINGS: readonly string[] = [
-  "train.envGroups=2",
-  "train.groupSize=2",
-  "validation.groupsPerEnv=2",
-  "validation.every=1",
-  "rollout.maxTurns=2",
-  "rollout.maxNewTokens=6",
-  "starpo.microBatchSize=2",
-  "starpo.ppoMiniBatchSize=2",
-  "apo.microBatchSize=2",
-  "apo.samples=2",
-];

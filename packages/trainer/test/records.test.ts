@@ -1,7 +1,7 @@
 import { createEnv } from "@ragen/envs";
 import type { Trajectory, TurnRecord } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
-import { toTrajectoryRecord } from "../src/job/records.js";
+import { toTrajectoryRecord } from "../src/index.js";
 
 /** A FrozenLake episode played with `actions`, as the rollout records it, with the SVG of every state. */
 function play(seed: number, actions: string[]) {

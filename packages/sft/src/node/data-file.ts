@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { writeFileAtomic } from "@ragen/logging/node";
-import type { SftConversation } from "./sft-data.js";
+import type { SftConversation } from "../sft-data.js";
 
 /** Writes the chats as JSONL, atomically (a crash leaves the old file or the whole new one). */
 export function writeSftJsonl(path: string, chats: readonly SftConversation[]): void {

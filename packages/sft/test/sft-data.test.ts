@@ -1,12 +1,7 @@
 import { type Env, registerEnv, type StepResult, unregisterEnv } from "@ragen/envs";
 import { parseResponse } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
-import {
-  generateReadingDrills,
-  generateSftConversations,
-  sftCorpus,
-  sftFormat,
-} from "../src/sft/sft-data.js";
+import { generateReadingDrills, generateSftConversations, sftCorpus, sftFormat } from "../src/sft-data.js";
 
 const seeds = Array.from({ length: 200 }, (_, i) => i);
 

@@ -2,8 +2,8 @@ import { Qwen2Model } from "@ragen/models";
 import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
 import { describe, expect, it } from "vitest";
-import { generateSftConversations, sftCorpus } from "../src/sft/sft-data.js";
-import { answerTokenWeights, packBatch, tokenizeConversations, warmStart } from "../src/sft/warm-start.js";
+import { generateSftConversations, sftCorpus } from "../src/sft-data.js";
+import { answerTokenWeights, packBatch, tokenizeConversations, warmStart } from "../src/warm-start.js";
 
 const chats = [
   ...generateSftConversations({
