@@ -36,7 +36,7 @@ export const CHECKPOINT_FILES = [
 export const AGENT_CHECKPOINTS: Readonly<Record<string, AgentCheckpoint>> = {
   frozenlake: {
     folder: "frozenlake",
-    source: "../../packages/cli/embedded-model",
+    source: "../../packages/trainer/embedded-model",
     trainedOn: "FrozenLakeGridCoord",
     example: "quest-frozenlake",
     maxTurns: 5,

@@ -40,7 +40,7 @@ describe("checkpointAssets (the Vite plugin)", () => {
     );
     const config = emitted.find((asset) => asset.fileName === "models/frozenlake/config.json")!;
     expect(Buffer.from(config.source)).toEqual(
-      readFileSync(join(ROOT, "../../packages/cli/embedded-model/config.json")),
+      readFileSync(join(ROOT, "../../packages/trainer/embedded-model/config.json")),
     );
   });
 

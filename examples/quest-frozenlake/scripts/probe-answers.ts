@@ -15,9 +15,10 @@
  * --actions-per-turn must be the one the model was warm-started with: it is part of the rules text.
  */
 import { parseArgs } from "node:util";
-import { generateReadingDrills, loadPolicy, sftFormat, tokenizeConversations } from "@ragen/cli";
 import { markdownTable } from "@ragen/logging";
+import { generateReadingDrills, sftFormat, tokenizeConversations } from "@ragen/sft";
 import { argmax, asyncScope, noGrad, type Tensor, webGpuBackend } from "@ragen/tensor-webgpu";
+import { loadPolicy } from "@ragen/trainer/node";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -9,9 +9,10 @@
  *     [--actions-per-turn 2] [--random-actions-per-turn 1] [--env FrozenLakeGridCoord]
  */
 import { parseArgs } from "node:util";
-import { generateSftConversations, loadPolicy, sftFormat, tokenizeConversations } from "@ragen/cli";
 import { markdownTable } from "@ragen/logging";
+import { generateSftConversations, sftFormat, tokenizeConversations } from "@ragen/sft";
 import { argmax, asyncScope, noGrad, softmax, webGpuBackend } from "@ragen/tensor-webgpu";
+import { loadPolicy } from "@ragen/trainer/node";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -40,7 +41,7 @@ const FROZEN_LAKE_CATEGORIES: [string, RegExp][] = [
   ["second answer action", /\|\|$/],
 ];
 
-/** Sokoban's guided thought, one comparison at a time (the Sokoban guide in @ragen/cli). */
+/** Sokoban's guided thought, one comparison at a time (the Sokoban guide in @ragen/envs). */
 const SOKOBAN_CATEGORIES: [string, RegExp][] = [
   ["player's row", /I am at row$/],
   ["player's column", /I am at row \d+, column$/],

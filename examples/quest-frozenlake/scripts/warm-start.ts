@@ -4,7 +4,7 @@
  * warm-started on the chats, then validation on fixed seeds; the result is saved as a Hugging Face
  * folder (config.json, model.safetensors, tokenizer files).
  *
- *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/cli/embedded-model] [--steps 100] [--batch 8]
+ *   pnpm --filter @ragen/example-quest-frozenlake warm-start [--out ../../packages/trainer/embedded-model] [--steps 100] [--batch 8]
  *     [--lr 2e-3] [--decay none|linear] [--max-turns 5] [--chats FrozenLakeGridCoord=400,Bandit=400]
  *     [--oracle FrozenLakeGridCoord=0.35,Bandit=0.2] [--drills FrozenLakeGridCoord=8000] [--drill-steps 1000]
  *     [--drill-batch 16] [--drill-oracle FrozenLakeGridCoord=0.5] [--drill-turns 2] [--actions-per-turn 2]
@@ -15,32 +15,29 @@
  * from a new vocabulary and random weights, so a recipe can run in stages; `--steps 0` skips the chats.
  */
 import { parseArgs } from "node:util";
-import {
-  answerTokenWeights,
-  generateReadingDrills,
-  generateSftConversations,
-  type LoadedPolicy,
-  loadPolicy,
-  resolveQuestConfig,
-  type SftConversation,
-  sftCorpus,
-  sftFormat,
-  tokenizeConversations,
-  validate,
-  validationManager,
-  warmStart,
-} from "@ragen/cli";
 import { FROZEN_LAKE_SYMBOLS, SOKOBAN_DEFAULT_SYMBOLS } from "@ragen/envs";
 import { ProgressBar } from "@ragen/logging";
 import { parseQwen2Config, Qwen2Model, type Qwen2Shape } from "@ragen/models";
 import { saveQwen2 } from "@ragen/models/node";
 import { LocalModelPolicy } from "@ragen/rollout";
+import {
+  answerTokenWeights,
+  generateReadingDrills,
+  generateSftConversations,
+  type SftConversation,
+  sftCorpus,
+  sftFormat,
+  tokenizeConversations,
+  warmStart,
+} from "@ragen/sft";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { QWEN2_SPLIT_PATTERN, trainBpeTokenizer } from "@ragen/tokenizer";
+import { type LoadedPolicy, resolveSettings, validate, validationManager } from "@ragen/trainer";
+import { loadPolicy } from "@ragen/trainer/node";
 
 const { values } = parseArgs({
   options: {
-    out: { type: "string", default: "../../packages/cli/embedded-model" },
+    out: { type: "string", default: "../../packages/trainer/embedded-model" },
     steps: { type: "string", default: "100" },
     chats: { type: "string", default: "FrozenLakeGridCoord=400,Bandit=400" },
     vocab: { type: "string", default: "1024" },
@@ -272,14 +269,16 @@ const longestResponse = Math.max(
   0,
   ...chats.flatMap((chat) => chat.turns.map((turn) => tokenizer.encode(turn.response ?? "").length + 1)),
 );
-const questDefaults = resolveQuestConfig([]);
-const questConfig = resolveQuestConfig([
-  `envs=${[...chatCounts.keys()].join(",")}`,
-  `validation.groupsPerEnv=${values["val-groups"]}`,
-  `seed=${seed}`,
-  `rollout.maxActionsPerTurn=${actionsPerTurn}`,
-  `rollout.maxNewTokens=${Math.max(questDefaults.rollout.maxNewTokens, longestResponse)}`,
-]);
+const questDefaults = (await resolveSettings()).settings;
+const { settings: questConfig } = await resolveSettings({
+  overrides: [
+    `envs=${[...chatCounts.keys()].join(",")}`,
+    `validation.groupsPerEnv=${values["val-groups"]}`,
+    `seed=${seed}`,
+    `rollout.maxActionsPerTurn=${actionsPerTurn}`,
+    `rollout.maxNewTokens=${Math.max(questDefaults.rollout.maxNewTokens, longestResponse)}`,
+  ],
+});
 const validation = await validate(
   validationManager(questConfig),
   new LocalModelPolicy(model, tokenizer),

@@ -1,23 +1,40 @@
 import { fileURLToPath } from "node:url";
-import { parseJobArgs, resolveJobConfig } from "@ragen/cli";
+import { SETTINGS_FIELDS } from "@ragen/trainer";
+import { resolveRunSettings } from "@ragen/trainer/node";
 import { describe, expect, it } from "vitest";
 
 const questYaml = fileURLToPath(new URL("../quest.yaml", import.meta.url));
 const cwd = "/home/me";
+/** The size-dependent settings the file leaves out on purpose. */
+const SIZE_DEPENDENT = ["starpo.actorLr", "starpo.criticLr", "starpo.klCoeff", "apo.lr"];
 
 describe("quest.yaml", () => {
-  it("resolves to the same config as no file at all (it spells out the defaults)", () => {
-    const fromFile = resolveJobConfig(parseJobArgs([questYaml], { positionalFile: true }), { cwd });
-    const fromDefaults = resolveJobConfig(parseJobArgs([]), { cwd });
-    expect(fromFile).toEqual(fromDefaults);
+  it("resolves to the same settings as no file at all (it spells out the quest profile)", async () => {
+    const fromFile = await resolveRunSettings({ configFile: questYaml, cwd });
+    const fromDefaults = await resolveRunSettings({ cwd });
+    expect(fromFile.settings).toEqual(fromDefaults.settings);
+    // Every field but the size-dependent ones comes from the file.
+    for (const [field, source] of Object.entries(fromFile.sources))
+      if (!SIZE_DEPENDENT.includes(field)) expect(source, field).toMatch(/^file /);
+    expect(Object.keys(fromFile.sources)).toHaveLength(
+      Object.values(SETTINGS_FIELDS).reduce((n, f) => n + ("schema" in f ? 1 : Object.keys(f).length), 0),
+    );
   });
 
-  it("takes overrides after the file, which win", () => {
-    const config = resolveJobConfig(parseJobArgs([`config=${questYaml}`, "steps=3", "starpo.actorLr=1e-5"]), {
+  it("leaves the learning rates to the model's size", async () => {
+    const { settings, sources } = await resolveRunSettings({ configFile: questYaml, cwd });
+    expect(settings.starpo.actorLr).toBe(5e-4);
+    expect(sources["starpo.actorLr"]).toBe("profile small-model");
+  });
+
+  it("takes overrides after the file, which win", async () => {
+    const { settings } = await resolveRunSettings({
+      configFile: questYaml,
+      overrides: ["steps=3", "starpo.actorLr=1e-5"],
       cwd,
     });
-    expect(config.steps).toBe(3);
-    expect(config.starpo.actorLr).toBe(1e-5);
-    expect(config.starpo.criticLr).toBeNull();
+    expect(settings.steps).toBe(3);
+    expect(settings.starpo.actorLr).toBe(1e-5);
+    expect(settings.starpo.criticLr).toBe(1e-3);
   });
 });

@@ -9,7 +9,7 @@ export const MAX_FILE_BYTES = 2 * 1024 * 1024;
  * says why, and the size is capped so growth is noticed.
  */
 export const LARGE_FILE_ALLOWANCES: Record<string, { path: string; maxBytes: number; why: string }[]> = {
-  "@ragen/cli": [
+  "@ragen/trainer": [
     {
       path: "embedded-model/model.safetensors",
       maxBytes: 6 * 1024 * 1024,

@@ -1,0 +1,62 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runRagen } from "@ragen/cli";
+import { parseMetricsJsonl } from "@ragen/logging";
+import { saveTinyModel } from "@ragen/sft/node";
+import { SMOKE_RUN_SETTINGS } from "@ragen/trainer";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { trainQuest } from "../src/main.js";
+
+/** Metrics that measure time or memory rather than what was learned. */
+const measured = (key: string) =>
+  key.startsWith("timing_s/") || ["perf/time_per_step", "perf/throughput", "perf/max_memory"].includes(key);
+
+function learnedMetrics(outDir: string) {
+  return parseMetricsJsonl(readFileSync(join(outDir, "metrics.jsonl"), "utf8")).map((row) => ({
+    step: row.step,
+    metrics: Object.fromEntries(Object.entries(row.metrics).filter(([key]) => !measured(key))),
+  }));
+}
+
+describe("the Quest training script", () => {
+  let dir: string;
+  let model: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "quest-script-"));
+    model = join(dir, "model");
+    await saveTinyModel(model, { envTags: ["FrozenLakeGridCoord", "Bandit"] });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("logs the same metrics as `ragen train` with the same settings, so the two cannot drift", async () => {
+    const settings = [...SMOKE_RUN_SETTINGS, `model=${model}`, "steps=2", "checkpointEvery=1"];
+    const script = join(dir, "script");
+    const command = join(dir, "command");
+    const summary = await trainQuest([...settings, `outDir=${script}`], dir);
+    expect(summary?.steps).toBe(2);
+    expect(await runRagen(["train", ...settings, `outDir=${command}`])).toBe(0);
+    const fromScript = learnedMetrics(script);
+    expect(fromScript.map((row) => row.step)).toEqual([0, 1, 2]);
+    expect(fromScript[1]!.metrics["actor/pg_loss"]).toBeTypeOf("number");
+    expect(fromScript[1]!.metrics["critic/vf_loss"]).toBeTypeOf("number");
+    expect(fromScript).toEqual(learnedMetrics(command));
+    const saved = (path: string) => JSON.parse(readFileSync(join(path, "config.json"), "utf8")).settings;
+    expect({ ...saved(script), outDir: "" }).toEqual({ ...saved(command), outDir: "" });
+  });
+
+  it("prints its settings with their sources, and exits on a bad one with the field named", async () => {
+    const out: string[] = [];
+    const write = vi.spyOn(process.stdout, "write").mockImplementation((text) => out.push(String(text)) > 0);
+    try {
+      await trainQuest(["--print-config", "steps=3"], dir);
+    } finally {
+      write.mockRestore();
+    }
+    expect(out.join("")).toMatch(/^steps: 3 # command line$/m);
+    expect(out.join("")).toMatch(/^ {2}ppoMiniBatchSize: 8 # profile quest$/m);
+    await expect(trainQuest(["starpo.ppoMiniBatchSize=0"], dir)).rejects.toThrow(
+      /command line: starpo\.ppoMiniBatchSize: must be >= 1/,
+    );
+  });
+});
