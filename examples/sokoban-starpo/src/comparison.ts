@@ -1,11 +1,11 @@
 /** The whole experiment: run the arms (each resumable), then compare their collapse signals. */
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type ArmRun, runArms } from "@ragen/cli";
 import { parseMetricsJsonl } from "@ragen/logging";
 import { RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
+import { type ArmRun, runArms } from "@ragen/trainer/node";
 import { comparisonCsv, comparisonHtml, comparisonMarkdown } from "./comparison-files.js";
-import { armConfigs } from "./experiment.js";
+import { armSettings } from "./experiment.js";
 import { type ArmSignals, armSignals } from "./signals.js";
 
 export interface SokobanComparison {
@@ -17,15 +17,15 @@ export interface SokobanComparison {
 
 /** `args`: Quest settings and `arms=...`, as on the command line; relative paths mean `cwd`. */
 export async function runSokobanComparison(args: readonly string[], cwd: string): Promise<SokobanComparison> {
-  return compareArms(armConfigs(args), cwd);
+  return compareArms(await armSettings(args, cwd));
 }
 
-/** Runs `runs` (from `armConfigs`) one after another, then writes and prints the comparison. */
-export async function compareArms(runs: readonly ArmRun[], cwd: string): Promise<SokobanComparison> {
-  const results = await runArms(runs, "Sokoban StarPO-S vs PPO", cwd);
-  const dir = resolve(results[0]!.config.outDir, "..");
+/** Runs `runs` (from `armSettings`) one after another, then writes and prints the comparison. */
+export async function compareArms(runs: readonly ArmRun[]): Promise<SokobanComparison> {
+  const results = await runArms(runs, "Sokoban StarPO-S vs PPO");
+  const dir = resolve(results[0]!.settings.outDir, "..");
   const arms = results.map((r) => {
-    const rows = parseMetricsJsonl(readFileSync(join(r.config.outDir, RUN_FILES.metrics), "utf8"));
+    const rows = parseMetricsJsonl(readFileSync(join(r.settings.outDir, RUN_FILES.metrics), "utf8"));
     return { signals: armSignals(r.arm, rows), rows };
   });
   const signals = arms.map((a) => a.signals);

@@ -5,7 +5,7 @@
  * every group, clips symmetrically at 0.2 and pulls towards the start model with a KL loss.
  */
 import { fileURLToPath } from "node:url";
-import { type ArmExperiment, type ArmRun, resolveArmConfigs } from "@ragen/cli";
+import { type ArmExperiment, type ArmRun, resolveArmSettings } from "@ragen/trainer/node";
 
 /** The tiny Sokoban model of this example, built by the Quest warm-start script (see the README). */
 export const SOKOBAN_MODEL_DIR = fileURLToPath(new URL("../model", import.meta.url));
@@ -26,7 +26,8 @@ export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
     // 69 tokens with the answer and the end token, past the Quest default of 48.
     "rollout.maxNewTokens=80",
     "starpo.advantageEstimator=gae",
-    // Tiny-model learning rates (the Quest defaults for "embedded" apply to its own model only).
+    // The tiny model's learning rates (the small-model profile's), kept whatever model=... names: with
+    // a pretrained model, pass its own (see the README).
     "starpo.actorLr=5e-4",
     "starpo.criticLr=1e-3",
   ],
@@ -43,10 +44,11 @@ export const SOKOBAN_STARPO_EXPERIMENT: ArmExperiment = {
 };
 
 /**
- * The configs of the arms to run: common settings, then the arm's, then the user's `args` (which win).
- * `outDir=...` names the experiment's folder, each arm running in a subfolder named after it, and
- * `arms=ppo` runs one arm only. Throws naming the problem on an unknown arm or a bad setting.
+ * The settings of the arms to run: common settings, then the arm's, then the user's `args` (which win);
+ * relative paths mean `cwd`. `outDir=...` names the experiment's folder, each arm running in a subfolder
+ * named after it, and `arms=ppo` runs one arm only. Throws ConfigError naming an unknown arm or a bad
+ * setting.
  */
-export function armConfigs(args: readonly string[]): ArmRun[] {
-  return resolveArmConfigs(args, SOKOBAN_STARPO_EXPERIMENT);
+export function armSettings(args: readonly string[], cwd: string): Promise<ArmRun[]> {
+  return resolveArmSettings(args, SOKOBAN_STARPO_EXPERIMENT, cwd);
 }

@@ -8,22 +8,16 @@
  * Exit code 2 for a bad setting or arm name (as the Quest command line), 1 when a run fails.
  */
 import { fileURLToPath } from "node:url";
-import type { ArmRun } from "@ragen/cli";
+import { ConfigError } from "@ragen/envs";
 import { compareArms } from "./comparison.js";
-import { armConfigs } from "./experiment.js";
-
-function fail(error: Error, code: number): never {
-  console.error(`sokoban-starpo: ${error.message}`);
-  process.exit(code);
-}
+import { armSettings } from "./experiment.js";
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  let runs: ArmRun[] = [];
-  try {
-    runs = armConfigs(process.argv.slice(2));
-  } catch (error) {
-    fail(error as Error, 2);
-  }
   // npm and pnpm run scripts inside the package; paths on the command line mean where the user typed it.
-  compareArms(runs, process.env.INIT_CWD ?? process.cwd()).catch((error: Error) => fail(error, 1));
+  armSettings(process.argv.slice(2), process.env.INIT_CWD ?? process.cwd())
+    .then(compareArms)
+    .catch((error: Error) => {
+      console.error(`sokoban-starpo: ${error.message}`);
+      process.exit(error instanceof ConfigError ? 2 : 1);
+    });
 }

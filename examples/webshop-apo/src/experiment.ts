@@ -7,7 +7,7 @@
  * WebShopCompact (3 results per page): whole WebShop episodes run to ~1600 tokens even so.
  */
 import { fileURLToPath } from "node:url";
-import type { ArmExperiment } from "@ragen/cli";
+import type { ArmExperiment } from "@ragen/trainer/node";
 
 /** The tiny WebShop model shipped with this example. */
 export const WEBSHOP_MODEL_DIR = fileURLToPath(new URL("../model", import.meta.url));
@@ -27,9 +27,11 @@ export const WEBSHOP_APO_EXPERIMENT: ArmExperiment = {
     "rollout.maxActionsPerTurn=1",
     "rollout.maxNewTokens=48",
     "checkpointEvery=5",
-    // Tiny-model learning rates (the Quest defaults for "embedded" apply to its own model only).
+    // The tiny model's learning rates, kept whatever model=... names: with a pretrained model, pass its
+    // own (see the README). A*-PO's is the actor's, not the small-model profile's 5e-4.
     "starpo.actorLr=2e-4",
     "starpo.criticLr=1e-3",
+    "apo.lr=2e-4",
     // StarPO-S's: no KL term (small models otherwise get one by default).
     "starpo.klCoeff=0",
   ],

@@ -5,9 +5,9 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ArmResult } from "@ragen/cli";
 import { formatPercent, markdownTable, parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
 import { csvField, RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
+import type { ArmResult } from "@ragen/trainer/node";
 import {
   auditEpisode,
   countFailures,
@@ -42,7 +42,7 @@ export interface ArmOutcome {
 
 /** Reads an arm's run folder and audits its first and last validation. */
 export function armOutcome(result: ArmResult): ArmOutcome {
-  const dir = result.config.outDir;
+  const dir = result.settings.outDir;
   const rows = parseMetricsJsonl(readFileSync(join(dir, RUN_FILES.metrics), "utf8"));
   const validation = parseTrajectoriesJsonl(readFileSync(join(dir, RUN_FILES.trajectories), "utf8")).filter(
     (t) => t.split === "val",
@@ -54,7 +54,7 @@ export function armOutcome(result: ArmResult): ArmOutcome {
   const sumOf = (key: string) => rows.reduce((sum, row) => sum + (row.metrics[key] ?? 0), 0);
   return {
     arm: result.arm,
-    algorithm: result.config.algorithm,
+    algorithm: result.settings.algorithm,
     steps: result.summary.steps,
     trainingTokens: result.summary.generatedTokens,
     stage1Tokens: sumOf("vstar/generated_tokens"),

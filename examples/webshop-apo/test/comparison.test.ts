@@ -1,7 +1,10 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveArmConfigs, SMOKE_RUN_SETTINGS, saveTinyModel } from "@ragen/cli";
+import { ConfigError } from "@ragen/envs";
+import { saveTinyModel } from "@ragen/sft/node";
+import { SMOKE_RUN_SETTINGS } from "@ragen/trainer";
+import { resolveArmSettings } from "@ragen/trainer/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runWebShopComparison } from "../src/comparison.js";
 import { WEBSHOP_APO_EXPERIMENT, WEBSHOP_MODEL_DIR } from "../src/experiment.js";
@@ -13,28 +16,40 @@ beforeAll(() => saveTinyModel(modelDir, { envTags: ["WebShopCompact"] }));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("the WebShop A*-PO vs StarPO experiment", () => {
-  it("gives both arms the same env, model, budget and episodes per step", () => {
-    const [starpo, apo] = resolveArmConfigs([], WEBSHOP_APO_EXPERIMENT).map((r) => r.config);
+  it("gives both arms the same env, model, budget, learning rate and episodes per step", async () => {
+    const [starpo, apo] = (await resolveArmSettings([], WEBSHOP_APO_EXPERIMENT, root)).map(
+      (r) => r.resolved.settings,
+    );
     expect(starpo!.algorithm).toBe("starpo");
     expect(apo!.algorithm).toBe("apo");
-    for (const config of [starpo!, apo!]) {
-      expect(config.envs).toEqual(["WebShopCompact"]);
-      expect(config.model).toBe(WEBSHOP_MODEL_DIR);
+    for (const settings of [starpo!, apo!]) {
+      expect(settings.envs).toEqual(["WebShopCompact"]);
+      expect(settings.model).toBe(WEBSHOP_MODEL_DIR);
     }
     expect(apo!.train.tokenBudget).toBe(starpo!.train.tokenBudget);
     expect(apo!.train.tokenBudget).toBeGreaterThan(0);
-    const episodes = (c: typeof apo) => c!.train.envGroups * c!.train.groupSize;
+    const episodes = (s: typeof apo) => s!.train.envGroups * s!.train.groupSize;
     expect(episodes(apo)).toBe(episodes(starpo));
     // A*-PO: one on-policy sample per start state.
     expect(apo!.train.groupSize).toBe(1);
+    // A*-PO trains at StarPO's actor learning rate; StarPO-S has no KL term.
+    expect(starpo!.starpo).toMatchObject({ actorLr: 2e-4, criticLr: 1e-3, klCoeff: 0 });
+    expect(apo!.apo.lr).toBe(starpo!.starpo.actorLr);
   });
 
-  it("puts each arm in a subfolder of the user's outDir and runs only the arms asked for", () => {
-    const runs = resolveArmConfigs(["outDir=mine", "arms=apo", "apo.samples=4"], WEBSHOP_APO_EXPERIMENT);
+  it("puts each arm in a subfolder of the user's outDir and runs only the arms asked for", async () => {
+    const runs = await resolveArmSettings(
+      ["outDir=mine", "arms=apo", "apo.samples=4"],
+      WEBSHOP_APO_EXPERIMENT,
+      root,
+    );
     expect(runs.map((r) => r.arm)).toEqual(["apo"]);
-    expect(runs[0]!.config.outDir).toBe(join("mine", "apo"));
-    expect(runs[0]!.config.apo.samples).toBe(4);
-    expect(() => resolveArmConfigs(["arms=ppo"], WEBSHOP_APO_EXPERIMENT)).toThrow(/arms are starpo, apo/);
+    expect(runs[0]!.resolved.settings.outDir).toBe(join(root, "mine", "apo"));
+    expect(runs[0]!.resolved.settings.apo.samples).toBe(4);
+    await expect(resolveArmSettings(["arms=ppo"], WEBSHOP_APO_EXPERIMENT, root)).rejects.toThrow(ConfigError);
+    await expect(resolveArmSettings(["arms=ppo"], WEBSHOP_APO_EXPERIMENT, root)).rejects.toThrow(
+      /arms: unknown arm "ppo" \(allowed: "starpo", "apo"\)/,
+    );
   });
 
   it("runs both arms to the same token budget and writes results, audit and failure analysis", async () => {
