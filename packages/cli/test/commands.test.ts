@@ -47,7 +47,9 @@ describe("ragen", () => {
 
   it("lists every config field with its default in train --help", async () => {
     expect(await runRagen(["train", "--help"])).toBe(0);
-    expect(printed(logs)).toMatch(/starpo\.actorLr\s+0\.000001\s+Actor learning rate .*\[models under 50M parameters: 0\.0005\]/);
+    expect(printed(logs)).toMatch(
+      /starpo\.actorLr\s+0\.000001\s+Actor learning rate .*\[models under 50M parameters: 0\.0005\]/,
+    );
     expect(printed(logs)).toMatch(/^ {2}ragen {3}RAGEN's base config/m);
     expect(printed(logs)).toMatch(/train\.envGroups\s+8\s/);
     const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);

@@ -210,7 +210,13 @@ export function parseTagValues(field: string, value: unknown): unknown {
   return Object.fromEntries(
     value.split(",").map((pair) => {
       const [tag, raw, ...more] = pair.split("=");
-      if (!tag?.trim() || raw === undefined || raw.trim() === "" || more.length > 0 || Number.isNaN(Number(raw)))
+      if (
+        !tag?.trim() ||
+        raw === undefined ||
+        raw.trim() === "" ||
+        more.length > 0 ||
+        Number.isNaN(Number(raw))
+      )
         throw overrideError(field, `expected Tag=N pairs (N a number), got "${value}"`);
       return [tag.trim(), Number(raw)];
     }),
