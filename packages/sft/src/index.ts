@@ -10,6 +10,7 @@ export {
   sftCorpus,
   sftFormat,
 } from "./sft-data.js";
+export { type TinyModel, type TinyModelOptions, tinyModel } from "./tiny-model.js";
 export {
   answerTokenWeights,
   packBatch,

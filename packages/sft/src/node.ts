@@ -16,4 +16,4 @@ export {
   readAdapterConfig,
   saveLoraAdapter,
 } from "./node/lora-adapter.js";
-export { saveTinyModel, type TinyModelOptions } from "./node/tiny-model.js";
+export { saveTinyModel } from "./node/tiny-model.js";

@@ -1,23 +1,10 @@
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
-import { MemoryRunStorage, resolveSettings, runTraining } from "../src/index.js";
+import { MemoryRunStorage, resolveSettings, runTraining, SMOKE_RUN_SETTINGS } from "../src/index.js";
 import { memoryPolicyLoader } from "./helpers/memory-policy.js";
 
 /** Settings that make a run take seconds on a software GPU. */
-const SMOKE = [
-  "train.envGroups=2",
-  "train.groupSize=2",
-  "validation.groupsPerEnv=2",
-  "validation.every=2",
-  "rollout.maxTurns=2",
-  "rollout.maxNewTokens=6",
-  "starpo.microBatchSize=2",
-  "starpo.ppoMiniBatchSize=2",
-  "apo.microBatchSize=2",
-  "apo.samples=2",
-  "envs=Bandit",
-  "model=tiny",
-];
+const SMOKE = [...SMOKE_RUN_SETTINGS, "validation.every=2", "envs=Bandit", "model=tiny"];
 
 /** Metrics that measure time or memory rather than what was learned. */
 const measured = (key: string) =>
