@@ -33,5 +33,10 @@ export {
   type TextTableOptions,
   textTable,
 } from "./tables.js";
-export { parseTrajectoriesJsonl, type TrajectoryRecord, type TurnRecord } from "./trajectory.js";
+export {
+  isTrajectoryRecord,
+  parseTrajectoriesJsonl,
+  type TrajectoryRecord,
+  type TurnRecord,
+} from "./trajectory.js";
 export { type WandbOptions, WandbSink, type WandbState } from "./wandb.js";

@@ -70,7 +70,7 @@ function curvesSection(rows: readonly MetricsRow[], trajectories: readonly Traje
   const charts = CHARTS.map((spec) => {
     const keys = spec.keys(allKeys);
     if (keys.length === 0) return "";
-    return `<figure class="curve" id="chart-${spec.id}">${lineChart(
+    return `<figure class="curve" id="chart-${escapeHtml(spec.id)}">${lineChart(
       spec.title,
       keys.map((k) => seriesOf(rows, k)),
     )}</figure>`;
@@ -100,7 +100,7 @@ function turnHtml(t: TrajectoryRecord, index: number): string {
     : `<pre class="state-text">${escapeHtml(turn.stateText)}</pre>`;
   return `<div class="turn${turn.valid ? "" : " invalid"}">
 <div class="turn-state">${state}</div>
-<div class="turn-text"><div class="turn-head">Turn ${index + 1} · reward ${formatNumber(turn.reward)}${turn.valid ? "" : ' · <span class="badge bad">invalid format</span>'}</div>
+<div class="turn-text"><div class="turn-head">Turn ${index + 1} · reward ${escapeHtml(formatNumber(turn.reward))}${turn.valid ? "" : ' · <span class="badge bad">invalid format</span>'}</div>
 <div class="think"><b>think</b> ${escapeHtml(turn.think)}</div>
 <div class="answer"><b>answer</b> ${escapeHtml(turn.answer)}</div>
 <div class="actions"><b>actions</b> ${turn.actions.map((a) => `<code>${escapeHtml(a)}</code>`).join(" ") || "<i>none</i>"}</div></div>
@@ -108,7 +108,7 @@ function turnHtml(t: TrajectoryRecord, index: number): string {
 }
 
 function trajectoryHtml(t: TrajectoryRecord, open = false, note = ""): string {
-  const attrs = `data-step="${t.step}" data-split="${escapeHtml(t.split)}" data-env="${escapeHtml(t.envTag)}" data-seed="${t.seed}"`;
+  const attrs = `data-step="${escapeHtml(t.step)}" data-split="${escapeHtml(t.split)}" data-env="${escapeHtml(t.envTag)}" data-seed="${escapeHtml(t.seed)}"`;
   return `<details class="trajectory${t.success ? " ok" : ""}" ${attrs}${open ? " open" : ""}><summary>${escapeHtml(trajectoryTitle(t))}${note ? ` — ${escapeHtml(note)}` : ""}</summary>${t.turns.map((_, i) => turnHtml(t, i)).join("")}</details>`;
 }
 
@@ -133,7 +133,7 @@ function viewerSection(trajectories: readonly TrajectoryRecord[], perStep: numbe
 
 function caseSection(id: string, title: string, explanation: string, items: string[]): string {
   const body = items.length ? items.join("") : '<p class="empty">None found.</p>';
-  return `<section class="case-study" id="${id}"><h3>${escapeHtml(title)}</h3><p class="muted">${escapeHtml(explanation)}</p>${body}</section>`;
+  return `<section class="case-study" id="${escapeHtml(id)}"><h3>${escapeHtml(title)}</h3><p class="muted">${escapeHtml(explanation)}</p>${body}</section>`;
 }
 
 function contradictionNote(c: Contradiction): string {
@@ -141,7 +141,7 @@ function contradictionNote(c: Contradiction): string {
 }
 
 function echoHtml(g: EchoGroup): string {
-  return `<div class="echo-group" data-similarity="${g.similarity.toFixed(3)}"><h4>step ${g.step} · ${escapeHtml(g.split)} · ${escapeHtml(g.envTag)} · group ${g.group}: ${g.members.length} responses, mean similarity ${g.similarity.toFixed(2)}</h4>${g.members
+  return `<div class="echo-group" data-similarity="${escapeHtml(g.similarity.toFixed(3))}"><h4>step ${escapeHtml(g.step)} · ${escapeHtml(g.split)} · ${escapeHtml(g.envTag)} · group ${escapeHtml(g.group)}: ${g.members.length} responses, mean similarity ${g.similarity.toFixed(2)}</h4>${g.members
     .slice(0, 3)
     .map((t) => trajectoryHtml(t))
     .join("")}</div>`;
@@ -151,13 +151,13 @@ function seedsSection(trajectories: readonly TrajectoryRecord[]): string {
   const rows = seedsAcrossSteps(trajectories);
   const body = rows.map(
     (r) =>
-      `<div class="seed-row" data-env="${escapeHtml(r.envTag)}" data-seed="${r.seed}"><h4>${escapeHtml(r.envTag)} · seed ${r.seed}</h4><div class="side-by-side">${r.byStep
+      `<div class="seed-row" data-env="${escapeHtml(r.envTag)}" data-seed="${escapeHtml(r.seed)}"><h4>${escapeHtml(r.envTag)} · seed ${escapeHtml(r.seed)}</h4><div class="side-by-side">${r.byStep
         .map(
           (t) =>
-            `<div class="seed-cell" data-step="${t.step}"><div class="turn-head">step ${t.step} · reward ${formatNumber(t.totalReward)} · ${t.success ? "success" : "fail"}</div>${t.turns
+            `<div class="seed-cell" data-step="${escapeHtml(t.step)}"><div class="turn-head">step ${escapeHtml(t.step)} · reward ${escapeHtml(formatNumber(t.totalReward))} · ${t.success ? "success" : "fail"}</div>${t.turns
               .map(
                 (turn, i) =>
-                  `<div class="mini-turn">${turn.stateSvg ? svgImage(turn.stateSvg, `step ${t.step} turn ${i + 1}`, "state small") : ""}<div>${turn.actions.map((a) => `<code>${escapeHtml(a)}</code>`).join(" ") || "<i>none</i>"} <span class="muted">(${formatNumber(turn.reward)})</span></div><div class="think small">${escapeHtml(turn.think)}</div></div>`,
+                  `<div class="mini-turn">${turn.stateSvg ? svgImage(turn.stateSvg, `step ${t.step} turn ${i + 1}`, "state small") : ""}<div>${turn.actions.map((a) => `<code>${escapeHtml(a)}</code>`).join(" ") || "<i>none</i>"} <span class="muted">(${escapeHtml(formatNumber(turn.reward))})</span></div><div class="think small">${escapeHtml(turn.think)}</div></div>`,
               )
               .join("")}</div>`,
         )

@@ -37,19 +37,57 @@ export interface TrajectoryRecord {
   success: boolean;
 }
 
-/** Every complete, well-formed record of a trajectories JSONL text (torn or malformed lines are skipped). */
+/**
+ * Every complete, well-formed record of a trajectories JSONL text. Torn lines (a killed run) and records
+ * whose fields have the wrong types are skipped: the report puts these fields into HTML, so a seed must
+ * be a number and a think a string, whatever the file says.
+ */
 export function parseTrajectoriesJsonl(text: string): TrajectoryRecord[] {
   const records: TrajectoryRecord[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
+    let value: unknown;
     try {
-      const value = JSON.parse(line) as TrajectoryRecord;
-      if (typeof value.step === "number" && typeof value.envTag === "string" && Array.isArray(value.turns)) {
-        records.push(value);
-      }
+      value = JSON.parse(line);
     } catch {
       // A torn last line from a killed run.
+      continue;
     }
+    if (isTrajectoryRecord(value)) records.push(value);
   }
   return records;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object";
+const isNumber = (v: unknown): v is number => typeof v === "number" && !Number.isNaN(v);
+const isInteger = (v: unknown): v is number => Number.isSafeInteger(v);
+
+function isTurnRecord(v: unknown): v is TurnRecord {
+  return (
+    isObject(v) &&
+    (v.stateSvg === undefined || typeof v.stateSvg === "string") &&
+    typeof v.stateText === "string" &&
+    typeof v.think === "string" &&
+    typeof v.answer === "string" &&
+    Array.isArray(v.actions) &&
+    v.actions.every((a) => typeof a === "string") &&
+    isNumber(v.reward) &&
+    typeof v.valid === "boolean"
+  );
+}
+
+/** A record whose every field has the type TrajectoryRecord says. */
+export function isTrajectoryRecord(v: unknown): v is TrajectoryRecord {
+  return (
+    isObject(v) &&
+    isInteger(v.step) &&
+    (v.split === "train" || v.split === "val") &&
+    typeof v.envTag === "string" &&
+    isInteger(v.seed) &&
+    isInteger(v.group) &&
+    Array.isArray(v.turns) &&
+    v.turns.every(isTurnRecord) &&
+    isNumber(v.totalReward) &&
+    typeof v.success === "boolean"
+  );
 }

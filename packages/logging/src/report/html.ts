@@ -6,8 +6,11 @@ const ENTITIES: Record<string, string> = {
   "'": "&#39;",
 };
 
-/** Escapes text for HTML element content and quoted attributes. All model output goes through this. */
-export function escapeHtml(text: string): string {
+/**
+ * Escapes a value for HTML element content and quoted attributes. Every value put into the report goes
+ * through this, numbers too: a hand-edited trajectories.jsonl can hold text where a number belongs.
+ */
+export function escapeHtml(text: string | number): string {
   return String(text).replace(/[&<>"']/g, (c) => ENTITIES[c]!);
 }
 
@@ -19,7 +22,7 @@ export function svgImage(svg: string, alt: string, className = "state"): string 
   const bytes = new TextEncoder().encode(svg);
   let binary = "";
   for (const b of bytes) binary += String.fromCharCode(b);
-  return `<img class="${className}" alt="${escapeHtml(alt)}" src="data:image/svg+xml;base64,${btoa(binary)}">`;
+  return `<img class="${escapeHtml(className)}" alt="${escapeHtml(alt)}" src="data:image/svg+xml;base64,${btoa(binary)}">`;
 }
 
 export function formatNumber(value: number): string {
