@@ -113,3 +113,39 @@ describe("run arguments", () => {
     expect(() => parseRunArguments(["--config"])).toThrow(ConfigError);
   });
 });
+
+describe("hostile config files", () => {
+  it("stop an alias bomb at once, naming the file", () => {
+    const levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"];
+    for (let i = 1; i < 9; i++) {
+      const [name, below] = [String.fromCharCode(97 + i), String.fromCharCode(96 + i)];
+      levels.push(`${name}: &${name} [${Array(9).fill(`*${below}`).join(", ")}]`);
+    }
+    const path = file("bomb.yaml", `${levels.join("\n")}\n`);
+    const start = performance.now();
+    let error: unknown;
+    try {
+      readConfigFile(path, "bomb.yaml");
+    } catch (e) {
+      error = e;
+    }
+    expect(performance.now() - start).toBeLessThan(2000);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues[0]).toMatchObject({ field: "", source: { file: "bomb.yaml" } });
+    expect((error as ConfigError).message).toMatch(/alias/);
+  });
+
+  it("name the envs field for a tag that is no registered env or preset", async () => {
+    const error = await resolveWith("envs=NoSuchEnv,Bandit").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues[0]).toMatchObject({ field: "envs", source: "command line" });
+    expect((error as ConfigError).issues[0]!.allowed).toContain("Bandit");
+    expect((error as ConfigError).message).toMatch(/"NoSuchEnv" is not a registered env or preset/);
+    const yaml = file("val.yaml", "validation:\n  envs: [Bandit, BanditNope]\n");
+    const fromFile = await resolveWith(yaml).catch((e: unknown) => e);
+    expect((fromFile as ConfigError).issues[0]).toMatchObject({
+      field: "validation.envs",
+      source: { file: yaml, line: 2 },
+    });
+  });
+});

@@ -7,6 +7,9 @@ import { ConfigError } from "@ragen/envs";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import type { SettingsFile } from "../settings/resolve.js";
 
+/** Alias expansions a config file may make before it is refused. */
+const MAX_ALIAS_COUNT = 100;
+
 /** A config file that is missing, unreadable or not YAML: a ConfigError about the file as a whole. */
 function fileError(path: string, message: string, line?: number): ConfigError {
   return new ConfigError(`config file ${path}`, [
@@ -36,7 +39,14 @@ export function readConfigFile(
       at.line,
     );
   }
-  const values = document.toJS() as unknown;
+  let values: unknown;
+  try {
+    // A few aliases are fine; more mean a file built to blow up in memory ("billion laughs").
+    values = document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    if (!(error instanceof ReferenceError)) throw error;
+    throw fileError(shownAs, `uses more YAML aliases than a config needs: ${error.message}`);
+  }
   if (values === null || values === undefined) return { path: shownAs, values: {}, lineOf: () => undefined };
   if (typeof values !== "object" || Array.isArray(values))
     throw fileError(shownAs, `the config must be a mapping of fields (key: value), not ${describe(values)}`);

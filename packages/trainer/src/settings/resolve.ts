@@ -9,6 +9,8 @@ import {
   ConfigError,
   type ConfigIssue,
   EnvConfigError,
+  listEnvs,
+  listPresets,
   parseList,
   parseOverrides,
   parseTagValues,
@@ -105,6 +107,7 @@ export async function resolveSettings(input: SettingsInput = {}): Promise<Resolv
       error.issues.map((issue) => locate(issue, merged.origins, layers)),
     );
   }
+  checkEnvTags(settings, merged, layers, input);
   if (input.training !== false) checkTrainingGroups(settings, merged, layers, input);
   return {
     settings: inFieldOrder(settings),
@@ -234,6 +237,28 @@ function locate(issue: ConfigIssue, origins: Record<string, number>, layers: rea
 
 function subjectOf(input: SettingsInput): string {
   return input.file ? `config in ${input.file.path}` : "settings";
+}
+
+/** Every tag in envs and validation.envs is a registered env or preset, so a typo fails before anything runs. */
+function checkEnvTags(
+  settings: TrainingSettings,
+  merged: Merged,
+  layers: readonly Layer[],
+  input: SettingsInput,
+): void {
+  const known = new Set([...listEnvs(), ...Object.keys(listPresets())]);
+  const issues = (
+    [
+      ["envs", settings.envs],
+      ["validation.envs", settings.validation.envs ?? []],
+    ] as const
+  ).flatMap(([field, tags]) => {
+    const unknown = tags.filter((tag) => !known.has(tag));
+    if (unknown.length === 0) return [];
+    const message = `${unknown.map((tag) => JSON.stringify(tag)).join(", ")} ${unknown.length === 1 ? "is" : "are"} not a registered env or preset`;
+    return [locate({ field, message, allowed: [...known].sort() }, merged.origins, layers)];
+  });
+  if (issues.length > 0) throw new ConfigError(subjectOf(input), issues);
 }
 
 /** train.groupsPerEnv names each training env once and sums to envGroups; or envGroups splits evenly. */
