@@ -42,6 +42,42 @@ export const ASTARPO_DEFAULTS = {
   vstarRefreshEvery: 0,
 } as const satisfies Required<AStarPOConfig>;
 
+/** A number's bounds, in JSON Schema's words, so a settings schema can state the same ones. */
+export interface NumberBounds {
+  minimum?: number;
+  exclusiveMinimum?: number;
+  maximum?: number;
+  exclusiveMaximum?: number;
+}
+
+/**
+ * The values A*-PO's numeric options may take. The constructor checks them, and the trainer's settings
+ * schema is built from them, so a run is refused before stage 1 rather than in its first update.
+ */
+export const ASTARPO_BOUNDS = {
+  beta2: { exclusiveMinimum: 0 },
+  entropyCoeff: { minimum: 0 },
+  lr: { exclusiveMinimum: 0 },
+  weightDecay: { minimum: 0 },
+  maxGradNorm: { minimum: 0 },
+  // The log-probs are of softmax(logits / temperature): 0 (greedy sampling) has none.
+  temperature: { exclusiveMinimum: 0 },
+} as const satisfies Partial<Record<keyof AStarPOConfig, NumberBounds>>;
+
+/** Why `value` is outside `bounds` ("must be > 0, got 0"), or undefined when it is inside. */
+export function boundsProblem(value: number, bounds: NumberBounds): string | undefined {
+  const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = bounds;
+  if (typeof value !== "number" || Number.isNaN(value)) return `must be a number, got ${value}`;
+  if (minimum !== undefined && !(value >= minimum)) return `must be >= ${minimum}, got ${value}`;
+  if (exclusiveMinimum !== undefined && !(value > exclusiveMinimum))
+    return `must be > ${exclusiveMinimum}, got ${value}`;
+  if (maximum !== undefined && !(value <= maximum)) return `must be <= ${maximum}, got ${value}`;
+  if (exclusiveMaximum !== undefined && !(value < exclusiveMaximum))
+    return `must be < ${exclusiveMaximum}, got ${value}`;
+  if (!Number.isFinite(value)) return `must be finite, got ${value}`;
+  return undefined;
+}
+
 export type ResolvedAStarPOConfig = Required<AStarPOConfig>;
 
 export interface AStarPOModels {
@@ -84,7 +120,13 @@ export class AStarPO {
     }
     if (!(Number.isInteger(c.vstarRefreshEvery) && c.vstarRefreshEvery >= 0))
       throw new RangeError(`AStarPO: vstarRefreshEvery must be an integer >= 0, got ${c.vstarRefreshEvery}`);
-    if (!(c.beta2 > 0)) throw new RangeError(`AStarPO: beta2 must be > 0, got ${c.beta2}`);
+    for (const [key, bounds] of Object.entries(ASTARPO_BOUNDS) as [
+      keyof typeof ASTARPO_BOUNDS,
+      NumberBounds,
+    ][]) {
+      const problem = boundsProblem(c[key], bounds);
+      if (problem) throw new RangeError(`AStarPO: ${key} ${problem}`);
+    }
     this.actor = actor;
     this.reference = reference;
     this.optimizer = new AdamW(actor.parameters(), {

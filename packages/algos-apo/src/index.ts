@@ -1,8 +1,11 @@
 export {
+  ASTARPO_BOUNDS,
   ASTARPO_DEFAULTS,
   AStarPO,
   type AStarPOConfig,
   type AStarPOModels,
+  boundsProblem,
+  type NumberBounds,
   type ResolvedAStarPOConfig,
   type VStarLookup,
 } from "./astar-po.js";
@@ -32,4 +35,11 @@ export {
   type VStarEstimationOptions,
   vstarLookup,
 } from "./stage1.js";
-export { DEFAULT_BETA1, estimateVStar, summarizeSamples, type VStarSummary } from "./vstar.js";
+export {
+  beta1Problem,
+  DEFAULT_BETA1,
+  estimateVStar,
+  MIN_BETA1,
+  summarizeSamples,
+  type VStarSummary,
+} from "./vstar.js";

@@ -2,14 +2,26 @@
 export const DEFAULT_BETA1 = 0.5;
 
 /**
+ * The smallest beta1 above 0 that V̂* takes: below it r / beta1 overflows to Infinity for ordinary rewards
+ * and the estimate turns NaN. 0 itself is allowed (the plain mean).
+ */
+export const MIN_BETA1 = 1e-6;
+
+/** Why `beta1` cannot be V̂*'s temperature, or undefined when it can: 0, or a finite number >= MIN_BETA1. */
+export function beta1Problem(beta1: number): string | undefined {
+  if (beta1 === 0 || (Number.isFinite(beta1) && beta1 >= MIN_BETA1)) return undefined;
+  return `must be 0 (the mean reward) or a finite number >= ${MIN_BETA1.toExponential()} (smaller ones overflow r / beta1 and make V* NaN), got ${beta1}`;
+}
+
+/**
  * V̂*(x) = beta1 · (logsumexp(r_i / beta1) − log N): a soft maximum of the N reference rewards, between
  * their mean (beta1 → ∞) and their maximum (beta1 → 0). beta1 = 0 is taken as the plain mean, the
  * estimate A*-PO falls back to when the optimal policy should stay at the reference.
  */
 export function estimateVStar(rewards: readonly number[], beta1: number = DEFAULT_BETA1): number {
   if (rewards.length === 0) throw new RangeError("estimateVStar: no rewards to estimate V* from");
-  if (!(Number.isFinite(beta1) && beta1 >= 0))
-    throw new RangeError(`estimateVStar: beta1 must be a finite number >= 0, got ${beta1}`);
+  const problem = beta1Problem(beta1);
+  if (problem) throw new RangeError(`estimateVStar: beta1 ${problem}`);
   for (const [i, r] of rewards.entries()) {
     if (!Number.isFinite(r)) throw new RangeError(`estimateVStar: reward ${i} is not finite (${r})`);
   }

@@ -2,7 +2,7 @@ import type { Qwen2Model } from "@ragen/models";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { asyncScope, noGrad } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
-import { AStarPO } from "../src/astar-po.js";
+import { ASTARPO_BOUNDS, AStarPO } from "../src/astar-po.js";
 import { frozenCopy, tinyModel, trajectory } from "./fixtures.js";
 
 const batchOf = (trajectories: Trajectory[]): TrajectoryBatch => ({
@@ -70,6 +70,12 @@ describe("AStarPO", () => {
     expect(() => new AStarPO({ actor, reference: actor })).toThrow(/frozen copy/);
     expect(() => new AStarPO({ actor, reference, config: { microBatchSize: 0 } })).toThrow(/microBatchSize/);
     expect(() => new AStarPO({ actor, reference, config: { beta2: 0 } })).toThrow(/beta2/);
+    // Before stage 1 samples anything: the update's log-probs divide by the temperature.
+    expect(() => new AStarPO({ actor, reference, config: { temperature: 0 } })).toThrow(
+      /temperature must be > 0, got 0/,
+    );
+    expect(() => new AStarPO({ actor, reference, config: { lr: -1 } })).toThrow(/lr must be > 0/);
+    expect(ASTARPO_BOUNDS.temperature).toEqual({ exclusiveMinimum: 0 });
   });
 
   it("names the start state a trajectory has no V̂* for", async () => {

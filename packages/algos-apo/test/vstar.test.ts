@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { estimateVStar, summarizeSamples } from "../src/vstar.js";
+import { beta1Problem, estimateVStar, MIN_BETA1, summarizeSamples } from "../src/vstar.js";
 
 /** N = 8 rewards, k of them 1 and the rest 0. */
 const kOfEight = (k: number) => Array.from({ length: 8 }, (_, i) => (i < k ? 1 : 0));
@@ -39,6 +39,17 @@ describe("estimateVStar", () => {
     expect(() => estimateVStar([])).toThrow(RangeError);
     expect(() => estimateVStar([1], -0.1)).toThrow(/beta1/);
     expect(() => estimateVStar([1, Number.NaN])).toThrow(/reward 1/);
+  });
+
+  it("refuses a beta1 so small that r / beta1 overflows, rather than returning NaN", () => {
+    expect(() => estimateVStar([1, 0], 1e-320)).toThrow(
+      /beta1 must be 0 \(the mean reward\) or a finite number >= 1e-6/,
+    );
+    expect(beta1Problem(1e-320)).toMatch(/NaN/);
+    expect(beta1Problem(0)).toBeUndefined();
+    expect(beta1Problem(MIN_BETA1)).toBeUndefined();
+    expect(beta1Problem(Number.POSITIVE_INFINITY)).toBeDefined();
+    expect(Number.isFinite(estimateVStar([1, 0], MIN_BETA1))).toBe(true);
   });
 });
 

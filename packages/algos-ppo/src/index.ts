@@ -47,7 +47,10 @@ export {
 } from "./normalize.js";
 export {
   type AdvantageEstimator,
+  boundsProblem,
+  type NumberBounds,
   type ResolvedStarPOConfig,
+  STARPO_BOUNDS,
   STARPO_DEFAULTS,
   StarPO,
   type StarPOConfig,

@@ -76,6 +76,53 @@ export const STARPO_DEFAULTS = {
   shuffleSeed: 0,
 } as const satisfies Required<Omit<StarPOConfig, "advantageEstimator">>;
 
+/** A number's bounds, in JSON Schema's words, so a settings schema can state the same ones. */
+export interface NumberBounds {
+  minimum?: number;
+  exclusiveMinimum?: number;
+  maximum?: number;
+  exclusiveMaximum?: number;
+}
+
+/**
+ * The values StarPO's numeric options may take. The constructor checks them, and the trainer's settings
+ * schema is built from them, so a run is refused before its first rollout rather than in its first update.
+ */
+export const STARPO_BOUNDS = {
+  actorLr: { exclusiveMinimum: 0 },
+  criticLr: { exclusiveMinimum: 0 },
+  beta1: { minimum: 0, exclusiveMaximum: 1 },
+  beta2: { minimum: 0, exclusiveMaximum: 1 },
+  weightDecay: { minimum: 0 },
+  maxGradNorm: { minimum: 0 },
+  clipRatioLow: { minimum: 0 },
+  clipRatioHigh: { minimum: 0 },
+  dualClip: { minimum: 1 },
+  clipRangeValue: { minimum: 0 },
+  entropyCoeff: { minimum: 0 },
+  klCoeff: { minimum: 0 },
+  gamma: { minimum: 0, maximum: 1 },
+  lambda: { minimum: 0, maximum: 1 },
+  // Keeping no group would leave nothing to train on.
+  rolloutFilterRatio: { exclusiveMinimum: 0, maximum: 1 },
+  // The log-probs are of softmax(logits / temperature): 0 (greedy sampling) has none.
+  temperature: { exclusiveMinimum: 0 },
+} as const satisfies Partial<Record<keyof StarPOConfig, NumberBounds>>;
+
+/** Why `value` is outside `bounds` ("must be > 0, got 0"), or undefined when it is inside. */
+export function boundsProblem(value: number, bounds: NumberBounds): string | undefined {
+  const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = bounds;
+  if (typeof value !== "number" || Number.isNaN(value)) return `must be a number, got ${value}`;
+  if (minimum !== undefined && !(value >= minimum)) return `must be >= ${minimum}, got ${value}`;
+  if (exclusiveMinimum !== undefined && !(value > exclusiveMinimum))
+    return `must be > ${exclusiveMinimum}, got ${value}`;
+  if (maximum !== undefined && !(value <= maximum)) return `must be <= ${maximum}, got ${value}`;
+  if (exclusiveMaximum !== undefined && !(value < exclusiveMaximum))
+    return `must be < ${exclusiveMaximum}, got ${value}`;
+  if (!Number.isFinite(value)) return `must be finite, got ${value}`;
+  return undefined;
+}
+
 export type ResolvedStarPOConfig = Required<StarPOConfig>;
 
 export type StarPOMetrics = Record<string, number>;
@@ -121,6 +168,13 @@ export class StarPO {
     }
     this.config = { ...STARPO_DEFAULTS, ...stripUndefined(config), advantageEstimator };
     const c = this.config;
+    for (const [key, bounds] of Object.entries(STARPO_BOUNDS) as [
+      keyof typeof STARPO_BOUNDS,
+      NumberBounds,
+    ][]) {
+      const problem = boundsProblem(c[key], bounds);
+      if (problem) throw new RangeError(`StarPO: ${key} ${problem}`);
+    }
     for (const key of ["ppoMiniBatchSize", "microBatchSize", "ppoEpochs"] as const) {
       if (!(Number.isInteger(c[key]) && c[key] > 0))
         throw new RangeError(`StarPO: ${key} must be a positive integer`);

@@ -2,7 +2,7 @@ import { Qwen2Model, type Qwen2Shape, Qwen2ValueModel } from "@ragen/models";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { asyncScope, createCpuBackend, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
-import { StarPO } from "../src/starpo.js";
+import { boundsProblem, STARPO_BOUNDS, StarPO } from "../src/starpo.js";
 
 const tiny: Qwen2Shape = {
   vocabSize: 32,
@@ -149,6 +149,19 @@ describe("StarPO.update", () => {
     expect(
       () => new StarPO({ actor, reference: Qwen2Model.random(tiny, 1, cpu), config: { klCoeff: 0.1 } }),
     ).not.toThrow();
+  });
+
+  it("refuses options outside STARPO_BOUNDS when built, before any rollout", () => {
+    const actor = Qwen2Model.random(tiny, 1, cpu);
+    expect(() => new StarPO({ actor, config: { rolloutFilterRatio: 0 } })).toThrow(
+      /rolloutFilterRatio must be > 0, got 0/,
+    );
+    expect(() => new StarPO({ actor, config: { temperature: 0 } })).toThrow(/temperature must be > 0/);
+    expect(() => new StarPO({ actor, config: { gamma: 1.5 } })).toThrow(/gamma must be <= 1/);
+    expect(() => new StarPO({ actor, config: { actorLr: Number.NaN } })).toThrow(/actorLr/);
+    expect(STARPO_BOUNDS.rolloutFilterRatio).toEqual({ exclusiveMinimum: 0, maximum: 1 });
+    expect(boundsProblem(1, { exclusiveMaximum: 1 })).toBe("must be < 1, got 1");
+    expect(boundsProblem(0.5, STARPO_BOUNDS.gamma)).toBeUndefined();
   });
 
   it("raises the rewarded token's log-prob and lowers the punished one's (GRPO)", async () => {
