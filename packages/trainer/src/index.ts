@@ -57,10 +57,12 @@ export {
   SETTINGS_FIELDS,
   type SectionName,
   type SettingsLayer,
+  SIZE_LIMITS,
   type StarPOSettings,
   settingsFields,
   type TrainingSettings,
 } from "./settings/fields.js";
+export { checkSettingsFit, type ModelFit } from "./settings/fit.js";
 export { formatResolvedSettings } from "./settings/print.js";
 export {
   ALGORITHM_PROFILES,

@@ -94,6 +94,21 @@ describe("run settings in Node", () => {
     expect(sources["starpo.klCoeff"]).toBe("profile small-model");
   });
 
+  it("refuse responses that cannot fit the model's positions, before anything runs", async () => {
+    // The embedded model places 4096 tokens: 5 turns of 1024 cannot fit with their prompts.
+    const error = await resolveRunSettings({ overrides: ["rollout.maxNewTokens=1024"], cwd: root }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues[0]).toMatchObject({
+      field: "rollout.maxNewTokens",
+      source: "command line",
+    });
+    await expect(
+      resolveRunSettings({ overrides: ["rollout.maxNewTokens=512"], cwd: root }),
+    ).resolves.toBeDefined();
+  });
+
   it("take relative paths from where the command was typed; a model that is no folder there is a repo id", async () => {
     const folders = new Set(["/home/me/ckpt"]);
     const exists = (path: string) => folders.has(path);

@@ -1,14 +1,16 @@
-import { ASTARPO_DEFAULTS, VSTAR_DEFAULTS } from "@ragen/algos-apo";
-import { STARPO_DEFAULTS } from "@ragen/algos-ppo";
+import { ASTARPO_BOUNDS, ASTARPO_DEFAULTS, VSTAR_DEFAULTS } from "@ragen/algos-apo";
+import { STARPO_BOUNDS, STARPO_DEFAULTS } from "@ragen/algos-ppo";
 import { ConfigError } from "@ragen/envs";
 import { ROLLOUT_DEFAULTS } from "@ragen/rollout";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import {
+  checkSettingsFit,
   describeSettings,
   formatResolvedSettings,
   LIBRARY_DEFAULTS,
   resolveSettings,
+  SETTINGS_FIELDS,
   SMALL_MODEL_PARAMETERS,
   settingsFields,
 } from "../src/index.js";
@@ -196,6 +198,68 @@ describe("resolveSettings", () => {
     await expect(
       resolveSettings({ overrides: ["train.envGroups=7"], training: false }),
     ).resolves.toBeDefined();
+  });
+});
+
+describe("values the algorithms or the machine would refuse later", () => {
+  const issueOf = async (overrides: string[]) =>
+    (await configError(resolveSettings({ overrides }))).issues[0]!;
+
+  it("are refused with the field, the command line and why, by the bounds the algorithms state", async () => {
+    expect(await issueOf(["starpo.rolloutFilterRatio=0"])).toMatchObject({
+      field: "starpo.rolloutFilterRatio",
+      message: expect.stringMatching(/must be > 0.*leaves nothing to train on/),
+      source: "command line",
+    });
+    expect(await issueOf(["rollout.temperature=0"])).toMatchObject({
+      field: "rollout.temperature",
+      message: expect.stringMatching(
+        /must be > 0.*softmax\(logits \/ temperature\).*validation\.temperature=0/,
+      ),
+    });
+    expect(await issueOf(["apo.beta1=1e-320"])).toMatchObject({
+      field: "apo.beta1",
+      message: expect.stringMatching(/at least 1e-6.*NaN/),
+    });
+    // Greedy validation and the plain-mean V* stay allowed.
+    await expect(
+      resolveSettings({ overrides: ["validation.temperature=0", "apo.beta1=0"] }),
+    ).resolves.toBeDefined();
+    await expect(resolveSettings({ overrides: ["apo.beta1=1e-6"] })).resolves.toBeDefined();
+    // One statement of each bound: the schema's is the algorithm's.
+    expect(SETTINGS_FIELDS.starpo.rolloutFilterRatio.schema).toMatchObject(STARPO_BOUNDS.rolloutFilterRatio);
+    expect(SETTINGS_FIELDS.rollout.temperature.schema).toMatchObject(STARPO_BOUNDS.temperature);
+    expect(SETTINGS_FIELDS.rollout.temperature.schema).toMatchObject(ASTARPO_BOUNDS.temperature);
+    expect(SETTINGS_FIELDS.apo.lr.schema).toMatchObject(ASTARPO_BOUNDS.lr);
+  });
+
+  it("bound sizes a machine cannot hold", async () => {
+    expect(await issueOf(["rollout.maxNewTokens=1000000"])).toMatchObject({
+      field: "rollout.maxNewTokens",
+      message: expect.stringMatching(/must be <= 32768/),
+    });
+    expect(await issueOf(["train.envGroups=512", "train.groupSize=256"])).toMatchObject({
+      field: "train.groupSize",
+      message: expect.stringMatching(/131072 rollouts a step; at most 65536/),
+      source: "command line",
+    });
+  });
+
+  it("checkSettingsFit: the responses of an episode and the prompt fit the model's positions", async () => {
+    const resolved = await resolveSettings({ overrides: ["rollout.maxNewTokens=1024"] });
+    expect(() => checkSettingsFit(resolved.settings, { maxPositionEmbeddings: 32768 })).not.toThrow();
+    let error: unknown;
+    try {
+      checkSettingsFit(resolved.settings, { maxPositionEmbeddings: 4096 }, resolved.sources);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues[0]).toMatchObject({
+      field: "rollout.maxNewTokens",
+      message: expect.stringMatching(/5 turns of up to 1024 tokens are 5120 response tokens.*4096/),
+      source: "command line",
+    });
   });
 });
 

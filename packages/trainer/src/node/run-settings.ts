@@ -2,13 +2,14 @@
  * A run's settings from what a user typed: a config file and `key=value` overrides, read relative to the
  * folder the command was typed in, and the model's size looked up from its config.json.
  */
-import { existsSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError } from "@ragen/envs";
 import { EMBEDDED_MODEL, type TrainingSettings } from "../settings/fields.js";
+import { checkSettingsFit, type ModelFit } from "../settings/fit.js";
 import { type ResolvedSettings, resolveSettings, type SettingsInput } from "../settings/resolve.js";
 import { readConfigFile } from "./config-file.js";
-import { modelParameterCount } from "./load-policy.js";
+import { modelLocation, modelParameterCount } from "./load-policy.js";
 
 export interface RunSettingsInput {
   /** The config file as the user typed it. */
@@ -51,7 +52,24 @@ export async function resolveRunSettings(input: RunSettingsInput): Promise<Resol
             }),
         }),
   });
-  return { ...resolved, settings: resolveRunPaths(resolved.settings, input.cwd) };
+  const settings = resolveRunPaths(resolved.settings, input.cwd);
+  const fit = input.training === false ? undefined : localModelFit(settings.model);
+  if (fit) checkSettingsFit(settings, fit, resolved.sources);
+  return { ...resolved, settings };
+}
+
+/** The model's positions when its config.json is on disk (the embedded model, a folder); else undefined. */
+function localModelFit(model: string): ModelFit | undefined {
+  const file = join(modelLocation(model), "config.json");
+  if (!existsSync(file)) return undefined;
+  try {
+    const positions = (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>)
+      .max_position_embeddings;
+    return typeof positions === "number" && positions > 0 ? { maxPositionEmbeddings: positions } : undefined;
+  } catch {
+    // An unreadable config.json is reported by the model's loader, with its own message.
+    return undefined;
+  }
 }
 
 /** A model name that is an existing folder relative to `cwd`, as an absolute path; other names as they are. */

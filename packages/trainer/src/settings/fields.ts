@@ -3,8 +3,20 @@
  * defaults are the packages' own objects (StarPO's, A*-PO's, the rollout's), not copies; the JSON
  * Schema, `--help` and `--print-config` are generated from this file.
  */
-import { ASTARPO_DEFAULTS, type AStarPOConfig, VSTAR_DEFAULTS } from "@ragen/algos-apo";
-import { type AdvantageEstimator, STARPO_DEFAULTS, type StarPOConfig } from "@ragen/algos-ppo";
+import {
+  ASTARPO_BOUNDS,
+  ASTARPO_DEFAULTS,
+  type AStarPOConfig,
+  MIN_BETA1,
+  VSTAR_DEFAULTS,
+} from "@ragen/algos-apo";
+import {
+  type AdvantageEstimator,
+  type NumberBounds,
+  STARPO_BOUNDS,
+  STARPO_DEFAULTS,
+  type StarPOConfig,
+} from "@ragen/algos-ppo";
 import { ROLLOUT_DEFAULTS } from "@ragen/rollout";
 
 /** The model trained when none is named: the tiny checkpoint shipped with the project. */
@@ -103,17 +115,30 @@ function withoutKeys<T extends object, K extends keyof T>(object: T, keys: reado
 export interface FieldSpec {
   schema: Record<string, unknown>;
   description: string;
+  /** Why the schema bounds the field as it does; added to the message of a value it refuses. */
+  why?: string;
 }
+
+/**
+ * Sizes a machine can hold: a response of this many tokens at most (with the prompt it must also fit the
+ * model's positions, see checkSettingsFit), and this many rollouts in a step's batch.
+ */
+export const SIZE_LIMITS = {
+  maxNewTokens: 32_768,
+  rolloutsPerStep: 65_536,
+  maxTurns: 1_000,
+  maxActionsPerTurn: 1_000,
+} as const;
 
 const integer = (description: string, minimum = 1, maximum = 1_000_000): FieldSpec => ({
   schema: { type: "integer", minimum, maximum },
   description,
 });
-const number = (description: string, bounds: Record<string, number> = {}): FieldSpec => ({
+const number = (description: string, bounds: NumberBounds = {}, why?: string): FieldSpec => ({
   schema: { type: "number", ...bounds },
   description,
+  ...(why === undefined ? {} : { why }),
 });
-const positive = (description: string) => number(description, { exclusiveMinimum: 0 });
 const flag = (description: string): FieldSpec => ({ schema: { type: "boolean" }, description });
 const oneOf = (values: readonly string[], description: string): FieldSpec => ({
   schema: { enum: values },
@@ -157,12 +182,16 @@ export const SETTINGS_FIELDS: SettingsFields = {
     "starpo (PPO/GRPO) or apo (A*-PO: offline V*, least-squares policy regression)",
   ),
   train: {
-    envGroups: integer("Env groups per step (RAGEN's env_groups)"),
+    envGroups: integer("Env groups per step (RAGEN's env_groups)", 1, SIZE_LIMITS.rolloutsPerStep),
     groupsPerEnv: {
       schema: { type: ["object", "null"], additionalProperties: { type: "integer", minimum: 1 } },
       description: "Groups per env as Tag=N,Tag=N summing to envGroups (null: split evenly)",
     },
-    groupSize: integer("Envs per group, sharing one start state (A*-PO samples one response per state)"),
+    groupSize: integer(
+      "Envs per group, sharing one start state (A*-PO samples one response per state)",
+      1,
+      SIZE_LIMITS.rolloutsPerStep,
+    ),
     tokenBudget: integer(
       "Stop once training rollouts generated this many tokens (0: no budget)",
       0,
@@ -171,15 +200,27 @@ export const SETTINGS_FIELDS: SettingsFields = {
   },
   validation: {
     envs: tags("Env tags validated on (null: the training envs)", true),
-    groupsPerEnv: integer("Validation envs per tag (seeds 123, 124, ... numbered across tags)"),
+    groupsPerEnv: integer(
+      "Validation envs per tag (seeds 123, 124, ... numbered across tags)",
+      1,
+      SIZE_LIMITS.rolloutsPerStep,
+    ),
     every: integer("Validate every N steps (and before the first and after the last)"),
     temperature: number("Sampling temperature of validation", { minimum: 0 }),
   },
   rollout: {
-    maxTurns: integer("Turns per episode (RAGEN's max_turn)"),
-    maxActionsPerTurn: integer("Actions per turn; more are cut off"),
-    maxNewTokens: integer("Token budget of each response (RAGEN's response_length)"),
-    temperature: number("Sampling temperature of training rollouts", { minimum: 0 }),
+    maxTurns: integer("Turns per episode (RAGEN's max_turn)", 1, SIZE_LIMITS.maxTurns),
+    maxActionsPerTurn: integer("Actions per turn; more are cut off", 1, SIZE_LIMITS.maxActionsPerTurn),
+    maxNewTokens: integer(
+      "Token budget of each response (RAGEN's response_length)",
+      1,
+      SIZE_LIMITS.maxNewTokens,
+    ),
+    temperature: number(
+      "Sampling temperature of training rollouts (above 0)",
+      STARPO_BOUNDS.temperature,
+      "the update's log-probs are of softmax(logits / temperature), which greedy sampling at 0 does not have; validation.temperature=0 validates greedily",
+    ),
     enableThinking: flag("Responses start with <think>"),
     formatPenalty: number(
       "Reward added for a turn whose tags did not match, named an invalid action or had none valid",
@@ -192,42 +233,63 @@ export const SETTINGS_FIELDS: SettingsFields = {
   },
   starpo: {
     advantageEstimator: oneOf(["gae", "grpo"], "gae (PPO with a critic) or grpo"),
-    actorLr: positive("Actor learning rate (AdamW)"),
-    criticLr: positive("Critic learning rate (AdamW)"),
-    beta1: number("AdamW beta1 of both optimisers", { minimum: 0, exclusiveMaximum: 1 }),
-    beta2: number("AdamW beta2 of both optimisers", { minimum: 0, exclusiveMaximum: 1 }),
-    weightDecay: number("AdamW weight decay", { minimum: 0 }),
-    maxGradNorm: number("Gradient-norm clip of both optimisers", { minimum: 0 }),
-    clipRatioLow: number("PPO clip below 1", { minimum: 0 }),
-    clipRatioHigh: number("PPO clip above 1 (clip-higher)", { minimum: 0 }),
-    dualClip: number("Dual-clip bound c on negative advantages", { minimum: 1 }),
-    clipRangeValue: number("Critic value clip range", { minimum: 0 }),
-    entropyCoeff: number("Entropy bonus", { minimum: 0 }),
-    klCoeff: number("KL-to-reference loss coefficient (StarPO-S: 0)", { minimum: 0 }),
+    actorLr: number("Actor learning rate (AdamW)", STARPO_BOUNDS.actorLr),
+    criticLr: number("Critic learning rate (AdamW)", STARPO_BOUNDS.criticLr),
+    beta1: number("AdamW beta1 of both optimisers", STARPO_BOUNDS.beta1),
+    beta2: number("AdamW beta2 of both optimisers", STARPO_BOUNDS.beta2),
+    weightDecay: number("AdamW weight decay", STARPO_BOUNDS.weightDecay),
+    maxGradNorm: number("Gradient-norm clip of both optimisers", STARPO_BOUNDS.maxGradNorm),
+    clipRatioLow: number("PPO clip below 1", STARPO_BOUNDS.clipRatioLow),
+    clipRatioHigh: number("PPO clip above 1 (clip-higher)", STARPO_BOUNDS.clipRatioHigh),
+    dualClip: number("Dual-clip bound c on negative advantages", STARPO_BOUNDS.dualClip),
+    clipRangeValue: number("Critic value clip range", STARPO_BOUNDS.clipRangeValue),
+    entropyCoeff: number("Entropy bonus", STARPO_BOUNDS.entropyCoeff),
+    klCoeff: number("KL-to-reference loss coefficient (StarPO-S: 0)", STARPO_BOUNDS.klCoeff),
     klType: oneOf(["kl", "abs", "mse", "low_var_kl"], "KL estimator of the loss term"),
     aggregation: oneOf(
       ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"],
       "How token losses add up",
     ),
-    gamma: number("Discount", { minimum: 0, maximum: 1 }),
-    lambda: number("GAE lambda", { minimum: 0, maximum: 1 }),
-    ppoMiniBatchSize: integer("Trajectories per optimiser step (RAGEN's ppo_mini_batch_size)"),
-    microBatchSize: integer("Trajectories per forward/backward (gradients accumulate over a mini-batch)"),
+    gamma: number("Discount", STARPO_BOUNDS.gamma),
+    lambda: number("GAE lambda", STARPO_BOUNDS.lambda),
+    ppoMiniBatchSize: integer(
+      "Trajectories per optimiser step (RAGEN's ppo_mini_batch_size)",
+      1,
+      SIZE_LIMITS.rolloutsPerStep,
+    ),
+    microBatchSize: integer(
+      "Trajectories per forward/backward (gradients accumulate over a mini-batch)",
+      1,
+      SIZE_LIMITS.rolloutsPerStep,
+    ),
     ppoEpochs: integer("PPO epochs per batch", 1, 100),
     uncertaintyFilter: flag("StarPO-S: train on the groups with the most reward spread"),
-    rolloutFilterRatio: number("Share of groups the filter keeps", { exclusiveMinimum: 0, maximum: 1 }),
+    rolloutFilterRatio: number(
+      "Share of groups the filter keeps",
+      STARPO_BOUNDS.rolloutFilterRatio,
+      "a filter that keeps no group leaves nothing to train on",
+    ),
   },
   apo: {
     samples: integer("Stage 1: reference samples per start state (the paper's N)", 1, 1024),
-    beta1: number("Stage 1: V* temperature (0: mean reward)", { minimum: 0 }),
+    beta1: {
+      // 0, or at least MIN_BETA1: JSON Schema says "not in (0, MIN_BETA1)".
+      schema: {
+        type: "number",
+        minimum: 0,
+        not: { type: "number", exclusiveMinimum: 0, exclusiveMaximum: MIN_BETA1 },
+      },
+      description: `Stage 1: V* temperature (0: mean reward; else at least ${MIN_BETA1.toExponential()})`,
+      why: `beta1 is 0 (the mean reward) or at least ${MIN_BETA1.toExponential()}: below that r / beta1 overflows and V* becomes NaN`,
+    },
     dropAllZero: flag("Stage 1: leave out start states whose samples all scored 0 or less"),
-    beta2: positive("Stage 2: weight of the summed log-ratio (KL strength)"),
-    lr: positive("Stage 2: learning rate (AdamW)"),
-    weightDecay: number("Stage 2: AdamW weight decay", { minimum: 0 }),
-    maxGradNorm: number("Stage 2: gradient-norm clip", { minimum: 0 }),
-    entropyCoeff: number("Stage 2: entropy bonus", { minimum: 0 }),
-    miniBatchSize: integer("Stage 2: trajectories per optimiser step"),
-    microBatchSize: integer("Stage 2: trajectories per forward/backward"),
+    beta2: number("Stage 2: weight of the summed log-ratio (KL strength)", ASTARPO_BOUNDS.beta2),
+    lr: number("Stage 2: learning rate (AdamW)", ASTARPO_BOUNDS.lr),
+    weightDecay: number("Stage 2: AdamW weight decay", ASTARPO_BOUNDS.weightDecay),
+    maxGradNorm: number("Stage 2: gradient-norm clip", ASTARPO_BOUNDS.maxGradNorm),
+    entropyCoeff: number("Stage 2: entropy bonus", ASTARPO_BOUNDS.entropyCoeff),
+    miniBatchSize: integer("Stage 2: trajectories per optimiser step", 1, SIZE_LIMITS.rolloutsPerStep),
+    microBatchSize: integer("Stage 2: trajectories per forward/backward", 1, SIZE_LIMITS.rolloutsPerStep),
   },
 };
 

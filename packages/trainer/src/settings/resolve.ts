@@ -20,6 +20,7 @@ import {
   LIBRARY_DEFAULTS,
   SECTIONS,
   SETTINGS_FIELDS,
+  SIZE_LIMITS,
   settingsFields,
   type TrainingSettings,
 } from "./fields.js";
@@ -104,7 +105,7 @@ export async function resolveSettings(input: SettingsInput = {}): Promise<Resolv
     if (!(error instanceof EnvConfigError)) throw error;
     throw new ConfigError(
       subjectOf(input),
-      error.issues.map((issue) => locate(issue, merged.origins, layers)),
+      error.issues.map((issue) => locate(withReason(issue), merged.origins, layers)),
     );
   }
   checkEnvTags(settings, merged, layers, input);
@@ -235,6 +236,13 @@ function locate(issue: ConfigIssue, origins: Record<string, number>, layers: rea
   return { ...issue, ...sourceOf(index === undefined ? undefined : layers[index], issue.field) };
 }
 
+/** A refused value's message with why the field is bounded so, where fields.ts says. */
+function withReason(issue: ConfigIssue): ConfigIssue {
+  const why = settingsFields().find(({ path }) => path === issue.field)?.spec.why;
+  const refused = issue.message !== "unknown field" && issue.message !== "is required";
+  return why && refused ? { ...issue, message: `${issue.message}: ${why}` } : issue;
+}
+
 function subjectOf(input: SettingsInput): string {
   return input.file ? `config in ${input.file.path}` : "settings";
 }
@@ -268,10 +276,15 @@ function checkTrainingGroups(
   layers: readonly Layer[],
   input: SettingsInput,
 ): void {
-  const { envGroups, groupsPerEnv } = settings.train;
+  const { envGroups, groupsPerEnv, groupSize } = settings.train;
   const fail = (field: string, message: string) => {
     throw new ConfigError(subjectOf(input), [locate({ field, message }, merged.origins, layers)]);
   };
+  if (envGroups * groupSize > SIZE_LIMITS.rolloutsPerStep)
+    fail(
+      "train.groupSize",
+      `${envGroups} groups of ${groupSize} make ${envGroups * groupSize} rollouts a step; at most ${SIZE_LIMITS.rolloutsPerStep} fit a step's batch`,
+    );
   if (groupsPerEnv === null) {
     if (envGroups % settings.envs.length !== 0)
       fail(
