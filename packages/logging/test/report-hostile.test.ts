@@ -1,7 +1,8 @@
+import { launchChromium, skipWithoutChromium, warnIfSkipped } from "@ragen/test-chromium";
 import { describe, expect, it } from "vitest";
 import { buildReport, parseTrajectoriesJsonl, type TrajectoryRecord } from "../src/index.js";
 
-const PAYLOAD = `"><script>alert(1)</script><img src=x onerror="alert(2)">'`;
+const PAYLOAD = `"><script>window.__pwned=true</script><img src=x onerror="window.__pwned=true">'`;
 
 /** Records as a crafted trajectories.jsonl could hold them: text in every field, a string where a number belongs. */
 function hostileRecords(): TrajectoryRecord[] {
@@ -56,8 +57,39 @@ describe("the HTML report with hostile trajectory records", () => {
   });
 
   it("shows the hostile text escaped", () => {
-    expect(html).toContain("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;");
+    expect(html).toContain("&quot;&gt;&lt;script&gt;window.__pwned=true&lt;/script&gt;");
     expect(html).toContain(`data-seed="&quot;&gt;&lt;script&gt;`);
+  });
+});
+
+warnIfSkipped("report-hostile.test.ts");
+
+describe.skipIf(skipWithoutChromium)("the hostile report in headless Chromium", () => {
+  it("runs none of the records' script and keeps their text as text", async () => {
+    const browser = await launchChromium({ webgpu: false });
+    try {
+      const page = await browser.newPage();
+      await page.setContent(buildReport([], hostileRecords(), { title: `Run ${PAYLOAD}` }));
+      const state = await page.evaluate(() => ({
+        pwned: (window as unknown as { __pwned?: boolean }).__pwned === true,
+        scripts: document.querySelectorAll("script").length,
+        eventAttributes: Array.from(document.querySelectorAll("*")).flatMap((e) =>
+          Array.from(e.attributes)
+            .map((a) => a.name)
+            .filter((name) => name.startsWith("on")),
+        ),
+        seeds: Array.from(document.querySelectorAll("[data-seed]")).map(
+          (e) => (e as HTMLElement).dataset.seed,
+        ),
+      }));
+      expect(state.pwned).toBe(false);
+      expect(state.scripts).toBe(1);
+      expect(state.eventAttributes).toEqual([]);
+      expect(state.seeds.length).toBeGreaterThan(0);
+      for (const seed of state.seeds) expect(seed).toBe(PAYLOAD);
+    } finally {
+      await browser.close();
+    }
   });
 });
 
