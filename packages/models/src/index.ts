@@ -80,4 +80,4 @@ export {
   sampleToken,
 } from "./model/sampling.js";
 export { Qwen2ValueModel } from "./model/value.js";
-export { readQwen2Weights } from "./model/weights.js";
+export { type ReadQwen2WeightsOptions, readQwen2Weights } from "./model/weights.js";

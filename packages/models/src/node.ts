@@ -27,9 +27,10 @@ export {
 } from "./io/hub.js";
 export {
   type LoadedQwen2,
+  type LoadQwen2Options,
   loadQwen2,
   type SaveQwen2Options,
   saveQwen2,
 } from "./model/checkpoint.js";
 // Also in the main entry; kept here so existing imports from "@ragen/models/node" go on working.
-export { readQwen2Weights } from "./model/weights.js";
+export { type ReadQwen2WeightsOptions, readQwen2Weights } from "./model/weights.js";

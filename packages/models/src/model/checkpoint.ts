@@ -8,21 +8,26 @@ import { type ModelFolder, writeModelFolder } from "../io/folder.js";
 import { loadModelFolder, type ResolveModelOptions } from "../io/hub.js";
 import type { FloatDtype } from "../io/safetensors.js";
 import { Qwen2Model } from "./qwen2.js";
-import { readQwen2Weights } from "./weights.js";
+import { type ReadQwen2WeightsOptions, readQwen2Weights } from "./weights.js";
 
 export interface LoadedQwen2 {
   model: Qwen2Model;
   folder: ModelFolder;
 }
 
-/** Load a model from a local folder or a Hub repo id ("Qwen/Qwen2.5-0.5B-Instruct") onto `backend`. */
+export interface LoadQwen2Options extends ResolveModelOptions, ReadQwen2WeightsOptions {}
+
+/**
+ * Load a model from a local folder or a Hub repo id ("Qwen/Qwen2.5-0.5B-Instruct") onto `backend`.
+ * Tensors the config does not use are refused unless `ignoreUnexpected` (see readQwen2Weights).
+ */
 export async function loadQwen2(
   reference: string,
   backend: Backend,
-  options: ResolveModelOptions = {},
+  options: LoadQwen2Options = {},
 ): Promise<LoadedQwen2> {
   const folder = await loadModelFolder(reference, options);
-  const model = Qwen2Model.fromWeights(folder.config, readQwen2Weights(folder), backend);
+  const model = Qwen2Model.fromWeights(folder.config, readQwen2Weights(folder, options), backend);
   return { model, folder };
 }
 

@@ -1,17 +1,96 @@
 import type { TensorReader } from "../io/safetensors.js";
-import { type Qwen2Shape, qwen2ParameterShapes } from "./qwen2.js";
+import { type Qwen2Shape, Qwen2WeightsError, qwen2ParameterShapes } from "./qwen2.js";
+
+export interface ReadQwen2WeightsOptions {
+  /**
+   * Tensors the config does not use are an error by default (a config with fewer layers than the file
+   * would silently drop the rest); true reads the config's tensors and ignores the others.
+   */
+  readonly ignoreUnexpected?: boolean;
+  /** Where the weights come from (a folder or URL), for messages that cannot name a single file. */
+  readonly source?: string;
+}
+
+/**
+ * Tensors checkpoints commonly carry beside the config's parameters and that loading may skip: the
+ * critic's value head, rotary tables some exporters save, and an lm_head copy next to tied embeddings.
+ */
+function isKnownExtra(name: string, config: Qwen2Shape): boolean {
+  return (
+    name.startsWith("score.") ||
+    name.endsWith(".rotary_emb.inv_freq") ||
+    (config.tieWordEmbeddings && name === "lm_head.weight")
+  );
+}
+
+/** The file a tensor is stored in: the shard for sharded checkpoints, else the reader's own file. */
+function fileOf(reader: TensorReader, name: string, fallback: string): string {
+  const shardOf = (reader as { shardOf?: (name: string) => { fileName?: string } }).shardOf;
+  const file = typeof shardOf === "function" ? shardOf.call(reader, name).fileName : undefined;
+  return file ?? (reader as { fileName?: string }).fileName ?? fallback;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((size, i) => size === b[i]);
+}
+
+function listNames(names: readonly string[]): string {
+  return `${names.slice(0, 5).join(", ")}${names.length > 5 ? ` and ${names.length - 5} more` : ""}`;
+}
 
 /**
  * f32 weights of every parameter the config needs, read from safetensors already in memory (a folder's
- * files in Node, fetched bytes in a browser). Absent names are left out, so Qwen2Model.fromWeights names them.
+ * files in Node, fetched bytes in a browser). Every tensor must be present with exactly the config's
+ * shape (a transposed [hidden, vocab] has the right element count but scrambles the weights) and hold
+ * only finite values; tensors the config does not use are refused unless `ignoreUnexpected`.
  */
-export function readQwen2Weights(checkpoint: {
-  readonly config: Qwen2Shape;
-  readonly weights: TensorReader;
-}): Map<string, Float32Array> {
-  const weights = new Map<string, Float32Array>();
-  for (const [name] of qwen2ParameterShapes(checkpoint.config)) {
-    if (checkpoint.weights.has(name)) weights.set(name, checkpoint.weights.toFloat32(name));
+export function readQwen2Weights(
+  checkpoint: {
+    readonly config: Qwen2Shape;
+    readonly weights: TensorReader;
+    /** The folder read, when there is one: named in errors about absent tensors. */
+    readonly path?: string;
+  },
+  options: ReadQwen2WeightsOptions = {},
+): Map<string, Float32Array> {
+  const { config, weights: reader } = checkpoint;
+  const source =
+    options.source ?? checkpoint.path ?? (reader as { fileName?: string }).fileName ?? "the checkpoint";
+  const expected = qwen2ParameterShapes(config);
+  const missing = expected.filter(([name]) => !reader.has(name)).map(([name]) => name);
+  if (missing.length > 0) {
+    throw new Qwen2WeightsError(
+      `${source}: missing weights: ${listNames(missing)} (the config has ${config.numHiddenLayers} layers${config.tieWordEmbeddings ? ", tied embeddings" : ""})`,
+    );
   }
-  return weights;
+  if (!options.ignoreUnexpected) {
+    const wanted = new Set(expected.map(([name]) => name));
+    const unexpected = reader.names().filter((name) => !wanted.has(name) && !isKnownExtra(name, config));
+    if (unexpected.length > 0) {
+      throw new Qwen2WeightsError(
+        `${source}: tensors the config does not use: ${listNames(unexpected)} (the config has ${config.numHiddenLayers} layers, vocabulary ${config.vocabSize}, hidden size ${config.hiddenSize}; pass ignoreUnexpected to load anyway)`,
+      );
+    }
+  }
+  const out = new Map<string, Float32Array>();
+  for (const [name, shape] of expected) {
+    const found = reader.info(name).shape;
+    if (!sameShape(found, shape)) {
+      throw new Qwen2WeightsError(
+        `${fileOf(reader, name, source)}: tensor "${name}" has shape [${found.join(", ")}], expected [${shape.join(", ")}] from the config`,
+      );
+    }
+    const data = reader.toFloat32(name);
+    // x * 0 is NaN exactly for NaN and ±Inf, so one branch-free pass finds them; the index only on failure.
+    let probe = 0;
+    for (let i = 0; i < data.length; i++) probe += data[i]! * 0;
+    if (Number.isNaN(probe)) {
+      const i = data.findIndex((x) => !Number.isFinite(x));
+      throw new Qwen2WeightsError(
+        `${fileOf(reader, name, source)}: tensor "${name}" holds a non-finite value (${data[i]} at index ${i}); expected finite weights`,
+      );
+    }
+    out.set(name, data);
+  }
+  return out;
 }
