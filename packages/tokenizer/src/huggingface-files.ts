@@ -6,7 +6,7 @@ import type { AddedToken } from "./added-tokens.js";
 import { BYTE_TO_UNICODE, byteLevelToBytes, writeByteLevelBytes } from "./byte-level.js";
 import { ChatTemplateRenderer, type ChatTemplateSource } from "./chat-template.js";
 import type { SpecialTokenNames, TokenizerDefinition } from "./definition.js";
-import { TokenizerFileError } from "./errors.js";
+import { quoteInput, TokenizerFileError } from "./errors.js";
 import { buildNormalizer } from "./normalizer.js";
 import type { RankTable } from "./rank-table.js";
 import { compileSplitPattern, GPT2_SPLIT_PATTERN } from "./split-pattern.js";
@@ -34,7 +34,11 @@ function parseJsonFile(source: string | object, file: string): JsonObject {
     try {
       value = JSON.parse(source);
     } catch (error) {
-      throw new TokenizerFileError(file, `is not valid JSON (${(error as Error).message})`);
+      // The parser's message quotes the bad input; the input itself is quoted escaped and cut short.
+      throw new TokenizerFileError(
+        file,
+        `is not valid JSON (${(error as Error).message}); it starts ${quoteInput(source.trimStart(), 40)}`,
+      );
     }
   }
   if (!isObject(value)) throw new TokenizerFileError(file, "must hold a JSON object");

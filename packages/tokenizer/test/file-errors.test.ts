@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { isUnsafeForTerminal } from "../src/errors.js";
 import { Tokenizer, TokenizerError, TokenizerFileError } from "../src/index.js";
 import { trainTinyTokenizer } from "./support/tiny-tokenizer.js";
 
@@ -125,5 +126,26 @@ describe("bad tokenizer files get errors naming the file and the problem", () =>
   it("rejects unknown ids when decoding", () => {
     expect(() => trained.tokenizer.decode([1, 99_999])).toThrow(TokenizerError);
     expect(() => trained.tokenizer.decode([1.5])).toThrow(/unknown token id 1\.5/);
+  });
+});
+
+describe("bad input is quoted escaped and cut short, never echoed raw to the terminal", () => {
+  const printable = (text: string) => ![...text].some((c) => isUnsafeForTerminal(c.charCodeAt(0)));
+
+  it("garbage tokenizer.json", () => {
+    const garbage = `\u001b[2J\u001b]0;owned\u0007${"\u0000\u009b\u202e".repeat(5000)}`;
+    const error = loadError(garbage);
+    expect(error.message).toMatch(/^tokenizer\.json: is not valid JSON/);
+    expect(error.message).toContain("\\u001b[2J");
+    expect(printable(error.message)).toBe(true);
+    expect(error.message.length).toBeLessThan(600);
+  });
+
+  it("a field holding control bytes and bidirectional overrides", () => {
+    const type = `\u009b31m\u202e${"x".repeat(5000)}`;
+    const error = loadError({ ...json(), model: { ...json().model, type } });
+    expect(error.message).toMatch(/^tokenizer\.json: /);
+    expect(printable(error.message)).toBe(true);
+    expect(error.message.length).toBeLessThan(600);
   });
 });
