@@ -43,6 +43,9 @@ export const HOSTILE_ACTIONS: readonly string[] = [
   "\u0000",
   "💥🧊",
   "x".repeat(10_000),
+  // Over MAX_ACTION_LENGTH, shaped to make backtracking parsers quadratic.
+  `search[${"a".repeat(100_000)}`,
+  "[".repeat(100_000),
   "<think>hmm</think><answer>Up</answer>",
   "null",
   "undefined",

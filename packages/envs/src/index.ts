@@ -1,3 +1,4 @@
+export { ACTION_SEPARATOR, MAX_ACTION_LENGTH, readAction } from "./action.js";
 export * from "./bandit/index.js";
 export { actionBudget, DEFAULT_MAX_ACTIONS_PER_TRAJ, type TurnLimits } from "./budget.js";
 export {

@@ -35,7 +35,9 @@ export function gridSvg(
 ): string {
   const size = options.cellSize ?? 48;
   const rows = cells.length;
-  const cols = rows === 0 ? 0 : Math.max(...cells.map((r) => r.length));
+  // A loop rather than spreading into Math.max, which overflows the stack on very many rows.
+  let cols = 0;
+  for (const row of cells) cols = Math.max(cols, row.length);
   const captionHeight = options.caption ? 28 : 0;
   // Wide enough for the caption too (about 0.6 em per character at 14px), so it is never clipped.
   const captionWidth = options.caption ? Math.ceil(8 + options.caption.length * 8.4) : 0;

@@ -24,7 +24,8 @@ export interface StepResult<Info extends StepInfo = StepInfo> {
  * writes `action`. Every random choice comes from `reset(seed)`, so the same seed and the same
  * actions always give the same trajectory. `step` never throws on any string: a malformed or unknown
  * action is an invalid no-op (`info.actionIsValid === false`). Stepping after `done` is an invalid
- * no-op too.
+ * no-op too. The built-in envs also treat an action longer than MAX_ACTION_LENGTH, or one that is not
+ * a string at all, as invalid (`readAction`), so hostile input never hangs or throws.
  */
 export interface Env<Config = unknown, Info extends StepInfo = StepInfo> {
   /** The registry name this env was created under (`frozenlake`, `sokoban`, ...). */

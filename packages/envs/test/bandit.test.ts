@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  ACTION_SEPARATOR,
   BANDIT_ARM_NAME_PAIRS,
   BanditEnv,
   banditExpectedRewards,
@@ -54,6 +55,19 @@ describe("Bandit config", () => {
     }
     // Through a preset, overriding one name to clash with the other.
     expect(() => make("Bandit", { hiArmName: "phoenix" })).toThrow(EnvConfigError);
+  });
+
+  it("rejects an arm name holding the action separator, naming the field", () => {
+    const lo = configError(() => make("bandit", { loArmName: "Phoenix||Dragon" }));
+    expect(lo.issues.map((i) => i.field)).toEqual(["loArmName"]);
+    expect(lo.message).toContain("loArmName: must not contain the action separator");
+    expect(lo.message).toContain(JSON.stringify(ACTION_SEPARATOR));
+    const hi = configError(() => new BanditEnv({ hiArmName: "a || b" }));
+    expect(hi.issues.map((i) => i.field)).toEqual(["hiArmName"]);
+    const both = configError(() => make("Bandit", { loArmName: "x||y", hiArmName: "||" }));
+    expect(both.issues.map((i) => i.field)).toEqual(["loArmName", "hiArmName"]);
+    // A single bar does not split an answer.
+    expect(make("bandit", { hiArmName: "Dragon|Wyrm" }).config.hiArmName).toBe("Dragon|Wyrm");
   });
 
   it("rejects malformed fields", () => {

@@ -7,6 +7,7 @@ import {
   getEnvSpec,
   listPresets,
   oracleAction,
+  parseWebShopAction,
   Rng,
   randomAction,
   WebShopEnv,
@@ -512,5 +513,51 @@ describe("fuzzing", () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe("parseWebShopAction", () => {
+  /** The original's pattern, as a backtracking regular expression (quadratic on long input). */
+  const ORIGINAL = /^(.+)\[(.+)\]/;
+
+  it("splits an action exactly as the original pattern does", () => {
+    const char = fc.constantFrom("[", "]", "a", "b", " ", "\n", "\r", "\u2028", "é");
+    const text = fc.oneof(
+      fc.array(char, { maxLength: 16 }).map((cs) => cs.join("")),
+      fc.string({ maxLength: 16 }),
+    );
+    fc.assert(
+      fc.property(text, (action) => {
+        const match = ORIGINAL.exec(action);
+        const expected = match === null ? null : { name: match[1], argument: match[2] };
+        expect(parseWebShopAction(action)).toEqual(expected);
+      }),
+      { numRuns: 3000 },
+    );
+    expect(parseWebShopAction("click[[buy now]]")).toEqual({ name: "click[", argument: "buy now]" });
+    expect(parseWebShopAction("search[red shoes] and more")).toEqual({
+      name: "search",
+      argument: "red shoes",
+    });
+    expect(parseWebShopAction("search[]")).toBeNull();
+  });
+
+  it("takes linear time on a megabyte with no closing bracket", () => {
+    const huge = `search[${"a".repeat(1 << 20)}`;
+    const start = performance.now();
+    expect(parseWebShopAction(huge)).toBeNull();
+    expect(parseWebShopAction(`${huge}]`)?.argument).toHaveLength(1 << 20);
+    expect(parseWebShopAction("[".repeat(1 << 20))).toBeNull();
+    expect(performance.now() - start).toBeLessThan(50);
+  });
+
+  it("an over-long or non-string action is invalid and changes nothing", () => {
+    const env = new WebShopEnv();
+    const first = env.reset(0);
+    const long = `search[${"shoe ".repeat(2000)}]`;
+    expect(env.step(long).info.actionIsValid).toBe(false);
+    expect(env.render()).toBe(first);
+    expect(env.step(42 as unknown as string).info.actionIsValid).toBe(false);
+    expect(env.step("search[shoe]").info.actionIsValid).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
-import { type ConfigSchema, EnvConfigError } from "../config.js";
+import { ACTION_SEPARATOR } from "../action.js";
+import { type ConfigIssue, type ConfigSchema, EnvConfigError } from "../config.js";
 import type { EnvPreset } from "../types.js";
 
 export interface BanditConfig {
@@ -65,16 +66,26 @@ export const banditConfigSchema: ConfigSchema = {
 
 /**
  * What the schema cannot say: the two arms need different names, ignoring case, since answers are
- * matched case-insensitively. Throws EnvConfigError naming both fields.
+ * matched case-insensitively; and no name may contain the action separator ("||"), since the rollout
+ * splits an answer on it before the name could ever match. Throws EnvConfigError naming every bad field.
  */
 export function checkBanditArmNames(config: Pick<BanditConfig, "loArmName" | "hiArmName">): void {
-  if (config.loArmName.trim().toLowerCase() !== config.hiArmName.trim().toLowerCase()) return;
-  throw new EnvConfigError("bandit", [
-    {
+  const issues: ConfigIssue[] = [];
+  for (const field of ["loArmName", "hiArmName"] as const) {
+    if (config[field].includes(ACTION_SEPARATOR)) {
+      issues.push({
+        field,
+        message: `must not contain the action separator ${JSON.stringify(ACTION_SEPARATOR)}, which splits an answer into actions (got ${JSON.stringify(config[field])})`,
+      });
+    }
+  }
+  if (config.loArmName.trim().toLowerCase() === config.hiArmName.trim().toLowerCase()) {
+    issues.push({
       field: "hiArmName",
       message: `must differ from loArmName, ignoring case (both are ${JSON.stringify(config.hiArmName)})`,
-    },
-  ]);
+    });
+  }
+  if (issues.length > 0) throw new EnvConfigError("bandit", issues);
 }
 
 /** Every bandit preset is one pull: RAGEN's max_actions_per_traj is 1. */

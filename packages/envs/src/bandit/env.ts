@@ -1,3 +1,4 @@
+import { readAction } from "../action.js";
 import { validateConfig } from "../config.js";
 import { Rng } from "../rng.js";
 import type { Env, StepInfo, StepResult } from "../types.js";
@@ -107,8 +108,9 @@ export class BanditEnv implements Env<BanditConfig, BanditStepInfo> {
   }
 
   private armPositionOf(action: unknown): 1 | 2 | null {
-    if (typeof action !== "string") return null;
-    const wanted = action.trim().toLowerCase();
+    const text = readAction(action);
+    if (text === null) return null;
+    const wanted = text.trim().toLowerCase();
     if (wanted === this.order[0].toLowerCase()) return 1;
     if (wanted === this.order[1].toLowerCase()) return 2;
     return null;

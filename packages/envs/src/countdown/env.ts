@@ -1,3 +1,4 @@
+import { MAX_ACTION_LENGTH, readAction } from "../action.js";
 import { EnvConfigError } from "../config.js";
 import { Rng } from "../rng.js";
 import { textPanelSvg } from "../svg.js";
@@ -33,6 +34,25 @@ const SVG_LINE_CHARS = 200;
 
 function clip(text: string): string {
   return text.length > SVG_LINE_CHARS ? `${text.slice(0, SVG_LINE_CHARS)}...` : text;
+}
+
+/**
+ * The score of an answer that is not read at all (not a string, or longer than MAX_ACTION_LENGTH):
+ * invalid and unrewarded, even where its digits would have earned the format score.
+ */
+function unreadableAnswer(action: unknown): CountdownScore {
+  return {
+    reward: 0,
+    kind: "invalid-expression",
+    valid: false,
+    numbersUsed: [],
+    numbersMatch: false,
+    value: null,
+    error:
+      typeof action === "string"
+        ? `the answer is longer than ${MAX_ACTION_LENGTH} characters`
+        : "the answer is not text",
+  };
 }
 
 function formatValue(value: number): string {
@@ -131,9 +151,13 @@ export class CountdownEnv implements Env<CountdownConfig, CountdownStepInfo> {
   step(action: string): StepResult<CountdownStepInfo> {
     const instance = this.instance;
     if (this.finished || !instance) return this.ignoredStep();
+    const text = readAction(action);
     let score: CountdownScore;
     try {
-      score = scoreCountdownAnswer(action, instance.numbers, instance.target, this.config);
+      score =
+        text === null
+          ? unreadableAnswer(action)
+          : scoreCountdownAnswer(text, instance.numbers, instance.target, this.config);
     } catch (error) {
       // The scorer is not meant to throw; if it ever does, the answer is invalid rather than fatal.
       score = {
@@ -146,7 +170,11 @@ export class CountdownEnv implements Env<CountdownConfig, CountdownStepInfo> {
         error: `internal error: ${(error as Error)?.message ?? String(error)}`,
       };
     }
-    this.answer = { text: typeof action === "string" ? action : String(action), score };
+    // An over-long answer keeps a readable prefix; a non-string has no text to keep.
+    this.answer = {
+      text: text ?? (typeof action === "string" ? action.slice(0, SVG_LINE_CHARS) : ""),
+      score,
+    };
     this.finished = true;
     // RAGEN's wording, reward printed as Python prints it (1, 0.1, 0).
     this.observation = `Your answer get ${score.reward} points.`;

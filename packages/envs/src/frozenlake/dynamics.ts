@@ -4,6 +4,7 @@
  * perpendicular directions with half of the rest). The env samples from `frozenLakeOutcomes` and the
  * value iteration sums over it, so both always agree.
  */
+import { readAction } from "../action.js";
 
 /** Action names in RAGEN's order: its action ids 1..4 are Left, Down, Right, Up. */
 export const FROZEN_LAKE_ACTIONS = ["Left", "Down", "Right", "Up"] as const;
@@ -63,9 +64,10 @@ export function frozenLakeOutcomes(
   ].map((o) => ({ ...o, cell: frozenLakeMove(size, cell, o.direction) }));
 }
 
-/** The action index named by `text` (trimmed, any case), or null when it names no action. */
-export function parseFrozenLakeAction(text: unknown): number | null {
-  if (typeof text !== "string") return null;
+/** The action index named by `action` (trimmed, any case), or null when it names no action or is no readable action. */
+export function parseFrozenLakeAction(action: unknown): number | null {
+  const text = readAction(action);
+  if (text === null) return null;
   const wanted = text.trim().toLowerCase();
   const index = FROZEN_LAKE_ACTIONS.findIndex((name) => name.toLowerCase() === wanted);
   return index === -1 ? null : index;

@@ -1,3 +1,4 @@
+import { readAction } from "../action.js";
 import { makeSokobanRoom, type SokobanRoom } from "./room.js";
 
 /** The four moves, in RAGEN's order (action ids 1..4). */
@@ -12,8 +13,10 @@ export const SOKOBAN_MOVE_DELTAS: readonly (readonly [number, number])[] = [
   [0, 1],
 ];
 
-/** The action named by `text` (trimmed, any case), or null. */
-export function parseSokobanAction(text: string): SokobanAction | null {
+/** The action named by `action` (trimmed, any case), or null (also for no readable action: see readAction). */
+export function parseSokobanAction(action: string): SokobanAction | null {
+  const text = readAction(action);
+  if (text === null) return null;
   const wanted = text.trim().toLowerCase();
   return SOKOBAN_ACTIONS.find((a) => a.toLowerCase() === wanted) ?? null;
 }

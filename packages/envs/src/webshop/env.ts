@@ -12,6 +12,7 @@
  *   `instructions`, in our own words, rather than in every observation.
  * - The first observation is the search page's text, not the bare instruction.
  */
+import { readAction } from "../action.js";
 import { validateConfig } from "../config.js";
 import { textPanelSvg } from "../svg.js";
 import type { Env, StepInfo, StepResult } from "../types.js";
@@ -47,8 +48,25 @@ export interface WebShopStepInfo extends StepInfo {
   rewardBreakdown: WebShopRewardBreakdown | null;
 }
 
-/** Matches `name[argument]` the way the original does (Python's re.match of `(.+)\[(.+)\]`). */
-const ACTION_PATTERN = /^(.+)\[(.+)\]/;
+/** Where a line ends for a regular expression's `.` (which the original's pattern is made of). */
+const LINE_BREAK = /[\n\r\u2028\u2029]/;
+
+/**
+ * Splits `name[argument]` the way the original matches it (Python's re.match of `(.+)\[(.+)\]`):
+ * greedy, so `name` runs to the last "[" that still has an argument and a "]" after it, and
+ * `argument` to the last "]"; neither crosses a line break, and text after the "]" is ignored.
+ * Found with two lastIndexOf scans, since the backtracking pattern is quadratic in the length of an
+ * action with no closing bracket. Null when the action has no such shape.
+ */
+export function parseWebShopAction(action: string): { name: string; argument: string } | null {
+  const lineEnd = action.search(LINE_BREAK);
+  const line = lineEnd === -1 ? action : action.slice(0, lineEnd);
+  const close = line.lastIndexOf("]");
+  // The "[" leaves at least one character for the name before it and the argument after it.
+  const open = close < 3 ? -1 : line.lastIndexOf("[", close - 2);
+  if (open < 1) return null;
+  return { name: line.slice(0, open), argument: line.slice(open + 1, close) };
+}
 
 export const WEBSHOP_INSTRUCTIONS = [
   "You are shopping in a web store. The observation shows the current page as text fields separated by [SEP], starting with your instruction.",
@@ -133,7 +151,8 @@ export class WebShopEnv implements Env<WebShopConfig, WebShopStepInfo> {
     if (this.done)
       return { observation: this.render(), reward: 0, done: true, info: this.info(false, false) };
     const before = this.signature();
-    const valid = this.apply(typeof action === "string" ? action : String(action));
+    const text = readAction(action);
+    const valid = text !== null && this.apply(text);
     const reward = this.ended && valid ? (this.breakdown?.reward ?? 0) : 0;
     return {
       observation: this.render(),
@@ -191,10 +210,10 @@ export class WebShopEnv implements Env<WebShopConfig, WebShopStepInfo> {
 
   /** Perform `action` if it is valid here; returns whether it was. */
   private apply(action: string): boolean {
-    const match = ACTION_PATTERN.exec(action.trim());
-    if (!match) return false;
-    const name = match[1]!;
-    const argument = match[2]!.toLowerCase();
+    const parsed = parseWebShopAction(action.trim());
+    if (!parsed) return false;
+    const name = parsed.name;
+    const argument = parsed.argument.toLowerCase();
     if (name === "search") {
       if (this.state.kind !== "search") return false;
       this.search(argument, 1);

@@ -20,7 +20,7 @@ export {
   webShopSearchText,
 } from "./catalog.js";
 export { WEBSHOP_CONFIG_SCHEMA, type WebShopConfig } from "./config.js";
-export { WEBSHOP_INSTRUCTIONS, WebShopEnv, type WebShopStepInfo } from "./env.js";
+export { parseWebShopAction, WEBSHOP_INSTRUCTIONS, WebShopEnv, type WebShopStepInfo } from "./env.js";
 export { fuzzProcess, fuzzRatio, matchingCharacters, pythonRound, tokenSetRatio } from "./fuzzy.js";
 export {
   buildWebShopGoals,
