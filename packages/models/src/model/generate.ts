@@ -28,6 +28,19 @@ export interface Generation {
 }
 
 /**
+ * The largest of `value(0)`, ..., `value(count - 1)` (-Infinity for none), in a loop: spreading a
+ * large batch into Math.max puts every element on the stack and overflows it.
+ */
+export function maxOver(count: number, value: (index: number) => number): number {
+  let max = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < count; i++) {
+    const v = value(i);
+    if (v > max) max = v;
+  }
+  return max;
+}
+
+/**
  * Batched generation with a KV cache: the prompts are left-padded together, prefilled in one pass,
  * then every unfinished sequence advances one token per step; finished ones stop contributing tokens.
  */
@@ -44,7 +57,7 @@ export async function generate(
     throw new RangeError(`generate(): maxNewTokens must be a positive integer, got ${options.maxNewTokens}`);
   }
   const batch = prompts.length;
-  const promptLength = Math.max(...prompts.map((p) => p.length));
+  const promptLength = maxOver(batch, (b) => prompts[b]!.length);
   const start = Int32Array.from(prompts, (p) => promptLength - p.length);
   const stops = new Set(options.stopTokenIds ?? []);
   const random = new NormalSampler(options.seed ?? 0);
@@ -83,7 +96,7 @@ export async function generate(
     // Every row runs the same number of new tokens (`chunk`): the most any prompt lacks from the cache.
     // Rows missing fewer recompute a few cached tokens; rows shorter than the chunk are left-padded.
     const matches = prefixCache?.match(prompts) ?? prompts.map(() => ({ row: -1, length: 0 }));
-    const chunk = Math.max(...prompts.map((p, b) => p.length - matches[b]!.length));
+    const chunk = maxOver(batch, (b) => prompts[b]!.length - matches[b]!.length);
     for (const [b, p] of prompts.entries()) {
       const reused = p.length - chunk;
       if (reused > 0) prefixCache!.copyInto(cache, b, start[b]!, matches[b]!, reused);
