@@ -12,6 +12,7 @@ export {
 } from "./env-manager.js";
 export { LocalModelPolicy } from "./local-model-policy.js";
 export {
+  DEFAULT_MAX_RESPONSE_BYTES,
   OpenAIChatPolicy,
   type OpenAIChatPolicyOptions,
   OpenAIPolicyError,

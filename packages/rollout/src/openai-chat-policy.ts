@@ -16,6 +16,11 @@ export interface OpenAIChatPolicyOptions {
   retryDelayMs?: number;
   /** Requests in flight at once (default 8). */
   concurrency?: number;
+  /**
+   * The most bytes a response body may have (default 8 MiB); a longer one fails the request, read
+   * no further, so an endless or runaway body cannot fill memory.
+   */
+  maxResponseBytes?: number;
   /** For tests or custom transports; defaults to the global fetch. */
   fetch?: typeof fetch;
 }
@@ -44,6 +49,8 @@ export class OpenAIPolicyError extends Error {
 }
 
 const MAX_ERROR_BODY_CHARS = 300;
+/** Far above any chat completion's JSON, far below what would strain memory. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 /**
  * A model behind an OpenAI-compatible chat completions endpoint (vLLM, llama.cpp server, OpenAI...).
@@ -71,11 +78,19 @@ export class OpenAIChatPolicy implements Policy {
 
   async generate(prompts: readonly PolicyPrompt[], sampling: PolicySampling): Promise<PolicyOutput[]> {
     const results = new Array<PolicyOutput>(prompts.length);
+    // The first failure fails the batch: the other workers take no new prompt and their requests
+    // (and retry waits) are aborted, so nothing is still sent after generate() has rejected.
+    const batch = new AbortController();
     let next = 0;
     const worker = async () => {
-      while (next < prompts.length) {
+      while (next < prompts.length && !batch.signal.aborted) {
         const index = next++;
-        results[index] = await this.complete(prompts[index]!, sampling, index);
+        try {
+          results[index] = await this.complete(prompts[index]!, sampling, index, batch.signal);
+        } catch (error) {
+          batch.abort();
+          throw error;
+        }
       }
     };
     const workers = Math.max(1, Math.min(this.options.concurrency ?? 8, prompts.length));
@@ -87,6 +102,7 @@ export class OpenAIChatPolicy implements Policy {
     prompt: PolicyPrompt,
     sampling: PolicySampling,
     index: number,
+    batch: AbortSignal,
   ): Promise<PolicyOutput> {
     const body = {
       model: this.options.model,
@@ -99,24 +115,28 @@ export class OpenAIChatPolicy implements Policy {
     const maxRetries = this.options.maxRetries ?? 2;
     for (let attempt = 0; ; attempt++) {
       try {
-        const reply = await this.post(body);
+        const reply = await this.post(body, batch);
         const output = this.toOutput(reply, prompt.responsePrefix);
         this.countUsage(reply);
         return output;
       } catch (error) {
         const retryable = error instanceof OpenAIPolicyError && error.retryable;
-        if (!retryable || attempt >= maxRetries) throw error;
-        await sleep((attempt + 1) * (this.options.retryDelayMs ?? 500));
+        if (!retryable || attempt >= maxRetries || batch.aborted) throw error;
+        await sleep((attempt + 1) * (this.options.retryDelayMs ?? 500), batch);
+        if (batch.aborted) throw cancelled(this.url);
       }
     }
   }
 
-  private async post(body: object): Promise<unknown> {
+  private async post(body: object, batch: AbortSignal): Promise<unknown> {
     const fetchImpl = this.options.fetch ?? fetch;
     const timeoutMs = this.options.timeoutMs ?? 60_000;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
+    const stop = () => controller.abort();
+    batch.addEventListener("abort", stop);
     try {
+      if (batch.aborted) throw cancelled(this.url);
       const response = await fetchImpl(this.url, {
         method: "POST",
         headers: {
@@ -126,7 +146,7 @@ export class OpenAIChatPolicy implements Policy {
         body: JSON.stringify(body),
         signal: controller.signal,
       });
-      const text = await response.text();
+      const text = await this.readBody(response, controller.signal);
       if (!response.ok) {
         const retryable = response.status === 429 || response.status >= 500;
         throw new OpenAIPolicyError(
@@ -146,12 +166,54 @@ export class OpenAIChatPolicy implements Policy {
       }
     } catch (error) {
       if (error instanceof OpenAIPolicyError) throw error;
+      if (batch.aborted) throw cancelled(this.url);
       if (controller.signal.aborted)
         throw new OpenAIPolicyError(`POST ${this.url} timed out after ${timeoutMs} ms`, undefined, true);
       throw new OpenAIPolicyError(`POST ${this.url} failed: ${describeFailure(error)}`, undefined, true);
     } finally {
       clearTimeout(timer);
+      batch.removeEventListener("abort", stop);
     }
+  }
+
+  /** The body as text, read as a stream and given up past maxResponseBytes. */
+  private async readBody(response: Response, signal: AbortSignal): Promise<string> {
+    const limit = this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const tooLong = () =>
+      new OpenAIPolicyError(
+        `POST ${this.url} returned a body longer than maxResponseBytes (${limit} bytes); stopped reading it`,
+        response.status,
+        false,
+      );
+    const declared = Number(response.headers.get("content-length") ?? Number.NaN);
+    if (declared > limit) {
+      await response.body?.cancel().catch(() => {});
+      throw tooLong();
+    }
+    if (!response.body) return response.text();
+    const reader = response.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    try {
+      for (;;) {
+        if (signal.aborted) throw signal.reason;
+        const { done, value } = await reader.read();
+        if (done) break;
+        total += value.byteLength;
+        if (total > limit) throw tooLong();
+        chunks.push(value);
+      }
+    } catch (error) {
+      await reader.cancel().catch(() => {});
+      throw error;
+    }
+    const bytes = new Uint8Array(total);
+    let offset = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, offset);
+      offset += chunk.byteLength;
+    }
+    return new TextDecoder().decode(bytes);
   }
 
   private countUsage(reply: unknown): void {
@@ -193,6 +255,24 @@ function describeFailure(error: unknown): string {
   return reason && reason !== message ? `${message} (${reason})` : message;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** The error of a request given up because another request of the batch failed first. */
+function cancelled(url: string): OpenAIPolicyError {
+  return new OpenAIPolicyError(
+    `POST ${url} cancelled: another request of the batch failed`,
+    undefined,
+    false,
+  );
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
 }

@@ -149,3 +149,88 @@ describe("OpenAIChatPolicy", () => {
     );
   });
 });
+
+describe("OpenAIChatPolicy on hostile servers", () => {
+  it("stops reading an endless body at maxResponseBytes and closes the connection", async () => {
+    let written = 0;
+    let closed = false;
+    const baseUrl = await fakeServer((_body, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(64 * 1024, "a");
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk)) written += chunk.length;
+        if (!res.destroyed) res.once("drain", pump);
+      };
+      res.on("close", () => (closed = true));
+      pump();
+    });
+    const policy = new OpenAIChatPolicy({ baseUrl, model: "m", tokenizer, maxResponseBytes: 1 << 20 });
+    const started = Date.now();
+    const failure = policy.generate([prompt], { maxNewTokens: 4, temperature: 1 });
+    await expect(failure).rejects.toThrow(/longer than maxResponseBytes \(1048576 bytes\)/);
+    await expect(failure).rejects.toMatchObject({ retryable: false });
+    expect(Date.now() - started).toBeLessThan(5000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(closed).toBe(true);
+    expect(written).toBeLessThan(64 << 20);
+  });
+
+  it("refuses a body whose declared length is over the limit without reading it", async () => {
+    const baseUrl = await fakeServer((_body, res) => {
+      res.writeHead(200, { "content-length": String(10_000_000) });
+      res.write("{");
+    });
+    const policy = new OpenAIChatPolicy({ baseUrl, model: "m", tokenizer });
+    await expect(policy.generate([prompt], { maxNewTokens: 4, temperature: 1 })).rejects.toThrow(
+      /longer than maxResponseBytes \(8388608 bytes\)/,
+    );
+  });
+
+  it("stops the other requests of the batch on the first fatal error", async () => {
+    let received = 0;
+    const open = new Set<ServerResponse>();
+    const baseUrl = await fakeServer((_body, res) => {
+      received++;
+      if (received === 1) {
+        res.writeHead(400).end("bad request");
+        return;
+      }
+      // Every other request hangs until its client gives up.
+      open.add(res);
+      res.on("close", () => open.delete(res));
+    });
+    const policy = new OpenAIChatPolicy({ baseUrl, model: "m", tokenizer, concurrency: 3 });
+    const prompts = Array.from({ length: 20 }, () => prompt);
+    await expect(policy.generate(prompts, { maxNewTokens: 4, temperature: 1 })).rejects.toThrow(/HTTP 400/);
+    // Only the requests already in flight reach the server, and the client drops the hanging ones.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const settled = received;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(received).toBe(settled);
+    expect(received).toBeLessThanOrEqual(3);
+    expect(open.size).toBe(0);
+  });
+
+  it("sends no retry after the batch has failed", async () => {
+    let received = 0;
+    const baseUrl = await fakeServer((_body, res) => {
+      received++;
+      // The first request fails for good once the second has failed retryably.
+      if (received === 2) res.writeHead(503).end("busy");
+      else setTimeout(() => res.writeHead(401).end("no"), 20);
+    });
+    const policy = new OpenAIChatPolicy({
+      baseUrl,
+      model: "m",
+      tokenizer,
+      concurrency: 2,
+      maxRetries: 5,
+      retryDelayMs: 100,
+    });
+    await expect(policy.generate([prompt, prompt], { maxNewTokens: 4, temperature: 1 })).rejects.toThrow(
+      /HTTP 401/,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(received).toBe(2);
+  });
+});
