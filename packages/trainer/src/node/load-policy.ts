@@ -7,8 +7,9 @@ import { createReadStream, existsSync, readdirSync, readFileSync, statSync } fro
 import { join } from "node:path";
 import { downloadFile } from "@huggingface/hub";
 import { parseQwen2Config, qwen2ParameterShapes } from "@ragen/models";
-import { CONFIG_FILE, loadQwen2, resolveModel } from "@ragen/models/node";
+import { CONFIG_FILE, loadQwen2, resolveModel, TOKENIZER_FILE } from "@ragen/models/node";
 import type { Backend } from "@ragen/tensor-webgpu";
+import type { Tokenizer } from "@ragen/tokenizer";
 import { loadTokenizer } from "@ragen/tokenizer/node";
 import { EMBEDDED_MODEL_DIR } from "../embedded-model.js";
 import type { LoadedPolicy } from "../run/policy.js";
@@ -31,6 +32,7 @@ export async function loadPolicy(
   const tokenizer = await loadTokenizer(folder.path);
   if (tokenizer.imEndId === undefined)
     throw new Error(`${folder.path}: the tokenizer has no <|im_end|> token, so responses could never end`);
+  checkTokenizerFitsModel(tokenizer, folder.config.vocabSize, folder.path);
   return {
     model,
     config: folder.config,
@@ -39,6 +41,37 @@ export async function loadPolicy(
     tokenizerFiles: { tokenizer: folder.tokenizer, tokenizerConfig: folder.tokenizerConfig },
     identity: () => weightsIdentity(name, folder.path),
   };
+}
+
+/**
+ * Every id the tokenizer can produce must have a row in the embedding: an id past the model's vocabulary
+ * would otherwise load fine and fail only when a rollout or validation first samples or encodes it.
+ */
+export function checkTokenizerFitsModel(tokenizer: Tokenizer, modelVocabSize: number, folder: string): void {
+  const tokenizerFile = join(folder, TOKENIZER_FILE);
+  const configFile = join(folder, CONFIG_FILE);
+  const named: [string, number | undefined][] = [
+    ["bos", tokenizer.bosTokenId],
+    ["eos", tokenizer.eosTokenId],
+    ["pad", tokenizer.padTokenId],
+    ["unk", tokenizer.unkTokenId],
+    ["<|im_start|>", tokenizer.imStartId],
+    ["<|im_end|>", tokenizer.imEndId],
+  ];
+  const outside = [
+    ...named
+      .filter(([, id]) => id !== undefined && id >= modelVocabSize)
+      .map(([what, id]) => `${what} ${id}`),
+    ...tokenizer.addedTokens
+      .filter((token) => token.id >= modelVocabSize)
+      .map((token) => `${JSON.stringify(token.content).slice(0, 40)} ${token.id}`),
+  ];
+  if (outside.length > 0 || tokenizer.vocabSize > modelVocabSize) {
+    const ids = outside.length > 0 ? ` (${[...new Set(outside)].slice(0, 5).join(", ")})` : "";
+    throw new Error(
+      `${tokenizerFile} has token ids up to ${tokenizer.vocabSize - 1}${ids}, but ${configFile} has vocab_size ${modelVocabSize}: every token id must be below it`,
+    );
+  }
 }
 
 /**
