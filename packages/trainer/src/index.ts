@@ -22,11 +22,14 @@ export {
 export {
   GENERATED_TOKENS,
   generatedTokens,
+  MAX_NON_FINITE_LOSS_STEPS,
+  nonFiniteLosses,
   RUN_DOCUMENTS,
   runTraining,
   type SavedSettings,
   stepPerformance,
   type TrainingRun,
+  VSTAR_GENERATED_TOKENS,
 } from "./run/train.js";
 export {
   astarpoConfig,

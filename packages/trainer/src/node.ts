@@ -8,6 +8,7 @@ export {
   evalModelSource,
   formatEvalSummary,
   runEval,
+  trainingRunMark,
 } from "./node/evaluate.js";
 export {
   type ArmExperiment,
@@ -18,6 +19,7 @@ export {
 } from "./node/experiments.js";
 export { loadPolicyWithProgress, runTrainingJob, trainInFolder } from "./node/job.js";
 export { loadPolicy, modelLocation, modelParameterCount } from "./node/load-policy.js";
+export { acquireRunLock, LOCK_FILE, type LockHolder, type RunLock } from "./node/run-lock.js";
 export {
   parseRunArguments,
   type RunArguments,
@@ -25,4 +27,9 @@ export {
   resolveRunPaths,
   resolveRunSettings,
 } from "./node/run-settings.js";
-export { NodeRunStorage, type NodeRunStorageOptions, VSTAR_CACHE_FILE } from "./node/storage.js";
+export {
+  NodeRunStorage,
+  type NodeRunStorageOptions,
+  prepareRunFolder,
+  VSTAR_CACHE_FILE,
+} from "./node/storage.js";

@@ -40,7 +40,29 @@ export async function saveCheckpoint(
   const partial = `${final}.partial`;
   const previous = `${final}.previous`;
   rmSync(partial, { recursive: true, force: true });
-  mkdirSync(partial, { recursive: true });
+  try {
+    mkdirSync(partial, { recursive: true });
+    await writeCheckpointParts(partial, parts, state);
+  } catch (error) {
+    // A half-written checkpoint is never used; leaving it would only take the disk space a retry needs.
+    rmSync(partial, { recursive: true, force: true });
+    const code = (error as NodeJS.ErrnoException).code;
+    const path = (error as NodeJS.ErrnoException).path ?? partial;
+    throw new Error(
+      `saving the checkpoint failed: ${code ? `${code} on ${path}` : (error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  // Swap: the old checkpoint stays complete until the new one has its final name.
+  rmSync(previous, { recursive: true, force: true });
+  if (existsSync(final)) renameSync(final, previous);
+  renameSync(partial, final);
+  rmSync(previous, { recursive: true, force: true });
+}
+
+async function writeCheckpointParts(partial: string, parts: CheckpointParts, state: CheckpointState) {
   await saveQwen2(parts.actor, parts.actorConfig, join(partial, FILES.actor), {
     tokenizer: parts.tokenizerFiles.tokenizer,
     ...(parts.tokenizerFiles.tokenizerConfig
@@ -79,23 +101,63 @@ export async function saveCheckpoint(
     });
   }
   writeFileSync(join(partial, FILES.optimizers), serializeSafetensors(tensors, metadata));
+  // Last, so a `.partial` with a state.json is complete.
   writeFileSync(join(partial, FILES.state), `${JSON.stringify(state, null, 2)}\n`);
-  // Swap: the old checkpoint stays complete until the new one has its final name.
-  rmSync(previous, { recursive: true, force: true });
-  if (existsSync(final)) renameSync(final, previous);
-  renameSync(partial, final);
-  rmSync(previous, { recursive: true, force: true });
 }
 
-/** The checkpoint to resume from: the complete one, or the previous one when a swap was cut short. */
-export function findCheckpoint(outDir: string): { dir: string; state: CheckpointState } | undefined {
-  for (const dir of [checkpointPath(outDir), `${checkpointPath(outDir)}.previous`]) {
-    const statePath = join(dir, FILES.state);
-    if (!existsSync(statePath)) continue;
-    const state = JSON.parse(readFileSync(statePath, "utf8")) as CheckpointState;
-    if (!Number.isInteger(state.step) || !Number.isInteger(state.trainResets))
-      throw new Error(`${statePath}: not a checkpoint state (step and trainResets must be integers)`);
-    return { dir, state };
+/** A checkpoint folder's state, when the folder is complete; why not, otherwise. */
+function readCheckpointDir(dir: string): { state: CheckpointState } | { problem: string } {
+  const statePath = join(dir, FILES.state);
+  if (!existsSync(statePath)) return { problem: `${statePath}: missing` };
+  let state: CheckpointState;
+  try {
+    state = JSON.parse(readFileSync(statePath, "utf8")) as CheckpointState;
+  } catch (error) {
+    return { problem: `${statePath}: not valid JSON (${(error as Error).message})` };
+  }
+  if (!Number.isInteger(state?.step) || !Number.isInteger(state?.trainResets))
+    return { problem: `${statePath}: not a checkpoint state (step and trainResets must be integers)` };
+  const actorConfig = join(dir, FILES.actor, "config.json");
+  if (!existsSync(actorConfig)) return { problem: `${actorConfig}: missing` };
+  const optimizersPath = join(dir, FILES.optimizers);
+  if (!existsSync(optimizersPath)) return { problem: `${optimizersPath}: missing` };
+  try {
+    parseSafetensors(readFileSync(optimizersPath), { fileName: optimizersPath });
+  } catch (error) {
+    return { problem: `${optimizersPath}: unreadable (${(error as Error).message})` };
+  }
+  return { state };
+}
+
+/**
+ * The checkpoint to resume from. The save writes `.partial` completely (state.json last), then renames
+ * checkpoint → `.previous` and `.partial` → checkpoint, so whatever the point of death: `checkpoint`
+ * wins; without it a complete `.partial` (newer than `.previous`); else `.previous`. With `repair` (only
+ * for the run that holds the folder's lock) the chosen one is renamed to `checkpoint` and the others
+ * removed, so the next save starts from a clean swap. `checkpoint` only ever gets its name complete, so a
+ * broken one was damaged afterwards: an error naming the file, never silently passed over.
+ */
+export function findCheckpoint(
+  outDir: string,
+  options: { repair?: boolean } = {},
+): { dir: string; state: CheckpointState } | undefined {
+  const final = checkpointPath(outDir);
+  const partial = `${final}.partial`;
+  const previous = `${final}.previous`;
+  if (existsSync(final)) {
+    const found = readCheckpointDir(final);
+    if ("state" in found) return { dir: final, state: found.state };
+    throw new Error(`${found.problem}; the run's checkpoint is damaged`);
+  }
+  for (const dir of [partial, previous]) {
+    if (!existsSync(dir)) continue;
+    const found = readCheckpointDir(dir);
+    if (!("state" in found)) continue;
+    if (!options.repair) return { dir, state: found.state };
+    rmSync(final, { recursive: true, force: true });
+    renameSync(dir, final);
+    for (const other of [partial, previous]) rmSync(other, { recursive: true, force: true });
+    return { dir: final, state: found.state };
   }
   return undefined;
 }

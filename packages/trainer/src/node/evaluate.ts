@@ -4,8 +4,9 @@
  * the oracle and random baselines on the same seeds. The metrics, every trajectory, a summary and the
  * HTML report go to the out folder; an earlier evaluation there is replaced.
  */
-import { existsSync } from "node:fs";
-import { basename, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { ConfigError } from "@ragen/envs";
 import { formatPercent, textTable } from "@ragen/logging";
 import { RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
 import { LocalModelPolicy } from "@ragen/rollout";
@@ -21,6 +22,8 @@ import {
 import { EMBEDDED_MODEL, type TrainingSettings } from "../settings/fields.js";
 import { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./checkpoint-files.js";
 import { loadPolicy } from "./load-policy.js";
+import { LOCK_FILE } from "./run-lock.js";
+import { prepareRunFolder } from "./storage.js";
 
 export interface EvalRow {
   env: string;
@@ -58,9 +61,44 @@ export function evalModelSource(reference: string): string {
   return reference;
 }
 
+/**
+ * What in `dir` shows that a training run keeps it — its checkpoint (or a swap's halves), its lock, or
+ * its config.json of `{ settings, sources }` — or undefined for a fresh folder or an earlier evaluation.
+ */
+export function trainingRunMark(dir: string): string | undefined {
+  const marks = [CHECKPOINT_DIR, `${CHECKPOINT_DIR}.previous`, `${CHECKPOINT_DIR}.partial`, LOCK_FILE];
+  const found = marks.find((name) => existsSync(join(dir, name)));
+  if (found) return join(dir, found);
+  const configPath = join(dir, CONFIG_FILE);
+  if (!existsSync(configPath)) return undefined;
+  try {
+    const saved = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown> | null;
+    return saved && typeof saved === "object" && "settings" in saved && "sources" in saved
+      ? configPath
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An evaluation replaces its out folder's logs, so it must never be pointed at a training run. */
+function refuseTrainingRunFolder(config: TrainingSettings): void {
+  const mark = trainingRunMark(config.outDir);
+  if (!mark) return;
+  const sameAsModel = existsSync(config.model) && resolve(config.model) === resolve(config.outDir);
+  throw new ConfigError("eval settings", [
+    {
+      field: "outDir",
+      message: `${config.outDir} holds a training run (${mark}); an evaluation there would replace its metrics and trajectories${sameAsModel ? " — the model is read from it, the results must go elsewhere" : ""}; pass outDir=<another folder>`,
+    },
+  ]);
+}
+
 export async function runEval(config: TrainingSettings, backend?: Backend): Promise<EvalSummary> {
   const start = performance.now();
   const { outDir } = config;
+  refuseTrainingRunFolder(config);
+  prepareRunFolder(outDir);
   const baselines = validationEnvs(config).map((env) =>
     measureBaselines(env, validationSeeds(config, env), actionBudget(config, env), process.stderr),
   );

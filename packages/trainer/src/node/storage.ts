@@ -3,7 +3,7 @@
  * trajectories.jsonl, config.json and summary.json written atomically, the checkpoint swapped in with
  * renames, report.html and A*-PO's vstar.jsonl.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { VStarFileCache } from "@ragen/algos-apo/node";
 import { RUN_FILES, RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
@@ -23,6 +23,7 @@ import {
   loadCheckpointOptimizers,
   saveCheckpoint,
 } from "./checkpoint-files.js";
+import { acquireRunLock, type RunLock } from "./run-lock.js";
 
 /** Where A*-PO's stage 1 keeps its estimates, inside the run folder. */
 export const VSTAR_CACHE_FILE = "vstar.jsonl";
@@ -32,17 +33,60 @@ export interface NodeRunStorageOptions {
   console?: { write(text: string): unknown } | null;
   /** Log to Weights & Biases when WANDB_API_KEY is set (default true). */
   wandb?: boolean;
+  /** Where notes go, e.g. a stale lock taken over (default console.error). */
+  say?: (line: string) => void;
+}
+
+/**
+ * Creates the run folder, turning the errors a bad outDir gives (EEXIST, ENOTDIR, EACCES, EROFS) into
+ * messages that say what is wrong with it.
+ */
+export function prepareRunFolder(location: string): void {
+  if (existsSync(location) && !statSync(location).isDirectory())
+    throw new Error(`outDir ${location} is a file, not a folder; pass outDir=<folder>`);
+  try {
+    mkdirSync(location, { recursive: true });
+    accessSync(location, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EPERM" || code === "EROFS")
+      throw new Error(`outDir ${location} is not writable (${code}); pass outDir=<a writable folder>`, {
+        cause: error,
+      });
+    if (code === "ENOTDIR" || code === "EEXIST")
+      throw new Error(`outDir ${location}: a file stands where a folder of its path should be (${code})`, {
+        cause: error,
+      });
+    throw error;
+  }
 }
 
 export class NodeRunStorage implements RunStorage {
+  private lock: RunLock | undefined;
+
   constructor(
     /** The run folder. */
     readonly location: string,
     private readonly options: NodeRunStorageOptions = {},
   ) {}
 
+  /**
+   * Takes the folder for this run (creating it), so that a second run into it refuses at once instead of
+   * interleaving rows; a lock left by a dead process on this host is taken over.
+   */
+  acquire(): void {
+    if (this.lock) return;
+    prepareRunFolder(this.location);
+    this.lock = acquireRunLock(this.location, this.options.say ?? ((line) => console.error(line)));
+  }
+
+  release(): void {
+    this.lock?.release();
+    this.lock = undefined;
+  }
+
   findCheckpoint(): StoredCheckpoint | undefined {
-    const found = findCheckpoint(this.location);
+    const found = findCheckpoint(this.location, { repair: this.lock !== undefined });
     if (!found) return undefined;
     return {
       state: found.state,
@@ -55,7 +99,9 @@ export class NodeRunStorage implements RunStorage {
   }
 
   hasLogs(): boolean {
-    return existsSync(join(this.location, RUN_FILES.metrics));
+    const path = join(this.location, RUN_FILES.metrics);
+    // An empty file is a run killed before its first row: nothing to lose.
+    return existsSync(path) && statSync(path).size > 0;
   }
 
   openLogs(afterStep: number): RunLogs {

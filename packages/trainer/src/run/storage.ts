@@ -54,6 +54,13 @@ export interface RunLogs {
 export interface RunStorage {
   /** Where the run is kept, for messages ("runs/quest"). */
   readonly location: string;
+  /**
+   * Takes the run's place for this run alone (a lock), before anything is read or written; a second run
+   * into the same place refuses at once. Optional: storage nobody else can reach needs none.
+   */
+  acquire?(): void;
+  /** Gives the place back; called at the end of the run, also when it fails. */
+  release?(): void;
   /** The last complete checkpoint, if the run has one. */
   findCheckpoint(): StoredCheckpoint | undefined;
   /** Whether an earlier run left metrics here. */

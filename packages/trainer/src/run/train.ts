@@ -29,6 +29,17 @@ import {
 /** The documents a run keeps beside its logs. */
 export const RUN_DOCUMENTS = { settings: "config.json", summary: "summary.json" } as const;
 export const GENERATED_TOKENS = "perf/generated_tokens_total";
+/** A*-PO stage 1's generated tokens, counted over the whole run (a resumed one included). */
+export const VSTAR_GENERATED_TOKENS = "vstar/generated_tokens";
+/** Steps in a row whose loss is NaN or infinite before the run stops (the optimiser skips each one). */
+export const MAX_NON_FINITE_LOSS_STEPS = 3;
+
+/** The loss metrics of an update that are not finite numbers. */
+export function nonFiniteLosses(metrics: Record<string, number>): string[] {
+  return Object.entries(metrics)
+    .filter(([name, value]) => /(^|\/)[a-z_]*loss$/.test(name) && !Number.isFinite(value))
+    .map(([name]) => name);
+}
 
 export interface TrainingRun {
   settings: TrainingSettings;
@@ -71,6 +82,15 @@ export function generatedTokens(rollout: TrajectoryBatch): number {
 }
 
 export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
+  run.storage.acquire?.();
+  try {
+    return await trainWithStorageHeld(run);
+  } finally {
+    run.storage.release?.();
+  }
+}
+
+async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> {
   const wallStart = performance.now();
   const { settings, storage, backend, progress } = run;
   const say = run.say ?? ((line: string) => console.log(line));
@@ -78,6 +98,10 @@ export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
   if (!settings.resume && storage.hasLogs())
     throw new Error(
       `${storage.location} already holds a run; pass resume=true to continue it or outDir=<new folder>`,
+    );
+  if (settings.resume && !checkpoint && storage.hasLogs())
+    throw new Error(
+      `${storage.location} holds logged metrics but no usable checkpoint, so resuming would drop them; pass resume=false with outDir=<new folder> to start over`,
     );
   if (checkpoint && checkpoint.state.model !== settings.model)
     throw new Error(
@@ -118,6 +142,7 @@ export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
   const logs = storage.openLogs(lastDone);
   storage.writeJson(RUN_DOCUMENTS.settings, saved);
   let tokensSoFar = lastLogged(logs.history(), GENERATED_TOKENS) ?? 0;
+  let vstarTokensSoFar = lastLogged(logs.history(), VSTAR_GENERATED_TOKENS) ?? 0;
   const budgetSpent = () => settings.train.tokenBudget > 0 && tokensSoFar >= settings.train.tokenBudget;
   if (checkpoint && (checkpoint.state.step >= settings.steps || budgetSpent()))
     say(
@@ -133,6 +158,7 @@ export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
     );
 
   let lastStep = Math.max(lastDone, 0);
+  let nonFiniteSteps = 0;
   try {
     if (lastDone < 0) {
       const val = await validate(valManager, policy, tokenizer, settings, 0, progress);
@@ -150,9 +176,22 @@ export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
         rolloutOptions(settings, "train", trainingSeed(settings, step)),
       );
       const genSeconds = (performance.now() - stepStart) / 1000;
-      const metrics: Record<string, number> = { ...rollout.metrics, ...(await updater.update(rollout)) };
+      const updateMetrics = await updater.update(rollout);
+      const badLosses = nonFiniteLosses(updateMetrics);
+      nonFiniteSteps = badLosses.length > 0 ? nonFiniteSteps + 1 : 0;
+      if (nonFiniteSteps >= MAX_NON_FINITE_LOSS_STEPS)
+        throw new Error(
+          `step ${step}: ${badLosses.map((name) => `${name} = ${updateMetrics[name]}`).join(", ")} — the loss has not been finite for ${nonFiniteSteps} steps in a row; lower the learning rate or resume from the last checkpoint`,
+        );
+      const metrics: Record<string, number> = { ...rollout.metrics, ...updateMetrics };
       // Stage-1 metrics (A*-PO) go with the step they were estimated for.
       Object.assign(metrics, stage1);
+      // Stage 1 reports what it sampled in this call; states a killed run sampled come from the cache.
+      const stage1Tokens = stage1[VSTAR_GENERATED_TOKENS];
+      if (stage1Tokens !== undefined) {
+        vstarTokensSoFar += stage1Tokens;
+        metrics[VSTAR_GENERATED_TOKENS] = vstarTokensSoFar;
+      }
       metrics["timing_s/gen"] = genSeconds;
       tokensSoFar += generatedTokens(rollout);
       metrics[GENERATED_TOKENS] = tokensSoFar;

@@ -1,0 +1,44 @@
+import { webGpuBackend } from "@ragen/tensor-webgpu";
+import { describe, expect, it, vi } from "vitest";
+
+// An update whose loss is NaN from the second step on, as a diverged run's would be.
+const losses = vi.hoisted(() => ({ updates: 0 }));
+vi.mock("../src/run/updaters.js", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("../src/run/updaters.js")>()),
+  createUpdater: async () => ({
+    critic: undefined,
+    optimizers: {},
+    beforeStep: async () => ({}),
+    update: async () => {
+      losses.updates++;
+      return { "actor/pg_loss": losses.updates === 1 ? 0.5 : Number.NaN, "actor/entropy": 1 };
+    },
+    dispose: () => {},
+  }),
+}));
+
+const { MemoryRunStorage, resolveSettings, runTraining, SMOKE_RUN_SETTINGS } = await import(
+  "../src/index.js"
+);
+const { memoryPolicyLoader } = await import("./helpers/memory-policy.js");
+
+describe("a run whose loss stays non-finite", () => {
+  it("stops after 3 steps in a row, naming the step and the metric", async () => {
+    const storage = new MemoryRunStorage("nan");
+    const { settings } = await resolveSettings({
+      overrides: [...SMOKE_RUN_SETTINGS, "validation.every=100", "envs=Bandit", "model=tiny", "steps=10"],
+      parameterCount: 1e5,
+    });
+    await expect(
+      runTraining({
+        settings,
+        backend: await webGpuBackend(),
+        storage,
+        loadPolicy: memoryPolicyLoader(storage, settings.envs),
+        say: () => {},
+      }),
+    ).rejects.toThrow(/step 4: actor\/pg_loss = NaN .*not been finite for 3 steps in a row/);
+    // Steps 2 and 3 (one non-finite step at a time) were logged as before.
+    expect(storage.rows.map((row) => row.step)).toEqual([0, 1, 2, 3]);
+  });
+});
