@@ -122,4 +122,18 @@ describe("ragen eval", () => {
       errors.mockRestore();
     }
   });
+
+  it("exits with 2 and writes nothing when outDir holds a training run", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const metrics = readFileSync(join(runDir, "metrics.jsonl"), "utf8");
+    const trajectories = readFileSync(join(runDir, "trajectories.jsonl"), "utf8");
+    try {
+      expect(await quiet(() => runRagen(["eval", runDir, `outDir=${runDir}`, ...settings]))).toBe(2);
+      expect(errors).toHaveBeenCalledWith(expect.stringMatching(/outDir[\s\S]*holds a training run/));
+    } finally {
+      errors.mockRestore();
+    }
+    expect(readFileSync(join(runDir, "metrics.jsonl"), "utf8")).toBe(metrics);
+    expect(readFileSync(join(runDir, "trajectories.jsonl"), "utf8")).toBe(trajectories);
+  });
 });

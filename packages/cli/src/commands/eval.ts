@@ -10,7 +10,8 @@ export const EVAL_HELP = `usage: ragen eval <model> [--config file.yaml] [key=va
 
 Plays the validation seeds (123, 124, ...) as the training job validates, with the oracle and a random
 policy on the same seeds, and writes metrics.jsonl, trajectories.jsonl, summary.json, config.json and
-report.html to outDir (default runs/eval; an earlier evaluation there is replaced).
+report.html to outDir (default runs/eval; an earlier evaluation there is replaced, a training run's
+folder is refused).
 
 <model>: a run folder (its checkpoint's actor), a checkpoint/ or checkpoint/actor folder, a Hugging Face
 model folder, "embedded", or a Hub repo id. Useful fields (ragen train --help lists them all):
