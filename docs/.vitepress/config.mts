@@ -71,6 +71,7 @@ export default defineConfig({
             { text: "Adding an environment", link: "/guide/adding-an-environment" },
             { text: "The Quest homework", link: "/guide/quest-homework" },
             { text: "Performance", link: "/guide/performance" },
+            { text: "Reliability", link: "/guide/reliability" },
           ],
         },
         { text: "Packages", items: pagesIn("packages") },
