@@ -1,5 +1,12 @@
 import type { Qwen2Model } from "@ragen/models";
-import { forwardRows, inputOf, type PackedBatch, trainMiniBatches } from "@ragen/rl-core";
+import {
+  boundsProblem,
+  forwardRows,
+  inputOf,
+  type NumberBounds,
+  type PackedBatch,
+  trainMiniBatches,
+} from "@ragen/rl-core";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { APO_LOSS_DEFAULTS, apoLoss } from "./loss.js";
@@ -42,14 +49,6 @@ export const ASTARPO_DEFAULTS = {
   vstarRefreshEvery: 0,
 } as const satisfies Required<AStarPOConfig>;
 
-/** A number's bounds, in JSON Schema's words, so a settings schema can state the same ones. */
-export interface NumberBounds {
-  minimum?: number;
-  exclusiveMinimum?: number;
-  maximum?: number;
-  exclusiveMaximum?: number;
-}
-
 /**
  * The values A*-PO's numeric options may take. The constructor checks them, and the trainer's settings
  * schema is built from them, so a run is refused before stage 1 rather than in its first update.
@@ -63,20 +62,6 @@ export const ASTARPO_BOUNDS = {
   // The log-probs are of softmax(logits / temperature): 0 (greedy sampling) has none.
   temperature: { exclusiveMinimum: 0 },
 } as const satisfies Partial<Record<keyof AStarPOConfig, NumberBounds>>;
-
-/** Why `value` is outside `bounds` ("must be > 0, got 0"), or undefined when it is inside. */
-export function boundsProblem(value: number, bounds: NumberBounds): string | undefined {
-  const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = bounds;
-  if (typeof value !== "number" || Number.isNaN(value)) return `must be a number, got ${value}`;
-  if (minimum !== undefined && !(value >= minimum)) return `must be >= ${minimum}, got ${value}`;
-  if (exclusiveMinimum !== undefined && !(value > exclusiveMinimum))
-    return `must be > ${exclusiveMinimum}, got ${value}`;
-  if (maximum !== undefined && !(value <= maximum)) return `must be <= ${maximum}, got ${value}`;
-  if (exclusiveMaximum !== undefined && !(value < exclusiveMaximum))
-    return `must be < ${exclusiveMaximum}, got ${value}`;
-  if (!Number.isFinite(value)) return `must be finite, got ${value}`;
-  return undefined;
-}
 
 export type ResolvedAStarPOConfig = Required<AStarPOConfig>;
 

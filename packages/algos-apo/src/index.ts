@@ -1,11 +1,11 @@
+// Shared with the other algorithm; re-exported so a settings schema can take both packages' bounds from either.
+export { boundsProblem, type NumberBounds } from "@ragen/rl-core";
 export {
   ASTARPO_BOUNDS,
   ASTARPO_DEFAULTS,
   AStarPO,
   type AStarPOConfig,
   type AStarPOModels,
-  boundsProblem,
-  type NumberBounds,
   type ResolvedAStarPOConfig,
   type VStarLookup,
 } from "./astar-po.js";

@@ -1,3 +1,5 @@
+// Shared with the other algorithm; re-exported so a settings schema can take both packages' bounds from either.
+export { boundsProblem, type NumberBounds } from "@ragen/rl-core";
 export {
   type AdvantageResult,
   type GaeOptions,
@@ -47,8 +49,6 @@ export {
 } from "./normalize.js";
 export {
   type AdvantageEstimator,
-  boundsProblem,
-  type NumberBounds,
   type ResolvedStarPOConfig,
   STARPO_BOUNDS,
   STARPO_DEFAULTS,

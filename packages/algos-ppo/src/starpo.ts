@@ -1,5 +1,13 @@
 import type { TokenBatch as ModelTokenBatch, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
-import { forwardRows, inputOf, type PackedBatch, packTrajectories, trainMiniBatches } from "@ragen/rl-core";
+import {
+  boundsProblem,
+  forwardRows,
+  inputOf,
+  type NumberBounds,
+  type PackedBatch,
+  packTrajectories,
+  trainMiniBatches,
+} from "@ragen/rl-core";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { type AdvantageResult, gaeAdvantages, grpoAdvantages, whitenMasked } from "./advantages.js";
@@ -76,14 +84,6 @@ export const STARPO_DEFAULTS = {
   shuffleSeed: 0,
 } as const satisfies Required<Omit<StarPOConfig, "advantageEstimator">>;
 
-/** A number's bounds, in JSON Schema's words, so a settings schema can state the same ones. */
-export interface NumberBounds {
-  minimum?: number;
-  exclusiveMinimum?: number;
-  maximum?: number;
-  exclusiveMaximum?: number;
-}
-
 /**
  * The values StarPO's numeric options may take. The constructor checks them, and the trainer's settings
  * schema is built from them, so a run is refused before its first rollout rather than in its first update.
@@ -108,20 +108,6 @@ export const STARPO_BOUNDS = {
   // The log-probs are of softmax(logits / temperature): 0 (greedy sampling) has none.
   temperature: { exclusiveMinimum: 0 },
 } as const satisfies Partial<Record<keyof StarPOConfig, NumberBounds>>;
-
-/** Why `value` is outside `bounds` ("must be > 0, got 0"), or undefined when it is inside. */
-export function boundsProblem(value: number, bounds: NumberBounds): string | undefined {
-  const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = bounds;
-  if (typeof value !== "number" || Number.isNaN(value)) return `must be a number, got ${value}`;
-  if (minimum !== undefined && !(value >= minimum)) return `must be >= ${minimum}, got ${value}`;
-  if (exclusiveMinimum !== undefined && !(value > exclusiveMinimum))
-    return `must be > ${exclusiveMinimum}, got ${value}`;
-  if (maximum !== undefined && !(value <= maximum)) return `must be <= ${maximum}, got ${value}`;
-  if (exclusiveMaximum !== undefined && !(value < exclusiveMaximum))
-    return `must be < ${exclusiveMaximum}, got ${value}`;
-  if (!Number.isFinite(value)) return `must be finite, got ${value}`;
-  return undefined;
-}
 
 export type ResolvedStarPOConfig = Required<StarPOConfig>;
 

@@ -1,8 +1,9 @@
 import { Qwen2Model, type Qwen2Shape, Qwen2ValueModel } from "@ragen/models";
+import { boundsProblem } from "@ragen/rl-core";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { asyncScope, createCpuBackend, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
-import { boundsProblem, STARPO_BOUNDS, StarPO } from "../src/starpo.js";
+import { STARPO_BOUNDS, StarPO } from "../src/starpo.js";
 
 const tiny: Qwen2Shape = {
   vocabSize: 32,

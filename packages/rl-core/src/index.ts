@@ -1,4 +1,5 @@
 export { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
+export { boundsProblem, type NumberBounds } from "./bounds.js";
 export { maskedMean } from "./masked.js";
 export { type Metrics, readMetrics } from "./metrics.js";
 export { forwardRows, type MiniBatchTraining, trainMiniBatches } from "./minibatches.js";
