@@ -170,6 +170,31 @@ export function whitenMasked(
   });
 }
 
+/**
+ * whitenMasked within each key's sequences separately (a key per sequence, e.g. its env tag): in a
+ * batch that mixes tasks of different reward scales, whitening over the whole batch measures each
+ * task's returns against the others' mean, so a low-paying task's every response looks bad.
+ */
+export function whitenMaskedByKey(
+  values: readonly Float32Array[],
+  masks: readonly ArrayLike<number>[],
+  keys: ArrayLike<string>,
+): Float32Array[] {
+  if (keys.length !== values.length)
+    throw new RangeError(`whitenMaskedByKey: ${values.length} sequences but ${keys.length} keys`);
+  const out: Float32Array[] = new Array(values.length);
+  for (const members of groupIndices(keys).values()) {
+    const whitened = whitenMasked(
+      members.map((i) => values[i]!),
+      members.map((i) => masks[i]!),
+    );
+    members.forEach((i, k) => {
+      out[i] = whitened[k]!;
+    });
+  }
+  return out;
+}
+
 /** Sum of token rewards per sequence: the trajectory score outcome estimators compare. */
 export function trajectoryScores(batch: TokenBatch): Float64Array {
   return Float64Array.from(batch.tokenRewards, (rewards) => {

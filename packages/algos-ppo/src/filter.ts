@@ -5,6 +5,11 @@ export interface UncertaintyFilterOptions {
   rolloutFilterRatio?: number;
   /** "highest" keeps the most uncertain groups (StarPO-S); "lowest" the most certain. */
   keep?: "highest" | "lowest";
+  /**
+   * A key per trajectory (its env tag) under which the ratio applies separately: each key keeps its own
+   * share of its groups, at least one. Without it the ranking is over the whole batch, as in RAGEN.
+   */
+  quotaKeys?: ArrayLike<string>;
 }
 
 export interface UncertaintyFilterResult {
@@ -28,7 +33,8 @@ export interface UncertaintyFilterResult {
  * groups by U = sample std of their trajectory rewards (format penalties included, before any
  * normalisation: the rewards given are Trajectory.reward, which counts them) and keep
  * floor(ratio * groups) of them, at least one. Equal U keeps the group that appears first in the batch,
- * so the choice is deterministic. Metrics are means over groups of each group's std, max and mean.
+ * so the choice is deterministic. With `quotaKeys` each key (env) keeps its own share, so no env's
+ * groups can crowd another's out of the batch. Metrics are means over groups of each group's std, max and mean.
  */
 export function filterByUncertainty(
   rewards: ArrayLike<number>,
@@ -40,14 +46,26 @@ export function filterByUncertainty(
   if (rewards.length !== groupIds.length) {
     throw new RangeError(`filterByUncertainty: ${rewards.length} rewards but ${groupIds.length} group ids`);
   }
+  if (options.quotaKeys && options.quotaKeys.length !== rewards.length) {
+    throw new RangeError(
+      `filterByUncertainty: ${rewards.length} rewards but ${options.quotaKeys.length} quota keys`,
+    );
+  }
   const groups = [...groupIndices(groupIds)].map(([id, members], order) => {
     const values = members.map((i) => rewards[i]!);
-    return { id, order, members, std: sampleStd(values), max: Math.max(...values), mean: meanOf(values) };
+    const quotaKey = options.quotaKeys ? options.quotaKeys[members[0]!]! : "";
+    return { id, order, members, quotaKey, std: sampleStd(values), max: maxOf(values), mean: meanOf(values) };
   });
   if (groups.length === 0) throw new RangeError("filterByUncertainty: empty batch");
   const direction = options.keep === "lowest" ? 1 : -1;
-  const ranked = [...groups].sort((a, b) => direction * (a.std - b.std) || a.order - b.order);
-  const chosen = ranked.slice(0, Math.max(1, Math.floor(ratio * groups.length)));
+  const preferred = (a: (typeof groups)[number], b: (typeof groups)[number]) =>
+    direction * (a.std - b.std) || a.order - b.order;
+  const chosen = [...groupIndices(groups.map((g) => g.quotaKey)).values()]
+    .flatMap((indices) => {
+      const ranked = indices.map((i) => groups[i]!).sort(preferred);
+      return ranked.slice(0, Math.max(1, Math.floor(ratio * ranked.length)));
+    })
+    .sort(preferred);
   const summarise = (set: typeof groups) => ({
     std: meanOf(set.map((g) => g.std)),
     max: meanOf(set.map((g) => g.max)),
@@ -67,4 +85,10 @@ export function filterByUncertainty(
       "rollout/chosen_in_group_mean": kept.mean,
     },
   };
+}
+
+function maxOf(values: readonly number[]): number {
+  let max = Number.NEGATIVE_INFINITY;
+  for (const v of values) if (v > max) max = v;
+  return max;
 }

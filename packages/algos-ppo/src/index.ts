@@ -11,6 +11,7 @@ export {
   trajectoryScores,
   WHITEN_EPS,
   whitenMasked,
+  whitenMaskedByKey,
 } from "./advantages.js";
 export {
   filterByUncertainty,
@@ -56,5 +57,6 @@ export {
   type StarPOConfig,
   type StarPOMetrics,
   type StarPOModels,
+  warmupFactor,
 } from "./starpo.js";
 export { STD_EPS } from "./stats.js";

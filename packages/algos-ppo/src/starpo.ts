@@ -10,7 +10,13 @@ import {
 } from "@ragen/rl-core";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
-import { type AdvantageResult, gaeAdvantages, grpoAdvantages, whitenMasked } from "./advantages.js";
+import {
+  type AdvantageResult,
+  gaeAdvantages,
+  grpoAdvantages,
+  whitenMasked,
+  whitenMaskedByKey,
+} from "./advantages.js";
 import { filterByUncertainty } from "./filter.js";
 import {
   ACTOR_LOSS_DEFAULTS,
@@ -52,6 +58,23 @@ export interface StarPOConfig {
   /** StarPO-S uncertainty filtering (off by default). */
   uncertaintyFilter?: boolean;
   rolloutFilterRatio?: number;
+  /**
+   * The filter keeps `rolloutFilterRatio` of each env's groups (by trajectory tag) instead of ranking
+   * the whole batch (RAGEN): every env stays in every update, so the KL term and its own advantages
+   * keep holding its text while another env's groups have the larger reward spread.
+   */
+  filterPerEnv?: boolean;
+  /**
+   * GAE advantages are whitened within each env's trajectories instead of over the whole batch (verl):
+   * an env that pays 0.1 is not judged against one that pays 1.
+   */
+  whitenPerEnv?: boolean;
+  /**
+   * Both optimisers' learning rates rise linearly over this many optimiser steps. Adam's first steps move
+   * every parameter by about the learning rate whatever its gradient's size, while the fresh critic's
+   * values are still noise.
+   */
+  lrWarmupSteps?: number;
   /** Sampling temperature of the rollout, so the log-probs are those of the distribution sampled from. */
   temperature?: number;
   /** Seed of the order trajectories are dealt into mini-batches (reshuffled every epoch and update). */
@@ -80,6 +103,9 @@ export const STARPO_DEFAULTS = {
   ppoEpochs: 1,
   uncertaintyFilter: false,
   rolloutFilterRatio: 0.25,
+  filterPerEnv: false,
+  whitenPerEnv: false,
+  lrWarmupSteps: 0,
   temperature: 1,
   shuffleSeed: 0,
 } as const satisfies Required<Omit<StarPOConfig, "advantageEstimator">>;
@@ -105,6 +131,7 @@ export const STARPO_BOUNDS = {
   lambda: { minimum: 0, maximum: 1 },
   // Keeping no group would leave nothing to train on.
   rolloutFilterRatio: { exclusiveMinimum: 0, maximum: 1 },
+  lrWarmupSteps: { minimum: 0 },
   // The log-probs are of softmax(logits / temperature): 0 (greedy sampling) has none.
   temperature: { exclusiveMinimum: 0 },
 } as const satisfies Partial<Record<keyof StarPOConfig, NumberBounds>>;
@@ -119,6 +146,11 @@ export interface StarPOModels {
   /** Frozen initial policy, for the KL loss term (and actor/kl_loss). */
   reference?: Qwen2Model;
   config?: StarPOConfig;
+}
+
+/** Linear warm-up: the k-th step (from 0) of `warmupSteps` runs at (k + 1) / (warmupSteps + 1) of the rate. */
+export function warmupFactor(stepsTaken: number, warmupSteps: number): number {
+  return stepsTaken >= warmupSteps ? 1 : (stepsTaken + 1) / (warmupSteps + 1);
 }
 
 /** Tokens the loss counts in these rows: the sampled ones among the targets (tokens 1 ..). */
@@ -165,6 +197,8 @@ export class StarPO {
       if (!(Number.isInteger(c[key]) && c[key] > 0))
         throw new RangeError(`StarPO: ${key} must be a positive integer`);
     }
+    if (!(Number.isInteger(c.lrWarmupSteps) && c.lrWarmupSteps >= 0))
+      throw new RangeError("StarPO: lrWarmupSteps must be a non-negative integer");
     // Without a reference the KL term would silently be zero.
     if (c.klCoeff > 0 && !reference)
       throw new Error(`StarPO: klCoeff ${c.klCoeff} needs a reference model (the frozen start policy)`);
@@ -198,7 +232,10 @@ export class StarPO {
     const filter = filterByUncertainty(
       all.map((t) => t.reward),
       all.map((t) => t.groupId),
-      { rolloutFilterRatio: c.uncertaintyFilter ? c.rolloutFilterRatio : 1 },
+      {
+        rolloutFilterRatio: c.uncertaintyFilter ? c.rolloutFilterRatio : 1,
+        quotaKeys: c.filterPerEnv ? all.map((t) => t.tag) : undefined,
+      },
     );
     Object.assign(metrics, filter.metrics);
     const trajectories = filter.keptIndices.map((i) => all[i]!);
@@ -233,7 +270,14 @@ export class StarPO {
     if (c.advantageEstimator === "gae") {
       const gae = gaeAdvantages(tokenBatch, values!, { gamma: c.gamma, lambda: c.lambda });
       // verl whitens GAE advantages over every sampled token of the batch.
-      advantageResult = { advantages: whitenMasked(gae.advantages, tokenBatch.masks), returns: gae.returns };
+      const advantages = c.whitenPerEnv
+        ? whitenMaskedByKey(
+            gae.advantages,
+            tokenBatch.masks,
+            trajectories.map((t) => t.tag),
+          )
+        : whitenMasked(gae.advantages, tokenBatch.masks);
+      advantageResult = { advantages, returns: gae.returns };
     } else {
       advantageResult = grpoAdvantages(
         tokenBatch,
@@ -302,6 +346,8 @@ export class StarPO {
       lossOf: (micro, packed) => lossOf(packed, packExtras(micro, packed)),
       // A token-mean averages the sampled tokens: a micro-batch weighs what it holds of them.
       lossWeight: c.aggregation === "token-mean" ? (micro) => sampledTargets(micro) : undefined,
+      learningRate: (stepsTaken) =>
+        (prefix === "actor" ? c.actorLr : c.criticLr) * warmupFactor(stepsTaken, c.lrWarmupSteps),
     });
   }
 

@@ -5,6 +5,7 @@ import {
   reinforcePlusPlusAdvantages,
   rlooAdvantages,
   whitenMasked,
+  whitenMaskedByKey,
 } from "../src/advantages.js";
 import { expectClose, f32 } from "./helpers.js";
 
@@ -156,5 +157,28 @@ describe("whitenMasked", () => {
     const sd = Math.sqrt(4 + 1e-8);
     expectClose(out[0]!, [-2 / sd + 3, 0 / sd + 3]);
     expectClose(out[1]!, [2 / sd + 3, 0]);
+  });
+});
+
+describe("whitenMaskedByKey", () => {
+  it("whitens each key's sequences on their own statistics", () => {
+    // A pays 0 or 1, B pays 0 or 0.1: together B's every token would sit below the batch mean.
+    const values = [f32([1, 1]), f32([0.1, 0.1]), f32([0, 0]), f32([0, 0])];
+    const masks = values.map(() => [1, 1]);
+    const keys = ["A", "B", "A", "B"];
+    const out = whitenMaskedByKey(values, masks, keys);
+    const perA = whitenMasked([values[0]!, values[2]!], [masks[0]!, masks[2]!]);
+    const perB = whitenMasked([values[1]!, values[3]!], [masks[1]!, masks[3]!]);
+    expectClose(out[0]!, [...perA[0]!]);
+    expectClose(out[2]!, [...perA[1]!]);
+    expectClose(out[1]!, [...perB[0]!]);
+    expectClose(out[3]!, [...perB[1]!]);
+    // B's better response is pushed up, which whitening over the whole batch would not do.
+    expect(out[1]![0]).toBeGreaterThan(0);
+    expect(whitenMasked(values, masks)[1]![0]).toBeLessThan(0);
+  });
+
+  it("rejects a key list of the wrong length", () => {
+    expect(() => whitenMaskedByKey([f32([1])], [[1]], [])).toThrow(RangeError);
   });
 });

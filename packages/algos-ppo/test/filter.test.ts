@@ -49,4 +49,25 @@ describe("filterByUncertainty", () => {
     expect(() => filterByUncertainty(rewards, [0])).toThrow(RangeError);
     expect(() => filterByUncertainty([], [])).toThrow(RangeError);
   });
+
+  it("with quota keys keeps the ratio of each key's groups, so no env is crowded out", () => {
+    // Groups 10 and 11 are env A, 12 and 13 env B; over the whole batch half would be 11 and 13.
+    const keys = ["A", "A", "A", "A", "B", "B", "B", "B"];
+    const perEnv = filterByUncertainty(rewards, groupIds, { rolloutFilterRatio: 0.5, quotaKeys: keys });
+    expect(perEnv.keptGroups).toEqual([11, 13]);
+    // Env B's spread is all in group 13 and env A's in 11; move A's spread to both groups instead.
+    const skewed = [0, 4, 0, 2, 1, 1.5, 3, 5];
+    const global = filterByUncertainty(skewed, groupIds, { rolloutFilterRatio: 0.5 });
+    expect(global.keptGroups).toEqual([10, 11]);
+    const quota = filterByUncertainty(skewed, groupIds, { rolloutFilterRatio: 0.5, quotaKeys: keys });
+    expect(quota.keptGroups).toEqual([10, 13]);
+    expect(quota.keptIndices).toEqual([0, 1, 6, 7]);
+  });
+
+  it("keeps at least one group per key and rejects a key list of the wrong length", () => {
+    const keys = ["A", "A", "A", "A", "A", "A", "B", "B"];
+    const result = filterByUncertainty(rewards, groupIds, { rolloutFilterRatio: 0.25, quotaKeys: keys });
+    expect(result.keptGroups).toEqual([11, 13]);
+    expect(() => filterByUncertainty(rewards, groupIds, { quotaKeys: ["A"] })).toThrow(RangeError);
+  });
 });

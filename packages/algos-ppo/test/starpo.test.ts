@@ -3,7 +3,7 @@ import { boundsProblem } from "@ragen/rl-core";
 import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
 import { asyncScope, createCpuBackend, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
-import { STARPO_BOUNDS, StarPO } from "../src/starpo.js";
+import { STARPO_BOUNDS, StarPO, warmupFactor } from "../src/starpo.js";
 
 const tiny: Qwen2Shape = {
   vocabSize: 32,
@@ -238,6 +238,48 @@ describe("StarPO.update", () => {
     expect(metrics["rollout/chosen_in_group_std"]).toBeCloseTo(Math.SQRT2, 5);
     expect(metrics["rollout/in_group_std"]).toBeCloseTo(Math.SQRT2 / 2, 5);
     expect(metrics["critic/score/min"]).toBe(-1);
+  });
+});
+
+describe("StarPO's multi-env and warm-up options", () => {
+  it("keeps every env in the batch with filterPerEnv, where ranking the whole batch drops one", async () => {
+    const actor = Qwen2Model.random(tiny, 6, cpu);
+    const contrasting = await contrastingBatch(actor);
+    const flat = contrasting.trajectories.map((t, i) => ({
+      ...t,
+      index: 2 + i,
+      groupId: 1,
+      tag: "Other",
+      reward: 0.5,
+      tokenRewards: t.tokenRewards.map((r) => (r === 0 ? 0 : 0.5)),
+    }));
+    const batch = batchOf([...flat, ...contrasting.trajectories]);
+    const options = { uncertaintyFilter: true, rolloutFilterRatio: 0.5 };
+    const global = await new StarPO({ actor, config: options }).update(batch);
+    expect(global["rollout/chosen_in_group_std"]).toBeCloseTo(Math.SQRT2, 5);
+    const perEnv = await new StarPO({ actor, config: { ...options, filterPerEnv: true } }).update(batch);
+    expect(perEnv["rollout/chosen_in_group_std"]).toBeCloseTo(Math.SQRT2 / 2, 5);
+  });
+
+  it("warms both learning rates up linearly over lrWarmupSteps optimiser steps", async () => {
+    expect([0, 1, 2, 3, 4, 9].map((k) => warmupFactor(k, 4))).toEqual([0.2, 0.4, 0.6, 0.8, 1, 1]);
+    expect(warmupFactor(0, 0)).toBe(1);
+    const actor = Qwen2Model.random(tiny, 4, cpu);
+    const critic = Qwen2ValueModel.random(tiny, 5, cpu);
+    const config = {
+      actorLr: 1e-2,
+      criticLr: 2e-2,
+      ppoMiniBatchSize: 1,
+      microBatchSize: 1,
+      lrWarmupSteps: 4,
+    };
+    const trainer = new StarPO({ actor, critic, config });
+    // Two trajectories in mini-batches of one: two steps, the second at 2/5 of the rate.
+    const metrics = await trainer.update(await contrastingBatch(actor));
+    expect(trainer.actorOptimizer.steps).toBe(2);
+    expect(metrics["actor/lr"]).toBeCloseTo(1e-2 * 0.4, 12);
+    expect(trainer.criticOptimizer!.lr).toBeCloseTo(2e-2 * 0.4, 12);
+    expect(() => new StarPO({ actor, config: { lrWarmupSteps: 1.5 } })).toThrow(/lrWarmupSteps/);
   });
 });
 

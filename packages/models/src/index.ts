@@ -79,5 +79,5 @@ export {
   type SamplingOptions,
   sampleToken,
 } from "./model/sampling.js";
-export { Qwen2ValueModel } from "./model/value.js";
+export { Qwen2ValueModel, type ValueHeadInit } from "./model/value.js";
 export { type ReadQwen2WeightsOptions, readQwen2Weights } from "./model/weights.js";

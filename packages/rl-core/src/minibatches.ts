@@ -46,6 +46,12 @@ export interface MiniBatchTraining<R> {
    * however the mini-batch is split.
    */
   lossWeight?: (micro: readonly R[]) => number;
+  /**
+   * The learning rate of the optimiser step about to be taken, from the steps already taken (a
+   * schedule; a resumed run continues it, since the optimiser's step count is checkpointed). Default:
+   * the optimiser's own rate.
+   */
+  learningRate?: (stepsTaken: number) => number;
 }
 
 /**
@@ -91,6 +97,7 @@ export async function trainMiniBatches<R>(
         const weight = metricWeight(micro);
         for (const [name, value] of Object.entries(read)) record(name, value, weight);
       }
+      if (training.learningRate) optimizer.lr = training.learningRate(optimizer.steps);
       const step = optimizer.step();
       const [gradNorm, clipScale] = [await step.gradNorm.item(), await step.clipScale.item()];
       step.gradNorm.dispose();

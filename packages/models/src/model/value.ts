@@ -2,6 +2,9 @@ import { type Backend, linear, reshape, type Tensor, tensor } from "@ragen/tenso
 import { NormalSampler } from "./init.js";
 import { Qwen2Model, type Qwen2Shape, type TokenBatch } from "./qwen2.js";
 
+/** How a new critic's score head starts: Hugging Face's small normal, or zero. */
+export type ValueHeadInit = "normal" | "zero";
+
 /**
  * PPO's critic: the Qwen2 backbone with a scalar head per token (Hugging Face's
  * Qwen2ForTokenClassification with one label: `score.weight` [1, hidden] and `score.bias` [1]).
@@ -13,10 +16,20 @@ export class Qwen2ValueModel {
     readonly scoreBias: Tensor,
   ) {}
 
-  /** A value model on a copy of a policy's weights (RAGEN initialises the critic from the same checkpoint). */
-  static async fromPolicy(policy: Qwen2Model, seed: number): Promise<Qwen2ValueModel> {
+  /**
+   * A value model on a copy of a policy's weights (RAGEN initialises the critic from the same
+   * checkpoint). The new score head is drawn from `seed` (small normal, Hugging Face's init) or, with
+   * `headInit: "zero"`, starts at zero: a fresh critic then says 0 for every token instead of noise
+   * that the first advantages (return minus value) would carry into the actor's first steps.
+   */
+  static async fromPolicy(
+    policy: Qwen2Model,
+    seed: number,
+    headInit: ValueHeadInit = "normal",
+  ): Promise<Qwen2ValueModel> {
     const backend = policy.param("model.embed_tokens.weight").backend;
     const weights = await policy.stateDict();
+    if (headInit === "zero") weights.set("score.weight", new Float32Array(policy.config.hiddenSize));
     return Qwen2ValueModel.fromWeights(policy.config, weights, backend, seed);
   }
 

@@ -45,7 +45,8 @@ export interface UpdaterContext {
 
 /** StarPO's options from the settings: its section, the rollout's temperature, and the run's seed. */
 export function starpoConfig(settings: TrainingSettings) {
-  return { ...settings.starpo, temperature: settings.rollout.temperature, shuffleSeed: settings.seed };
+  const { criticHeadInit: _init, ...starpo } = settings.starpo;
+  return { ...starpo, temperature: settings.rollout.temperature, shuffleSeed: settings.seed };
 }
 
 /** A*-PO's stage-2 options from the settings. */
@@ -63,7 +64,7 @@ async function createStarPOUpdater({ settings, policy, backend, loadPolicy, chec
   if (settings.starpo.advantageEstimator === "gae")
     critic = checkpoint
       ? await checkpoint.loadCritic(policy.config, backend)
-      : await Qwen2ValueModel.fromPolicy(policy.model, settings.seed);
+      : await Qwen2ValueModel.fromPolicy(policy.model, settings.seed, settings.starpo.criticHeadInit);
   // The KL term's reference is the start model (settings.model), also when the run resumes from a checkpoint.
   const reference = settings.starpo.klCoeff > 0 ? await loadPolicy(settings.model, backend) : undefined;
   const starpo = new StarPO({

@@ -17,6 +17,7 @@ import {
   STARPO_DEFAULTS,
   type StarPOConfig,
 } from "@ragen/algos-ppo";
+import type { ValueHeadInit } from "@ragen/models";
 import { ROLLOUT_DEFAULTS } from "@ragen/rollout";
 
 /** The model trained when none is named: the tiny checkpoint shipped with the project. */
@@ -27,6 +28,8 @@ export type StarPOSettings = Required<
   Omit<StarPOConfig, "temperature" | "shuffleSeed" | "advantageEstimator">
 > & {
   advantageEstimator: AdvantageEstimator;
+  /** How a new critic's score head starts (not a StarPO option: the job builds the critic). */
+  criticHeadInit: ValueHeadInit;
 };
 
 /** A*-PO's stage-2 options (as `AStarPOConfig` names them) and its stage-1 ones (as `estimateVStarForStates` does). */
@@ -98,7 +101,11 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
   train: { envGroups: 8, groupsPerEnv: null, groupSize: 16, tokenBudget: 0 },
   validation: { envs: null, groupsPerEnv: 128, every: 10, temperature: 0.5 },
   rollout: { ...ROLLOUT_DEFAULTS, prefixCaching: true },
-  starpo: { advantageEstimator: "gae", ...withoutKeys(STARPO_DEFAULTS, ["temperature", "shuffleSeed"]) },
+  starpo: {
+    advantageEstimator: "gae",
+    ...withoutKeys(STARPO_DEFAULTS, ["temperature", "shuffleSeed"]),
+    criticHeadInit: "normal",
+  },
   apo: {
     ...withoutKeys(ASTARPO_DEFAULTS, ["temperature", "shuffleSeed", "vstarRefreshEvery"]),
     ...VSTAR_DEFAULTS,
@@ -268,6 +275,21 @@ export const SETTINGS_FIELDS: SettingsFields = {
       "Share of groups the filter keeps",
       STARPO_BOUNDS.rolloutFilterRatio,
       "a filter that keeps no group leaves nothing to train on",
+    ),
+    filterPerEnv: flag(
+      "The filter keeps its share of each env's groups (RAGEN ranks the whole batch), so every env stays in every update",
+    ),
+    whitenPerEnv: flag(
+      "Whiten GAE advantages within each env (verl whitens the whole batch, judging a low-paying env against a high-paying one)",
+    ),
+    criticHeadInit: oneOf(
+      ["normal", "zero"],
+      "A new critic's score head: normal (Hugging Face's init, RAGEN) or zero (the first values are 0, not noise)",
+    ),
+    lrWarmupSteps: integer(
+      "Optimiser steps over which both learning rates rise linearly to their value",
+      0,
+      100_000,
     ),
   },
   apo: {
