@@ -24,17 +24,58 @@ export interface ParsedResponse {
   formatOk: boolean;
 }
 
-const WITH_THINK = /<think>(.*?)<\/think>\s*<answer>(.*?)<\/answer>/s;
-const ANSWER_ONLY = /<answer>(.*?)<\/answer>/s;
+const THINK_OPEN = "<think>";
+const THINK_CLOSE = "</think>";
+const ANSWER_OPEN = "<answer>";
+const ANSWER_CLOSE = "</answer>";
+
+interface TagMatch {
+  think: string;
+  answer: string;
+}
+
+/**
+ * The first match of RAGEN's `<think>(.*?)</think>\s*<answer>(.*?)</answer>` (dot matching newlines),
+ * found in linear time: the regex retries from every `<think>`, which is quadratic on a response full of
+ * them. A later `<think>` can never match where the first failed (the lazy group may hold anything), so
+ * the first one starts the match; its `</think>` is the first one followed by white space and `<answer>`.
+ */
+function matchThinkAnswer(text: string): TagMatch | null {
+  const start = text.indexOf(THINK_OPEN);
+  if (start < 0) return null;
+  const thinkStart = start + THINK_OPEN.length;
+  for (let close = text.indexOf(THINK_CLOSE, thinkStart); close >= 0; ) {
+    let next = close + THINK_CLOSE.length;
+    while (next < text.length && /\s/.test(text[next]!)) next++;
+    if (text.startsWith(ANSWER_OPEN, next)) {
+      const answerStart = next + ANSWER_OPEN.length;
+      const answerEnd = text.indexOf(ANSWER_CLOSE, answerStart);
+      // No `</answer>` after this `<answer>` means none after any later one either.
+      if (answerEnd < 0) return null;
+      return { think: text.slice(thinkStart, close), answer: text.slice(answerStart, answerEnd) };
+    }
+    close = text.indexOf(THINK_CLOSE, close + 1);
+  }
+  return null;
+}
+
+/** The first match of `<answer>(.*?)</answer>`, in linear time. */
+function matchAnswer(text: string): TagMatch | null {
+  const open = text.indexOf(ANSWER_OPEN);
+  if (open < 0) return null;
+  const answerStart = open + ANSWER_OPEN.length;
+  const answerEnd = text.indexOf(ANSWER_CLOSE, answerStart);
+  return answerEnd < 0 ? null : { think: "", answer: text.slice(answerStart, answerEnd) };
+}
 
 /** RAGEN's parser: first tag match, answer split on "||", names matched against the env's actions. */
 export function parseResponse(text: string, options: ParseOptions): ParsedResponse {
   const thinking = options.enableThinking ?? true;
-  const match = (thinking ? WITH_THINK : ANSWER_ONLY).exec(text);
+  const match = thinking ? matchThinkAnswer(text) : matchAnswer(text);
   if (match === null)
     return { think: "", answer: "", actions: [], droppedCount: 0, truncatedCount: 0, formatOk: false };
-  const think = thinking ? match[1]!.trim() : "";
-  const answer = (thinking ? match[2]! : match[1]!).trim();
+  const think = match.think.trim();
+  const answer = match.answer.trim();
   const parts = answer
     .split(ACTION_SEPARATOR)
     .map((part) => part.trim())

@@ -114,3 +114,53 @@ describe("parseResponse", () => {
     expect(noThink).toMatchObject({ formatOk: true, think: "", actions: ["Up"] });
   });
 });
+
+describe("parseResponse on hostile output", () => {
+  // RAGEN's patterns, as the reference the linear scanner must agree with.
+  const WITH_THINK = /<think>(.*?)<\/think>\s*<answer>(.*?)<\/answer>/s;
+  const ANSWER_ONLY = /<answer>(.*?)<\/answer>/s;
+  const PIECES = ["<think>", "</think>", "<answer>", "</answer>", " ", "\n", "Up", "||", "a", "<", ">"];
+
+  /** A deterministic stream of random responses made of tag pieces. */
+  function* responses(count: number): Generator<string> {
+    let state = 12345;
+    const next = () => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return state / 2 ** 32;
+    };
+    for (let n = 0; n < count; n++) {
+      const length = Math.floor(next() * 14);
+      yield Array.from({ length }, () => PIECES[Math.floor(next() * PIECES.length)]).join("");
+    }
+  }
+
+  it("finds exactly the regex's first match, with and without thinking", () => {
+    for (const text of responses(20_000)) {
+      for (const enableThinking of [true, false]) {
+        const parsed = parseResponse(text, { actions: null, maxActionsPerTurn: 5, enableThinking });
+        const match = (enableThinking ? WITH_THINK : ANSWER_ONLY).exec(text);
+        expect(parsed.formatOk, text).toBe(match !== null);
+        if (match === null) continue;
+        expect(parsed.think, text).toBe(enableThinking ? match[1]!.trim() : "");
+        expect(parsed.answer, text).toBe((enableThinking ? match[2]! : match[1]!).trim());
+      }
+    }
+  });
+
+  it("parses a megabyte of repeated tags in linear time (the regex takes minutes)", () => {
+    const hostile = [
+      "<think>".repeat(150_000),
+      `<think>${"</think> ".repeat(120_000)}`,
+      `<think>a</think>${"<answer>".repeat(130_000)}`,
+      `${"<answer>".repeat(130_000)}</answer>`,
+    ];
+    const start = performance.now();
+    for (const text of hostile) {
+      expect(text.length).toBeGreaterThan(1_000_000);
+      parseResponse(text, { actions: ["Up"], maxActionsPerTurn: 2 });
+      parseResponse(text, { actions: ["Up"], maxActionsPerTurn: 2, enableThinking: false });
+    }
+    // A generous bound: linear parsing takes milliseconds, the quadratic regex about a minute per text.
+    expect(performance.now() - start).toBeLessThan(5_000);
+  });
+});
