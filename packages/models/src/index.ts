@@ -80,4 +80,4 @@ export {
   sampleToken,
 } from "./model/sampling.js";
 export { Qwen2ValueModel, type ValueHeadInit } from "./model/value.js";
-export { type ReadQwen2WeightsOptions, readQwen2Weights } from "./model/weights.js";
+export { type ReadQwen2WeightsOptions, readQwen2ValueWeights, readQwen2Weights } from "./model/weights.js";

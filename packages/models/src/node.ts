@@ -33,4 +33,4 @@ export {
   saveQwen2,
 } from "./model/checkpoint.js";
 // Also in the main entry; kept here so existing imports from "@ragen/models/node" go on working.
-export { type ReadQwen2WeightsOptions, readQwen2Weights } from "./model/weights.js";
+export { type ReadQwen2WeightsOptions, readQwen2ValueWeights, readQwen2Weights } from "./model/weights.js";

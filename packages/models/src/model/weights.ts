@@ -74,23 +74,57 @@ export function readQwen2Weights(
   }
   const out = new Map<string, Float32Array>();
   for (const [name, shape] of expected) {
-    const found = reader.info(name).shape;
-    if (!sameShape(found, shape)) {
-      throw new Qwen2WeightsError(
-        `${fileOf(reader, name, source)}: tensor "${name}" has shape [${found.join(", ")}], expected [${shape.join(", ")}] from the config`,
-      );
-    }
-    const data = reader.toFloat32(name);
-    // x * 0 is NaN exactly for NaN and ±Inf, so one branch-free pass finds them; the index only on failure.
-    let probe = 0;
-    for (let i = 0; i < data.length; i++) probe += data[i]! * 0;
-    if (Number.isNaN(probe)) {
-      const i = data.findIndex((x) => !Number.isFinite(x));
-      throw new Qwen2WeightsError(
-        `${fileOf(reader, name, source)}: tensor "${name}" holds a non-finite value (${data[i]} at index ${i}); expected finite weights`,
-      );
-    }
-    out.set(name, data);
+    checkShape(reader, name, shape, source);
+    out.set(name, finiteTensor(reader, name, source));
   }
   return out;
+}
+
+/**
+ * A critic's weights (Qwen2ForTokenClassification with one label): the backbone as readQwen2Weights
+ * reads it, plus `score.weight` [1, hidden] and `score.bias` [1], held to the same checks.
+ */
+export function readQwen2ValueWeights(
+  checkpoint: Parameters<typeof readQwen2Weights>[0],
+  options: ReadQwen2WeightsOptions = {},
+): Map<string, Float32Array> {
+  const out = readQwen2Weights(checkpoint, options);
+  const { config, weights: reader } = checkpoint;
+  const source =
+    options.source ?? checkpoint.path ?? (reader as { fileName?: string }).fileName ?? "the checkpoint";
+  const head: [string, number[]][] = [
+    ["score.weight", [1, config.hiddenSize]],
+    ["score.bias", [1]],
+  ];
+  for (const [name, shape] of head) {
+    if (!reader.has(name))
+      throw new Qwen2WeightsError(`${source}: missing weights: ${name} (the critic's value head)`);
+    checkShape(reader, name, shape, source);
+    out.set(name, finiteTensor(reader, name, source));
+  }
+  return out;
+}
+
+function checkShape(reader: TensorReader, name: string, shape: readonly number[], source: string): void {
+  const found = reader.info(name).shape;
+  if (!sameShape(found, shape)) {
+    throw new Qwen2WeightsError(
+      `${fileOf(reader, name, source)}: tensor "${name}" has shape [${found.join(", ")}], expected [${shape.join(", ")}] from the config`,
+    );
+  }
+}
+
+/** The tensor as f32, refusing NaN and ±Inf with the file, tensor and index named. */
+function finiteTensor(reader: TensorReader, name: string, source: string): Float32Array {
+  const data = reader.toFloat32(name);
+  // x * 0 is NaN exactly for NaN and ±Inf, so one branch-free pass finds them; the index only on failure.
+  let probe = 0;
+  for (let i = 0; i < data.length; i++) probe += data[i]! * 0;
+  if (Number.isNaN(probe)) {
+    const i = data.findIndex((x) => !Number.isFinite(x));
+    throw new Qwen2WeightsError(
+      `${fileOf(reader, name, source)}: tensor "${name}" holds a non-finite value (${data[i]} at index ${i}); expected finite weights`,
+    );
+  }
+  return data;
 }

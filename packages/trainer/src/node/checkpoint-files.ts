@@ -11,6 +11,7 @@ import {
   type Qwen2Config,
   Qwen2ValueModel,
   qwen2ParameterShapes,
+  readQwen2ValueWeights,
   serializeSafetensors,
   type TensorToWrite,
 } from "@ragen/models";
@@ -167,10 +168,14 @@ export function checkpointActorDir(dir: string): string {
   return join(dir, FILES.actor);
 }
 
-/** The critic saved in a checkpoint, on `backend`. */
+/**
+ * The critic saved in a checkpoint, on `backend`: every tensor present with the config's shape and
+ * finite, as for the actor, so a damaged critic stops the resume instead of training on garbage.
+ */
 export function loadCheckpointCritic(dir: string, config: Qwen2Config, backend: Backend): Qwen2ValueModel {
-  const file = parseSafetensors(readFileSync(join(dir, FILES.critic)), { fileName: FILES.critic });
-  const weights = new Map(file.names().map((name) => [name, file.toFloat32(name)] as const));
+  const path = join(dir, FILES.critic);
+  const file = parseSafetensors(readFileSync(path), { fileName: path });
+  const weights = readQwen2ValueWeights({ config, weights: file }, { source: path });
   return Qwen2ValueModel.fromWeights(config, weights, backend);
 }
 
