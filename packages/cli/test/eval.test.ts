@@ -1,5 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
 import { saveTinyModel } from "@ragen/sft/node";
@@ -135,5 +135,24 @@ describe("ragen eval", () => {
     }
     expect(readFileSync(join(runDir, "metrics.jsonl"), "utf8")).toBe(metrics);
     expect(readFileSync(join(runDir, "trajectories.jsonl"), "utf8")).toBe(trajectories);
+  });
+
+  it("holds its out folder while it runs: a live holder's lock refuses it, and it leaves none behind", async () => {
+    const outDir = join(root, "eval-locked");
+    mkdirSync(outDir, { recursive: true });
+    const lockPath = join(outDir, ".lock");
+    writeFileSync(lockPath, JSON.stringify({ pid: process.pid, host: hostname(), since: "now" }));
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect(await quiet(() => runRagen(["eval", modelDir, `outDir=${outDir}`, ...settings]))).toBe(1);
+      expect(errors).toHaveBeenCalledWith(expect.stringMatching(/in use by another run \(pid \d+/));
+    } finally {
+      errors.mockRestore();
+    }
+    expect(existsSync(join(outDir, "metrics.jsonl"))).toBe(false);
+    rmSync(lockPath);
+    expect(await quiet(() => runRagen(["eval", modelDir, `outDir=${outDir}`, ...settings]))).toBe(0);
+    expect(existsSync(join(outDir, "summary.json"))).toBe(true);
+    expect(existsSync(lockPath)).toBe(false);
   });
 });

@@ -22,7 +22,7 @@ import {
 import { EMBEDDED_MODEL, type TrainingSettings } from "../settings/fields.js";
 import { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./checkpoint-files.js";
 import { loadPolicy } from "./load-policy.js";
-import { LOCK_FILE } from "./run-lock.js";
+import { acquireRunLock } from "./run-lock.js";
 import { prepareRunFolder } from "./storage.js";
 
 export interface EvalRow {
@@ -62,11 +62,12 @@ export function evalModelSource(reference: string): string {
 }
 
 /**
- * What in `dir` shows that a training run keeps it — its checkpoint (or a swap's halves), its lock, or
- * its config.json of `{ settings, sources }` — or undefined for a fresh folder or an earlier evaluation.
+ * What in `dir` shows that a training run keeps it — its checkpoint (or a swap's halves) or its
+ * config.json of `{ settings, sources }` — or undefined for a fresh folder or an earlier evaluation.
+ * (A lock is not a mark: evaluations take it too, and a live one is refused when the eval takes it.)
  */
 export function trainingRunMark(dir: string): string | undefined {
-  const marks = [CHECKPOINT_DIR, `${CHECKPOINT_DIR}.previous`, `${CHECKPOINT_DIR}.partial`, LOCK_FILE];
+  const marks = [CHECKPOINT_DIR, `${CHECKPOINT_DIR}.previous`, `${CHECKPOINT_DIR}.partial`];
   const found = marks.find((name) => existsSync(join(dir, name)));
   if (found) return join(dir, found);
   const configPath = join(dir, CONFIG_FILE);
@@ -99,6 +100,22 @@ export async function runEval(config: TrainingSettings, backend?: Backend): Prom
   const { outDir } = config;
   refuseTrainingRunFolder(config);
   prepareRunFolder(outDir);
+  // Like a training run, an evaluation holds its folder: a second one (or a run started there) would
+  // interleave their logs.
+  const lock = acquireRunLock(outDir);
+  try {
+    return await evaluateInLockedFolder(config, backend, start);
+  } finally {
+    lock.release();
+  }
+}
+
+async function evaluateInLockedFolder(
+  config: TrainingSettings,
+  backend: Backend | undefined,
+  start: number,
+): Promise<EvalSummary> {
+  const { outDir } = config;
   const baselines = validationEnvs(config).map((env) =>
     measureBaselines(env, validationSeeds(config, env), actionBudget(config, env), process.stderr),
   );
