@@ -88,6 +88,16 @@ describe("GpuContext", () => {
     }
   });
 
+  it("refuses a buffer beyond the device's maxBufferSize at once, naming the sizes", async () => {
+    const ctx = await testContext();
+    const pool = new BufferPool(ctx.device);
+    const limit = ctx.device.limits.maxBufferSize;
+    expect(() => pool.acquire(limit + 1, "logits")).toThrow(
+      /a logits of [\d.]+ [GM]iB is larger than this device's largest buffer \(maxBufferSize [\d.]+ [GM]iB\)/,
+    );
+    expect(pool.stats.created).toBe(0);
+  });
+
   it("keeps a working set larger than its default budget, so a big step does not re-create its buffers", async () => {
     const ctx = await testContext();
     const MiB = 1024 * 1024;

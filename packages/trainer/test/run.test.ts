@@ -65,4 +65,26 @@ describe("runTraining on a storage in memory (no files: the browser path)", () =
     await train(storage, ["steps=0"]);
     await expect(train(storage, ["steps=1", "resume=false"])).rejects.toThrow(/already holds a run/);
   });
+
+  it("checks the loaded model's positions before anything is rolled out (a Hub model's config is only read then)", async () => {
+    const storage = new MemoryRunStorage("too-long");
+    const { settings, sources } = await resolveSettings({
+      overrides: [...SMOKE, "rollout.maxNewTokens=5000", "rollout.maxTurns=2"],
+      parameterCount: 1e5,
+    });
+    const loader = memoryPolicyLoader(storage, settings.envs);
+    const error = await runTraining({
+      settings,
+      sources,
+      backend: await webGpuBackend(),
+      storage,
+      loadPolicy: async (name, backend) => {
+        const loaded = await loader(name, backend);
+        return { ...loaded, config: { ...loaded.config, maxPositionEmbeddings: 4096 } };
+      },
+      say: () => {},
+    }).catch((e: unknown) => e);
+    expect(String(error)).toMatch(/rollout\.maxNewTokens[\s\S]*10000 response tokens[\s\S]*places 4096/);
+    expect(storage.rows).toHaveLength(0);
+  });
 });

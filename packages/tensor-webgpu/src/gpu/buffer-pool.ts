@@ -72,6 +72,12 @@ export class BufferPool {
       this.stats_.reused++;
       this.stats_.pooledBytes -= size;
     } else {
+      // WebGPU reports an oversized buffer later, as a validation error far from its cause.
+      const limit = this.device.limits.maxBufferSize;
+      if (size > limit)
+        throw new RangeError(
+          `a ${label} of ${formatBytes(bytes)} is larger than this device's largest buffer (maxBufferSize ${formatBytes(limit)}): lower the batch, micro-batch or sequence sizes`,
+        );
       buffer = this.device.createBuffer({ size, usage: STORAGE_USAGE, label });
       this.stats_.created++;
     }
@@ -130,4 +136,9 @@ export class BufferPool {
   get stats(): Readonly<PoolStats> {
     return { ...this.stats_ };
   }
+}
+
+function formatBytes(bytes: number): string {
+  const gib = bytes / 2 ** 30;
+  return gib >= 1 ? `${gib.toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }

@@ -8,6 +8,7 @@ import type { ProgressStream } from "@ragen/logging";
 import { LocalModelPolicy, runRollout, type TrajectoryBatch } from "@ragen/rollout";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import type { TrainingSettings } from "../settings/fields.js";
+import { checkSettingsFit } from "../settings/fit.js";
 import type { SettingSource } from "../settings/resolve.js";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
@@ -114,6 +115,9 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
 
   const loaded = await run.loadPolicy(checkpoint ? checkpoint.actorSource : settings.model, backend);
   const { model: actor, tokenizer } = loaded;
+  // Checked before loading when the model's config.json is on disk; a Hub model's only now, still
+  // before anything is written or rolled out.
+  checkSettingsFit(settings, loaded.config, run.sources);
   const saved: SavedSettings = { settings, sources: run.sources ?? {} };
   if (checkpoint) warnOnChangedSettings(storage, settings, say);
   const s = settings.starpo;
