@@ -17,18 +17,22 @@ import { LocalModelPolicy, runRollout } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import {
   actionBudget,
+  checkSettingsFit,
+  findResumePoint,
   formatResolvedSettings,
   formatTrainingSummary,
   GENERATED_TOKENS,
   generatedTokens,
   lastLogged,
   measureBaselines,
+  type ResolvedSettings,
   RUN_DOCUMENTS,
   rolloutOptions,
   settingsHelp,
   starpoConfig,
   stepPerformance,
   summaryRows,
+  type TrainingSettings,
   type TrainingSummary,
   toTrajectoryRecord,
   trainingManager,
@@ -68,15 +72,25 @@ export async function trainQuest(args: readonly string[], cwd: string): Promise<
       { field: "algorithm", message: "this script trains with StarPO; `ragen train` runs A*-PO too" },
     ]);
   const wallStart = performance.now();
-  const progress = process.stderr;
 
-  // The run folder: a killed run continues from its last checkpoint.
+  // The run folder, held by this run alone: a killed run continues from its last checkpoint.
   const storage = new NodeRunStorage(settings.outDir);
-  const checkpoint = settings.resume ? storage.findCheckpoint() : undefined;
-  if (!settings.resume && storage.hasLogs())
-    throw new Error(`${settings.outDir} already holds a run; pass resume=true or outDir=<new folder>`);
-  if (checkpoint && checkpoint.state.model !== settings.model)
-    throw new Error(`${settings.outDir} holds a run of ${checkpoint.state.model}; pass outDir=<new folder>`);
+  storage.acquire();
+  try {
+    return await trainQuestInFolder(settings, resolved, storage, wallStart);
+  } finally {
+    storage.release();
+  }
+}
+
+async function trainQuestInFolder(
+  settings: TrainingSettings,
+  resolved: ResolvedSettings,
+  storage: NodeRunStorage,
+  wallStart: number,
+): Promise<TrainingSummary> {
+  const progress = process.stderr;
+  const checkpoint = findResumePoint(storage, settings, (line) => console.log(line));
   console.log(`RAGEN.ts Quest — ${settings.envs.join(" + ")} with StarPO on ${settings.model}\n`);
 
   // The floor and the ceiling: random and oracle play the validation seeds.
@@ -87,12 +101,13 @@ export async function trainQuest(args: readonly string[], cwd: string): Promise<
   // The actor, its critic (a value head on a copy of the actor), and the frozen start model for the KL term.
   const backend = await webGpuBackend();
   const actor = await loadPolicyWithProgress(checkpoint?.actorSource ?? settings.model, backend);
+  checkSettingsFit(settings, actor.config, resolved.sources);
   const critic =
     settings.starpo.advantageEstimator !== "gae"
       ? undefined
       : checkpoint
         ? await checkpoint.loadCritic(actor.config, backend)
-        : await Qwen2ValueModel.fromPolicy(actor.model, settings.seed);
+        : await Qwen2ValueModel.fromPolicy(actor.model, settings.seed, settings.starpo.criticHeadInit);
   const reference = settings.starpo.klCoeff > 0 ? await loadPolicy(settings.model, backend) : undefined;
   const starpo = new StarPO({
     actor: actor.model,

@@ -4,6 +4,7 @@ export { type EnvBaselines, measureBaselines } from "./run/baselines.js";
 export { MemoryRunStorage } from "./run/memory-storage.js";
 export { type LoadedPolicy, type PolicyLoader, parameterCount } from "./run/policy.js";
 export { toTrajectoryRecord } from "./run/records.js";
+export { findResumePoint, nextCheckpointStep } from "./run/resume-point.js";
 export type {
   CheckpointParts,
   CheckpointState,

@@ -106,17 +106,24 @@ describe("checkpoint recovery from every point of death of the swap", () => {
 });
 
 const settingsFor = async (outDir: string, ...overrides: string[]) =>
-  (await resolveSettings({ overrides: [`outDir=${outDir}`, ...overrides] })).settings;
+  (await resolveSettings({ overrides: [`outDir=${outDir}`, "checkpointEvery=10", ...overrides] })).settings;
 // The refusals come before anything touches the GPU.
 const noBackend = {} as WebGpuBackend;
 const noLoader = () => Promise.reject(new Error("no model should be loaded"));
 
 describe("a run never drops logged rows silently", () => {
-  it("refuses to resume a folder with metric rows and no usable checkpoint, naming the choice", async () => {
+  const rowsUpTo = (last: number) =>
+    Array.from(
+      { length: last + 1 },
+      (_, step) => `${JSON.stringify({ step, wall_time: step, metrics: {} })}\n`,
+    ).join("");
+
+  it("refuses to resume rows past the checkpoint that should exist for them, naming the choice", async () => {
     const dir = freshFolder();
-    const rows = `${JSON.stringify({ step: 0, wall_time: 0, metrics: {} })}\n${JSON.stringify({ step: 1, wall_time: 1, metrics: {} })}\n`;
+    // checkpointEvery is 10: rows up to step 12 mean the step-10 checkpoint was saved, and is gone.
+    const rows = rowsUpTo(12);
     writeFileSync(join(dir, "metrics.jsonl"), rows);
-    writeCheckpointFolder(join(dir, "checkpoint.partial"), 1, false);
+    writeCheckpointFolder(join(dir, "checkpoint.partial"), 10, false);
     const storage = new NodeRunStorage(dir, { console: null, wandb: false });
     await expect(
       runTraining({
@@ -126,15 +133,51 @@ describe("a run never drops logged rows silently", () => {
         loadPolicy: noLoader,
         say: () => {},
       }),
-    ).rejects.toThrow(/no usable checkpoint.*resume=false with outDir=<new folder>/);
+    ).rejects.toThrow(
+      /up to step 12 but no usable checkpoint \(the next was due at step 10\).*resume=false with outDir=<new folder>/,
+    );
     expect(readFileSync(join(dir, "metrics.jsonl"), "utf8")).toBe(rows);
     // Released on the error.
     expect(existsSync(join(dir, LOCK_FILE))).toBe(false);
   });
 
+  it("refuses rows past the next checkpoint after the one found", async () => {
+    const dir = freshFolder();
+    writeFileSync(join(dir, "metrics.jsonl"), rowsUpTo(25));
+    writeCheckpointFolder(join(dir, "checkpoint"), 10);
+    const run = { backend: noBackend, loadPolicy: noLoader, say: () => {} };
+    const storage = new NodeRunStorage(dir, { console: null, wandb: false });
+    await expect(
+      runTraining({ ...run, settings: await settingsFor(dir, "model=m", "steps=40"), storage }),
+    ).rejects.toThrow(
+      /up to step 25 but its last usable checkpoint is of step 10 \(the next was due at step 20\)/,
+    );
+  });
+
+  it("starts over, saying so, when a kill came before the first checkpoint was saved", async () => {
+    const dir = freshFolder();
+    writeFileSync(join(dir, "metrics.jsonl"), rowsUpTo(10));
+    const said: string[] = [];
+    const storage = new NodeRunStorage(dir, { console: null, wandb: false });
+    // It gets past the folder checks to loading the model, which this test refuses.
+    await expect(
+      runTraining({
+        settings: await settingsFor(dir),
+        backend: noBackend,
+        storage,
+        loadPolicy: noLoader,
+        say: (line) => said.push(line),
+      }),
+    ).rejects.toThrow(/no model should be loaded/);
+    expect(said.join("\n")).toMatch(
+      /no checkpoint yet \(the first is due at step 10\); starting over, the rows logged up to step 10 are redone/,
+    );
+  });
+
   it("MemoryRunStorage has no lock and refuses the same way", async () => {
     const storage = new MemoryRunStorage();
-    storage.openLogs(-1).log(0, { x: 1 });
+    const logs = storage.openLogs(-1);
+    for (let step = 0; step <= 11; step++) logs.log(step, { x: 1 });
     await expect(
       runTraining({
         settings: await settingsFor("mem"),

@@ -98,10 +98,16 @@ export class NodeRunStorage implements RunStorage {
     };
   }
 
-  hasLogs(): boolean {
+  lastLoggedStep(): number | undefined {
     const path = join(this.location, RUN_FILES.metrics);
     // An empty file is a run killed before its first row: nothing to lose.
-    return existsSync(path) && statSync(path).size > 0;
+    if (!existsSync(path) || statSync(path).size === 0) return undefined;
+    let last: number | undefined;
+    for (const line of readFileSync(path, "utf8").split("\n")) {
+      const step = stepOfRow(line);
+      if (step !== undefined) last = Math.max(last ?? step, step);
+    }
+    return last ?? Number.POSITIVE_INFINITY;
   }
 
   openLogs(afterStep: number): RunLogs {
@@ -149,5 +155,16 @@ export class NodeRunStorage implements RunStorage {
 
   openVStarCache() {
     return VStarFileCache.open(join(this.location, VSTAR_CACHE_FILE));
+  }
+}
+
+/** The step of one metrics.jsonl line, or undefined for a blank, half-written or foreign line. */
+function stepOfRow(line: string): number | undefined {
+  if (!line.trim()) return undefined;
+  try {
+    const step = (JSON.parse(line) as { step?: unknown }).step;
+    return Number.isInteger(step) ? (step as number) : undefined;
+  } catch {
+    return undefined;
   }
 }

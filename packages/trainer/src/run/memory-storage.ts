@@ -52,8 +52,11 @@ export class MemoryRunStorage implements RunStorage {
     };
   }
 
-  hasLogs(): boolean {
-    return this.rows.length > 0;
+  lastLoggedStep(): number | undefined {
+    return this.rows.reduce<number | undefined>(
+      (last, row) => Math.max(last ?? row.step, row.step),
+      undefined,
+    );
   }
 
   openLogs(afterStep: number): RunLogs {

@@ -63,8 +63,11 @@ export interface RunStorage {
   release?(): void;
   /** The last complete checkpoint, if the run has one. */
   findCheckpoint(): StoredCheckpoint | undefined;
-  /** Whether an earlier run left metrics here. */
-  hasLogs(): boolean;
+  /**
+   * The highest step an earlier run logged metrics for, or undefined when it logged none. Logs that
+   * cannot be read count as Infinity: nothing may overwrite them unnoticed.
+   */
+  lastLoggedStep(): number | undefined;
   /** Opens the logs, dropping rows after `afterStep` (logged after the checkpoint by a run that was killed). */
   openLogs(afterStep: number): RunLogs;
   readJson(name: string): unknown;

@@ -13,6 +13,7 @@ import type { SettingSource } from "../settings/resolve.js";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
 import { toTrajectoryRecord } from "./records.js";
+import { findResumePoint } from "./resume-point.js";
 import type { RunStorage } from "./storage.js";
 import { lastLogged, summaryRows, type TrainingSummary } from "./summary.js";
 import { createUpdater } from "./updaters.js";
@@ -95,19 +96,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   const wallStart = performance.now();
   const { settings, storage, backend, progress } = run;
   const say = run.say ?? ((line: string) => console.log(line));
-  const checkpoint = settings.resume ? storage.findCheckpoint() : undefined;
-  if (!settings.resume && storage.hasLogs())
-    throw new Error(
-      `${storage.location} already holds a run; pass resume=true to continue it or outDir=<new folder>`,
-    );
-  if (settings.resume && !checkpoint && storage.hasLogs())
-    throw new Error(
-      `${storage.location} holds logged metrics but no usable checkpoint, so resuming would drop them; pass resume=false with outDir=<new folder> to start over`,
-    );
-  if (checkpoint && checkpoint.state.model !== settings.model)
-    throw new Error(
-      `${storage.location} holds a run of model "${checkpoint.state.model}", not "${settings.model}"; pass outDir=<new folder>`,
-    );
+  const checkpoint = findResumePoint(storage, settings, say);
 
   const baselines: EnvBaselines[] = validationEnvs(settings).map((env) =>
     measureBaselines(env, validationSeeds(settings, env), actionBudget(settings, env), progress),
