@@ -28,7 +28,23 @@ export const PROFILES = {
       rollout: { maxActionsPerTurn: 2, maxNewTokens: 48 },
       // 32 trajectories a step make 4 optimiser steps of 8; the filter keeps half the groups, the ones
       // whose rewards differ (a group that all failed or all won teaches nothing).
-      starpo: { ppoMiniBatchSize: 8, microBatchSize: 8, uncertaintyFilter: true, rolloutFilterRatio: 0.5 },
+      starpo: {
+        ppoMiniBatchSize: 8,
+        microBatchSize: 8,
+        uncertaintyFilter: true,
+        rolloutFilterRatio: 0.5,
+        // Two envs share one small model. Ranked together, FrozenLake's groups (rewards 0 or 1) crowd
+        // Bandit's (0 or 0.1) out of the batch, and whitened together every Bandit answer scores below
+        // the batch's mean: FrozenLake's updates then wear Bandit's text away with nothing to hold it.
+        filterPerEnv: true,
+        whitenPerEnv: true,
+        // A fresh critic's random head adds noise of the size of the rewards to the first advantages,
+        // and Adam's first steps move every weight by about the learning rate: one such step was
+        // enough to turn Bandit's answers into FrozenLake moves. Values start at 0, and the rate rises
+        // over the moment estimates' horizon (1 / (1 - beta1) = 10 optimiser steps).
+        criticHeadInit: "zero",
+        lrWarmupSteps: 10,
+      },
       apo: { miniBatchSize: 8, microBatchSize: 8 },
     },
   },
