@@ -293,11 +293,16 @@ export function batchMetrics(mode: RolloutMode, trajectories: readonly Trajector
     for (const t of ofTag) groups.set(t.groupId, (groups.get(t.groupId) ?? false) || t.success);
     const groupSize = ofTag.length / Math.max(groups.size, 1);
     metrics[`${scope}/${tag}/pass@${groupSize}`] = mean([...groups.values()].map(Number));
+    // Per env, a collapse shows here first: one env's answers stop fitting its own format.
+    metrics[`${scope}/${tag}/format_penalty_rate`] = formatPenaltyRate(ofTag);
   }
   metrics[`${scope}/response_length`] = mean(trajectories.map((t) => t.responseLength));
   metrics[`${scope}/reward`] = mean(trajectories.map((t) => t.reward));
-  metrics[`${scope}/format_penalty_rate`] = mean(
-    trajectories.flatMap((t) => t.turns.map((turn) => Number(turn.formatPenalized))),
-  );
+  metrics[`${scope}/format_penalty_rate`] = formatPenaltyRate(trajectories);
   return metrics;
+}
+
+/** The share of turns that drew the format penalty. */
+function formatPenaltyRate(trajectories: readonly Trajectory[]): number {
+  return mean(trajectories.flatMap((t) => t.turns.map((turn) => Number(turn.formatPenalized))));
 }

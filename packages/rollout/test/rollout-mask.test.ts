@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EnvManager } from "../src/env-manager.js";
 import { buildChatMessages, instructionText } from "../src/prompt.js";
-import { RolloutError, runRollout, type Trajectory } from "../src/rollout.js";
+import { batchMetrics, RolloutError, runRollout, type Trajectory } from "../src/rollout.js";
 import { envTokenizer, ScriptedPolicy, scripted } from "./fixtures.js";
 
 const tokenizer = envTokenizer();
@@ -146,6 +146,22 @@ describe("runRollout rewards and records", () => {
     expect(batch.metrics["train/FrozenLakeDeterministic/success"]).toBe(0.5);
     expect(batch.metrics["train/FrozenLakeDeterministic/pass@2"]).toBe(1);
     expect(batch.metrics["train/FrozenLakeDeterministic/num_actions"]).toBe(2);
+    // Two of the four turns took the penalty, all of them the failed env's.
+    expect(batch.metrics["train/FrozenLakeDeterministic/format_penalty_rate"]).toBe(0.5);
+    expect(batch.metrics["train/format_penalty_rate"]).toBe(0.5);
+  });
+
+  it("reports the format-penalty rate per env beside the batch's", () => {
+    const turns = (...penalized: boolean[]) => penalized.map((formatPenalized) => ({ formatPenalized }));
+    const trajectory = (tag: string, ...penalized: boolean[]) =>
+      ({ tag, groupId: 0, success: false, turns: turns(...penalized) }) as unknown as Trajectory;
+    const metrics = batchMetrics("val", [
+      trajectory("Bandit", true, true),
+      trajectory("FrozenLake", false, false, false, true),
+    ]);
+    expect(metrics["val-env/Bandit/format_penalty_rate"]).toBe(1);
+    expect(metrics["val-env/FrozenLake/format_penalty_rate"]).toBe(0.25);
+    expect(metrics["val-env/format_penalty_rate"]).toBe(0.5);
   });
 
   it("can place each turn's reward on that turn's last sampled token", async () => {
