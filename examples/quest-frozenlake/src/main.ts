@@ -41,6 +41,7 @@ import {
   validationEnvs,
   validationManager,
   validationSeeds,
+  warnOnCollapse,
 } from "@ragen/trainer";
 import {
   loadPolicy,
@@ -132,6 +133,8 @@ async function trainQuestInFolder(
   let tokens = lastLogged(logs.history(), GENERATED_TOKENS) ?? 0;
   const budgetSpent = () => settings.train.tokenBudget > 0 && tokens >= settings.train.tokenBudget;
   const title = `Quest — ${settings.model}`;
+  // With the episodes per env, the report flags validations that fell more than 2 standard errors.
+  const reportOptions = { validationEpisodes: settings.validation.groupsPerEnv };
   const saveCheckpoint = (step: number) =>
     storage.saveCheckpoint(
       {
@@ -178,9 +181,10 @@ async function trainQuestInFolder(
       }
       metrics["timing_s/step"] = (performance.now() - stepStart) / 1000;
       logs.log(step, metrics);
+      warnOnCollapse(logs.history(), step, settings, (line) => console.log(line));
       if ((settings.checkpointEvery > 0 && step % settings.checkpointEvery === 0) || last) {
         await saveCheckpoint(step);
-        storage.writeReport(title);
+        storage.writeReport(title, reportOptions);
       }
     }
   } finally {
@@ -195,7 +199,7 @@ async function trainQuestInFolder(
     generatedTokens: tokens,
     wallSeconds: (performance.now() - wallStart) / 1000,
     rows: summaryRows(baselines, logs.history(), settings),
-    report: storage.writeReport(title),
+    report: storage.writeReport(title, reportOptions),
   };
   storage.writeJson(RUN_DOCUMENTS.summary, summary);
   console.log(`\nValidation success on ${settings.validation.groupsPerEnv} fixed seeds per env:\n`);

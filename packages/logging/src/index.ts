@@ -1,4 +1,10 @@
 export {
+  describeDrop,
+  successStandardError,
+  type ValidationDrop,
+  validationDrops,
+} from "./collapse.js";
+export {
   DEFAULT_SUMMARY_KEYS,
   formatMetricValue,
   formatStepSummary,

@@ -4,6 +4,7 @@
  * All model output is HTML-escaped and state SVGs are embedded as <img> data URLs, so nothing a model
  * writes can run in the page.
  */
+import { describeDrop, validationDrops } from "./collapse.js";
 import type { MetricsRow } from "./metrics.js";
 import {
   type Contradiction,
@@ -25,6 +26,11 @@ export interface ReportOptions {
   viewerPerStep?: number;
   /** Mean in-group similarity at which a group counts as an echo-trap template (default 0.8). */
   echoThreshold?: number;
+  /**
+   * Validation episodes per env: with it the report flags every validation whose success fell below
+   * the start by more than two standard errors (see validationDrops).
+   */
+  validationEpisodes?: number;
 }
 
 /** A chart of the report: its title and which metric keys become series. */
@@ -49,6 +55,18 @@ export const CHARTS: readonly ChartSpec[] = [
     title: "Success per env tag",
     keys: (all) => all.filter((k) => /^(train|val-env)\/[^/]+\/success$/.test(k)).sort(),
   },
+  // The collapse signals: an env whose answers stop fitting its format, and the policy leaving its start.
+  {
+    id: "action-validity",
+    title: "Action validity per env tag",
+    keys: (all) => all.filter((k) => /^(train|val-env)\/[^/]+\/action_is_valid$/.test(k)).sort(),
+  },
+  {
+    id: "format-penalty",
+    title: "Format-penalty rate per env tag",
+    keys: (all) => all.filter((k) => /^(train|val-env)\/[^/]+\/format_penalty_rate$/.test(k)).sort(),
+  },
+  { id: "kl", title: "KL to the reference", keys: exact("actor/kl_loss") },
   { id: "entropy", title: "Entropy", keys: exact("actor/entropy") },
   {
     id: "in-group-std",
@@ -87,6 +105,15 @@ function curvesSection(rows: readonly MetricsRow[], trajectories: readonly Traje
   }
   const body = charts.join("") || '<p class="empty">No metrics logged.</p>';
   return `<section id="curves"><h2>Training curves</h2><div class="charts">${body}</div></section>`;
+}
+
+function collapseSection(rows: readonly MetricsRow[], episodes: number | undefined): string {
+  if (episodes === undefined) return "";
+  const drops = validationDrops(rows, episodes);
+  const body = drops.length
+    ? `<ul>${drops.map((d) => `<li class="collapse-flag" data-env="${escapeHtml(d.envTag)}" data-step="${escapeHtml(d.step)}"><span class="badge bad">collapse</span> ${escapeHtml(describeDrop(d))}</li>`).join("")}</ul>`
+    : `<p class="muted">No validation fell more than two standard errors below its start (${escapeHtml(episodes)} episodes per env).</p>`;
+  return `<section id="collapse-signals"><h2>Collapse signals</h2>${body}</section>`;
 }
 
 function trajectoryTitle(t: TrajectoryRecord): string {
@@ -242,6 +269,7 @@ export function buildReport(
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
 <body><h1>${escapeHtml(title)}</h1>
 <p class="muted">${metrics.length} logged steps${lastStep === undefined ? "" : ` (last step ${lastStep})`} · ${trajectories.length} trajectories</p>
+${collapseSection(metrics, options.validationEpisodes)}
 ${curvesSection(metrics, trajectories)}
 <section id="case-studies"><h2>Case studies</h2>${cases.join("\n")}</section>
 ${seedsSection(trajectories)}

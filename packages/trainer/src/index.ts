@@ -50,6 +50,7 @@ export {
   validationEnvs,
   validationManager,
   validationSeeds,
+  warnOnCollapse,
 } from "./run/validation.js";
 export {
   type APOSettings,

@@ -4,6 +4,8 @@ export interface Series {
   /** Legend text, usually the metric name. */
   label: string;
   points: { x: number; y: number }[];
+  /** A shaded band around the line (mean ± standard error, say), drawn under it in the line's colour. */
+  band?: { x: number; low: number; high: number }[];
 }
 
 export const PALETTE = [
@@ -43,7 +45,13 @@ export function lineChart(
   const margin = { left: 56, right: 12, top: 28, bottom: 40 + 16 * Math.ceil(series.length / 2) };
   const plotW = width - margin.left - margin.right;
   const plotH = height - margin.top - margin.bottom;
-  const finite = series.flatMap((s) => s.points.filter((p) => Number.isFinite(p.y)));
+  const bandPoints = series.flatMap((s) =>
+    (s.band ?? []).flatMap((b) => [
+      { x: b.x, y: b.low },
+      { x: b.x, y: b.high },
+    ]),
+  );
+  const finite = [...series.flatMap((s) => s.points), ...bandPoints].filter((p) => Number.isFinite(p.y));
   const xs = finite.map((p) => p.x);
   const ys = finite.map((p) => p.y);
   let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
@@ -94,6 +102,14 @@ export function lineChart(
     parts.push(
       `<g class="series" data-series="${escapeHtml(s.label)}"><title>${escapeHtml(s.label)}</title>`,
     );
+    const band = (s.band ?? []).filter((b) => Number.isFinite(b.low) && Number.isFinite(b.high));
+    if (band.length > 1) {
+      const outline = [
+        ...band.map((b) => `${sx(b.x).toFixed(1)},${sy(b.high).toFixed(1)}`),
+        ...band.reverse().map((b) => `${sx(b.x).toFixed(1)},${sy(b.low).toFixed(1)}`),
+      ];
+      parts.push(`<polygon class="band" fill="${color}" fill-opacity="0.15" points="${outline.join(" ")}"/>`);
+    }
     for (const seg of segments.filter((g) => g.length)) {
       if (seg.length === 1)
         parts.push(

@@ -149,8 +149,8 @@ export class NodeRunStorage implements RunStorage {
     return saveCheckpoint(this.location, parts, state);
   }
 
-  writeReport(title: string): string {
-    return writeReport(this.location, { title });
+  writeReport(title: string, options: { validationEpisodes?: number } = {}): string {
+    return writeReport(this.location, { ...options, title });
   }
 
   openVStarCache() {

@@ -100,8 +100,8 @@ export class MemoryRunStorage implements RunStorage {
     this.actors.set(`${this.location}/checkpoint/actor`, actor);
   }
 
-  writeReport(title: string): string {
-    this.report = buildReport(this.rows, this.trajectories, { title });
+  writeReport(title: string, options: { validationEpisodes?: number } = {}): string {
+    this.report = buildReport(this.rows, this.trajectories, { ...options, title });
     return `${this.location}/report.html`;
   }
 

@@ -75,8 +75,11 @@ export interface RunStorage {
   writeJson(name: string, value: unknown): void;
   /** Replaces the checkpoint; a failure midway leaves the previous one whole. */
   saveCheckpoint(parts: CheckpointParts, state: CheckpointState): Promise<void>;
-  /** Writes the HTML report of the logs; returns where it is. */
-  writeReport(title: string): string;
+  /**
+   * Writes the HTML report of the logs; returns where it is. `validationEpisodes` (per env) lets it
+   * flag validations that fell below the start by more than two standard errors.
+   */
+  writeReport(title: string, options?: { validationEpisodes?: number }): string;
   /** A*-PO's V* estimates, kept with the run so that a resumed run does not sample them again. */
   openVStarCache(): VStarCache & { close(): void };
 }

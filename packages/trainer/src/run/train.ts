@@ -26,6 +26,7 @@ import {
   validationEnvs,
   validationManager,
   validationSeeds,
+  warnOnCollapse,
 } from "./validation.js";
 
 /** The documents a run keeps beside its logs. */
@@ -133,6 +134,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   // A run without a checkpoint starts over: its rows (if a kill came before the first checkpoint) go.
   const lastDone = checkpoint?.state.step ?? -1;
   const logs = storage.openLogs(lastDone);
+  const reportOptions = { validationEpisodes: settings.validation.groupsPerEnv };
   storage.writeJson(RUN_DOCUMENTS.settings, saved);
   let tokensSoFar = lastLogged(logs.history(), GENERATED_TOKENS) ?? 0;
   let vstarTokensSoFar = lastLogged(logs.history(), VSTAR_GENERATED_TOKENS) ?? 0;
@@ -199,9 +201,10 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       }
       metrics["timing_s/step"] = (performance.now() - stepStart) / 1000;
       logs.log(step, metrics);
+      warnOnCollapse(logs.history(), step, settings, say);
       if ((settings.checkpointEvery > 0 && step % settings.checkpointEvery === 0) || last) {
         await saveAt(step);
-        storage.writeReport(title);
+        storage.writeReport(title, reportOptions);
       }
     }
     if (settings.steps === 0 && lastDone < 0) await saveAt(0);
@@ -216,7 +219,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
     generatedTokens: tokensSoFar,
     wallSeconds: (performance.now() - wallStart) / 1000,
     rows: summaryRows(baselines, logs.history(), settings),
-    report: storage.writeReport(title),
+    report: storage.writeReport(title, reportOptions),
   };
   storage.writeJson(RUN_DOCUMENTS.summary, summary);
   return summary;

@@ -4,7 +4,7 @@
  * options and env groups of training, derived from the settings in one place.
  */
 import { actionBudget as envActionBudget } from "@ragen/envs";
-import type { ProgressStream, TrajectoryRecord } from "@ragen/logging";
+import { describeDrop, type ProgressStream, type TrajectoryRecord, validationDrops } from "@ragen/logging";
 import {
   EnvManager,
   type EnvTagGroups,
@@ -17,6 +17,7 @@ import type { Tokenizer } from "@ragen/tokenizer";
 import type { TrainingSettings } from "../settings/fields.js";
 import { progressBar } from "./progress.js";
 import { toTrajectoryRecord } from "./records.js";
+import type { MetricsHistoryRow } from "./storage.js";
 
 /** The rollout options of the settings, for training (`seed`: the step's) or validation sampling. */
 export function rolloutOptions(
@@ -108,4 +109,18 @@ export async function validate(
     records: batch.trajectories.map((t) => toTrajectoryRecord(t, step, "val")),
     metrics: { ...batch.metrics, "timing_s/testing": (performance.now() - start) / 1000 },
   };
+}
+
+/**
+ * Says so, as it happens, when the validation just logged at `step` put an env more than two standard
+ * errors below its start (the report flags the same validations).
+ */
+export function warnOnCollapse(
+  history: readonly MetricsHistoryRow[],
+  step: number,
+  settings: TrainingSettings,
+  say: (line: string) => void,
+): void {
+  for (const drop of validationDrops(history, settings.validation.groupsPerEnv))
+    if (drop.step === step) say(`collapse: ${describeDrop(drop)}`);
 }
