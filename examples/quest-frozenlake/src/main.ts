@@ -49,6 +49,7 @@ import {
   NodeRunStorage,
   parseRunArguments,
   resolveRunSettings,
+  runSeedSweep,
 } from "@ragen/trainer/node";
 
 export async function trainQuest(args: readonly string[], cwd: string): Promise<TrainingSummary | undefined> {
@@ -72,8 +73,20 @@ export async function trainQuest(args: readonly string[], cwd: string): Promise<
     throw new ConfigError("settings", [
       { field: "algorithm", message: "this script trains with StarPO; `ragen train` runs A*-PO too" },
     ]);
-  const wallStart = performance.now();
+  // seeds=0,1,2: the same run for each seed, one folder each, and a summary across them.
+  if (settings.seeds !== null) {
+    let last: TrainingSummary | undefined;
+    await runSeedSweep(resolved, async (seedSettings) => {
+      last = await trainQuestSeed(seedSettings);
+    });
+    return last;
+  }
+  return trainQuestSeed(resolved);
+}
 
+async function trainQuestSeed(resolved: ResolvedSettings): Promise<TrainingSummary> {
+  const { settings } = resolved;
+  const wallStart = performance.now();
   // The run folder, held by this run alone: a killed run continues from its last checkpoint.
   const storage = new NodeRunStorage(settings.outDir);
   storage.acquire();

@@ -21,6 +21,17 @@ export {
   type TrainingSummaryRow,
 } from "./run/summary.js";
 export {
+  buildSweepReport,
+  formatSweepMarkdown,
+  type MeanWithError,
+  meanWithError,
+  type SeedResult,
+  type SeedRun,
+  type SweepEnvSummary,
+  type SweepSummary,
+  summarizeSweep,
+} from "./run/sweep.js";
+export {
   GENERATED_TOKENS,
   generatedTokens,
   MAX_NON_FINITE_LOSS_STEPS,

@@ -33,3 +33,11 @@ export {
   prepareRunFolder,
   VSTAR_CACHE_FILE,
 } from "./node/storage.js";
+export {
+  checkSweepSettings,
+  runSeedSweep,
+  SWEEP_FILES,
+  seedFolder,
+  seedRunSettings,
+  writeSweepSummary,
+} from "./node/sweep.js";

@@ -11,6 +11,7 @@ import { validationEnvs } from "../run/validation.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
 import { loadPolicy } from "./load-policy.js";
 import { NodeRunStorage } from "./storage.js";
+import { runSeedSweep } from "./sweep.js";
 
 /** loadPolicy with a download progress bar on stderr (shown only when a Hub model is downloaded). */
 export const loadPolicyWithProgress: PolicyLoader = async (name: string, backend: Backend) => {
@@ -42,8 +43,18 @@ export async function trainInFolder(
   });
 }
 
-/** Prints the header, runs the training and prints the summary table. */
+/**
+ * Prints the header, runs the training and prints the summary table; with `seeds`, does that for each
+ * seed in turn (see runSeedSweep) and returns the last seed's summary.
+ */
 export async function runTrainingJob(resolved: ResolvedSettings, title: string): Promise<TrainingSummary> {
+  if (resolved.settings.seeds !== null) {
+    let last: TrainingSummary | undefined;
+    await runSeedSweep(resolved, async (seedSettings) => {
+      last = await runTrainingJob(seedSettings, title);
+    });
+    return last!;
+  }
   const { settings } = resolved;
   const algorithm = settings.algorithm === "apo" ? "A*-PO" : "StarPO";
   console.log(`RAGEN.ts ${title} — ${settings.envs.join(" + ")} with ${algorithm} on ${settings.model}\n`);

@@ -85,6 +85,10 @@ export function generatedTokens(rollout: TrajectoryBatch): number {
 }
 
 export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
+  if (run.settings.seeds !== null)
+    throw new Error(
+      `runTraining trains one seed; settings.seeds (${run.settings.seeds.join(", ")}) is a sweep: run it with runSeedSweep`,
+    );
   run.storage.acquire?.();
   try {
     return await trainWithStorageHeld(run);

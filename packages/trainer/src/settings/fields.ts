@@ -60,6 +60,8 @@ export interface TrainingSettings {
   envs: string[];
   steps: number;
   seed: number;
+  /** Several seeds, run one after another into `<outDir>/seed-<N>`, with a summary across them. */
+  seeds: number[] | null;
   outDir: string;
   resume: boolean;
   checkpointEvery: number;
@@ -94,6 +96,7 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
   envs: ["FrozenLakeGridCoord", "Bandit"],
   steps: 200,
   seed: 0,
+  seeds: null,
   outDir: "runs/train",
   resume: true,
   checkpointEvery: 10,
@@ -181,6 +184,17 @@ export const SETTINGS_FIELDS: SettingsFields = {
   envs: tags("Env tags (presets) or env names trained on; the groups are split between them"),
   steps: integer("Training steps (one rollout batch and one update each)", 0, 100_000),
   seed: integer("Seed of sampling, initialisation and shuffling", 0, Number.MAX_SAFE_INTEGER),
+  seeds: {
+    schema: {
+      type: ["array", "null"],
+      items: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+      minItems: 1,
+      maxItems: 1_000,
+      uniqueItems: true,
+    },
+    description:
+      "A seed sweep: run each seed in turn into outDir/seed-<N> and summarise them (mean ± standard error) in outDir",
+  },
   outDir: { schema: { type: "string", minLength: 1 }, description: "Run folder" },
   resume: flag("Continue the run found in outDir (its checkpoint and logs)"),
   checkpointEvery: integer("Checkpoint every N steps, and at the end (0: only at the end)", 0),

@@ -159,6 +159,7 @@ function profileLayer(source: string, profile: Profile): Layer {
 /** Text from the command line (or a file) in the shape the schema wants: lists and Tag=N maps. */
 function coerce(values: Record<string, unknown>): Record<string, unknown> {
   if ("envs" in values) values.envs = parseList(values.envs);
+  if ("seeds" in values) values.seeds = parseSeedList(values.seeds);
   const train = values.train as Record<string, unknown> | undefined;
   if (isPlainObject(train) && "groupsPerEnv" in train)
     train.groupsPerEnv = parseTagValues("train.groupsPerEnv", train.groupsPerEnv);
@@ -325,4 +326,13 @@ function inFieldOrder(settings: TrainingSettings): TrainingSettings {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** `seeds=0,1,2` (or one number) as a list of numbers; anything else is left for the schema to refuse. */
+function parseSeedList(value: unknown): unknown {
+  if (typeof value === "number") return [value];
+  const list = parseList(value);
+  return Array.isArray(list)
+    ? list.map((item) => (typeof item === "string" && /^\d+$/.test(item) ? Number(item) : item))
+    : list;
 }
