@@ -33,7 +33,9 @@ function start(outDir: string): ChildProcess {
   return spawn(process.execPath, [bin, ...settings(outDir)], { stdio: ["ignore", "ignore", "pipe"] });
 }
 
-function finished(child: ChildProcess): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+function finished(
+  child: ChildProcess,
+): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -45,7 +47,9 @@ function finished(child: ChildProcess): Promise<{ code: number | null; signal: s
 function loggedSteps(outDir: string): number {
   const path = join(outDir, "metrics.jsonl");
   if (!existsSync(path)) return 0;
-  return readFileSync(path, "utf8").split("\n").filter((line) => line.endsWith("}")).length;
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.endsWith("}")).length;
 }
 
 /** Kills the run with SIGKILL once `moment` holds (polled), then returns. */
