@@ -59,18 +59,27 @@ export async function resolveArmSettings(
     else rest.push(arg);
   }
   const runs: ArmRun[] = [];
-  for (const arm of known.filter((name) => picked.includes(name)))
-    runs.push({
-      arm,
-      resolved: await resolveRunSettings({
-        experiment: [
-          { source: "experiment", overrides: experiment.common },
-          { source: `arm ${arm}`, overrides: [...experiment.arms[arm]!, `outDir=${join(outDir, arm)}`] },
-        ],
-        overrides: rest,
-        cwd,
-      }),
+  for (const arm of known.filter((name) => picked.includes(name))) {
+    const resolved = await resolveRunSettings({
+      experiment: [
+        { source: "experiment", overrides: experiment.common },
+        { source: `arm ${arm}`, overrides: [...experiment.arms[arm]!, `outDir=${join(outDir, arm)}`] },
+      ],
+      overrides: rest,
+      cwd,
     });
+    // The comparison tables hold one run per arm; a sweep of one arm is `ragen train` with its settings.
+    if (resolved.settings.seeds !== null)
+      throw new ConfigError("command line", [
+        {
+          field: "seeds",
+          message:
+            "an experiment runs each arm on one seed; pass seed=<N> (a run per seed, each into its own outDir)",
+          source: "command line",
+        },
+      ]);
+    runs.push({ arm, resolved });
+  }
   return runs;
 }
 

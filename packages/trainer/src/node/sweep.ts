@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { ConfigError } from "@ragen/envs";
 import { parseMetricsJsonl } from "@ragen/logging";
 import { RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
+import type { TrainingSummary } from "../run/summary.js";
 import {
   buildSweepReport,
   formatSweepMarkdown,
@@ -15,6 +16,7 @@ import {
   type SweepSummary,
   summarizeSweep,
 } from "../run/sweep.js";
+import { RUN_DOCUMENTS } from "../run/train.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
 
 export const SWEEP_FILES = { summary: "sweep.json", table: "sweep.md", report: "report.html" } as const;
@@ -34,24 +36,50 @@ export function seedRunSettings(resolved: ResolvedSettings, seed: number): Resol
   };
 }
 
-/** Refuses `seed` and `seeds` set together by the user: which one was meant? */
+/**
+ * How much a setting's source outranks the others: the command line over a file over an experiment's
+ * layers over the profiles and defaults (the order resolveSettings lays them in).
+ */
+function sourceRank(source: string | undefined): number {
+  if (source === undefined || source === "default" || source.startsWith("profile ")) return 0;
+  if (source === "command line") return 3;
+  if (source.startsWith("file ")) return 2;
+  return 1;
+}
+
+/**
+ * Refuses `seed` and `seeds` given together at the same level (which one was meant?). A `seeds` from a
+ * later layer replaces an earlier `seed`: `seeds=0,1,2` on the command line sweeps a config file that
+ * names `seed: 0`, as any command-line value wins over the file's.
+ */
 export function checkSweepSettings({ settings, sources }: ResolvedSettings): void {
-  const userSet = (source: string | undefined) =>
-    source !== undefined && (source === "command line" || source.startsWith("file "));
-  if (settings.seeds !== null && userSet(sources.seed))
+  if (settings.seeds === null) return;
+  const seedRank = sourceRank(sources.seed);
+  if (seedRank > 0 && seedRank >= sourceRank(sources.seeds))
     throw new ConfigError("settings", [
       {
         field: "seeds",
-        message: `seeds=${settings.seeds.join(",")} runs those seeds; seed=${settings.seed} is set too (${sources.seed}): keep one of them`,
+        message: `seeds=${settings.seeds.join(",")} (${sources.seeds}) runs those seeds; seed=${settings.seed} is set too (${sources.seed}): keep one of them`,
       },
     ]);
 }
 
-/** The logged rows of a seed's folder (none when it has not started). */
+/**
+ * The logged rows of a seed's folder (none when it has not started), and whether its run finished: its
+ * summary.json is written at the end, and covers every logged step (a run extended with more steps and
+ * killed midway keeps the older summary).
+ */
 function seedRun(outDir: string, seed: number): SeedRun {
-  const path = join(seedFolder(outDir, seed), RUN_FILES.metrics);
-  if (!existsSync(path)) return { seed, history: [] };
-  return { seed, history: parseMetricsJsonl(readFileSync(path, "utf8")) };
+  const folder = seedFolder(outDir, seed);
+  const metricsPath = join(folder, RUN_FILES.metrics);
+  if (!existsSync(metricsPath)) return { seed, history: [], finished: false };
+  const history = parseMetricsJsonl(readFileSync(metricsPath, "utf8"));
+  const summaryPath = join(folder, RUN_DOCUMENTS.summary);
+  const summarisedSteps = existsSync(summaryPath)
+    ? (JSON.parse(readFileSync(summaryPath, "utf8")) as Partial<TrainingSummary>).steps
+    : undefined;
+  const lastStep = history.at(-1)?.step ?? 0;
+  return { seed, history, finished: summarisedSteps !== undefined && summarisedSteps >= lastStep };
 }
 
 /** Rewrites the sweep's summary files from the seed folders as they are now. */

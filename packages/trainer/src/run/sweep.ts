@@ -19,10 +19,14 @@ export interface SeedRun {
   seed: number;
   /** Its logged rows so far (a seed still to run has none). */
   history: readonly MetricsHistoryRow[];
+  /** Whether its run has ended; an interrupted or running seed's last validation is not its end. */
+  finished: boolean;
 }
 
 export interface SeedResult {
   seed: number;
+  /** Whether the run has ended (otherwise `end` is its latest validation so far). */
+  finished: boolean;
   /** Validation success at the first and the last validation, and the lowest in between. */
   start: number;
   end: number;
@@ -42,9 +46,12 @@ export interface MeanWithError {
 export interface SweepEnvSummary {
   envTag: string;
   seeds: SeedResult[];
+  /** Across every seed with a validation. */
   start: MeanWithError;
+  /** Across the finished seeds only, so that every end is a run's last validation. */
   end: MeanWithError;
-  /** Seeds that ended above their start, and seeds with a validation more than 2 SE below it. */
+  /** Finished seeds, those of them that ended above their start, and seeds (any) with a validation more than 2 SE below it. */
+  finished: number;
   improved: number;
   collapsed: number;
 }
@@ -93,6 +100,7 @@ export function summarizeSweep(runs: readonly SeedRun[], episodes: number): Swee
         ...(results.get(envTag) ?? []),
         {
           seed: run.seed,
+          finished: run.finished,
           start: values[0]!,
           end: values.at(-1)!,
           lowest: values.reduce((a, b) => Math.min(a, b)),
@@ -102,20 +110,31 @@ export function summarizeSweep(runs: readonly SeedRun[], episodes: number): Swee
       ]);
     }
   }
-  const envs = [...results].map(([envTag, perSeed]) => ({
-    envTag,
-    seeds: perSeed,
-    start: meanWithError(perSeed.map((r) => r.start)),
-    end: meanWithError(perSeed.map((r) => r.end)),
-    improved: perSeed.filter((r) => r.end > r.start).length,
-    collapsed: perSeed.filter((r) => r.drops.length > 0).length,
-  }));
+  const envs = [...results].map(([envTag, perSeed]) => {
+    const ended = perSeed.filter((r) => r.finished);
+    return {
+      envTag,
+      seeds: perSeed,
+      start: meanWithError(perSeed.map((r) => r.start)),
+      end: meanWithError(ended.map((r) => r.end)),
+      finished: ended.length,
+      improved: ended.filter((r) => r.end > r.start).length,
+      collapsed: perSeed.filter((r) => r.drops.length > 0).length,
+    };
+  });
   return { episodes, seeds, envs };
 }
 
 const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : "–");
 const withError = ({ mean, standardError }: MeanWithError) =>
   Number.isFinite(standardError) ? `${pct(mean)} ± ${pct(standardError)}` : pct(mean);
+/** A seed's end, or where an unfinished one has got to. */
+const endCell = (r: SeedResult, episodes: number) =>
+  r.finished
+    ? `${pct(r.end)} ± ${pct(successStandardError(r.end, episodes))}`
+    : `${pct(r.end)} at step ${r.endStep} (unfinished)`;
+const improvedLine = (env: SweepEnvSummary) =>
+  `${env.improved} of ${env.finished} finished seeds end above their start`;
 
 /** The per-seed table and the across-seed line of every env, in markdown. */
 export function formatSweepMarkdown(summary: SweepSummary): string {
@@ -123,7 +142,7 @@ export function formatSweepMarkdown(summary: SweepSummary): string {
     const rows = env.seeds.map((r) => [
       String(r.seed),
       pct(r.start),
-      `${pct(r.end)} ± ${pct(successStandardError(r.end, summary.episodes))}`,
+      endCell(r, summary.episodes),
       pct(r.lowest),
       r.drops.length ? `yes (step ${r.drops.map((d) => d.step).join(", ")})` : "no",
     ]);
@@ -132,11 +151,11 @@ export function formatSweepMarkdown(summary: SweepSummary): string {
       `**${withError(env.start)}**`,
       `**${withError(env.end)}**`,
       "",
-      `${env.improved} of ${env.seeds.length} seeds end above their start`,
+      improvedLine(env),
     ]);
     return `### ${env.envTag}\n\n${markdownTable(["seed", "start", "end", "lowest", "fell > 2 SE below start"], rows)}`;
   });
-  return `# Seed sweep\n\nValidation success on ${summary.episodes} episodes per env, seeds ${summary.seeds.join(", ")}. The end of each seed carries its binomial standard error; the mean carries the standard error across seeds.\n\n${sections.join("\n\n")}\n`;
+  return `# Seed sweep\n\nValidation success on ${summary.episodes} episodes per env, seeds ${summary.seeds.join(", ")}. The end of each seed carries its binomial standard error; the mean carries the standard error across seeds, the end's over the finished seeds only.\n\n${sections.join("\n\n")}\n`;
 }
 
 /** The combined report: per env, every seed's validation curve and the mean ± SE band, and the tables. */
@@ -174,11 +193,11 @@ export function buildSweepReport(summary: SweepSummary, runs: readonly SeedRun[]
       `<h3>${escapeHtml(env.envTag)}</h3><table><thead><tr><th>seed</th><th>start</th><th>end</th><th>lowest</th><th>fell &gt; 2 SE below start</th></tr></thead><tbody>${env.seeds
         .map(
           (r) =>
-            `<tr data-seed="${escapeHtml(r.seed)}"${r.drops.length ? ' class="collapsed"' : ""}><td>${escapeHtml(r.seed)}</td><td>${pct(r.start)}</td><td>${pct(r.end)}</td><td>${pct(r.lowest)}</td><td>${r.drops.length ? `<span class="badge bad">collapse</span> step ${r.drops.map((d) => escapeHtml(d.step)).join(", ")}` : "no"}</td></tr>`,
+            `<tr data-seed="${escapeHtml(r.seed)}"${r.drops.length ? ' class="collapsed"' : ""}><td>${escapeHtml(r.seed)}</td><td>${pct(r.start)}</td><td>${escapeHtml(endCell(r, summary.episodes))}</td><td>${pct(r.lowest)}</td><td>${r.drops.length ? `<span class="badge bad">collapse</span> step ${r.drops.map((d) => escapeHtml(d.step)).join(", ")}` : "no"}</td></tr>`,
         )
         .join(
           "",
-        )}<tr class="mean"><td>mean ± SE</td><td>${withError(env.start)}</td><td>${withError(env.end)}</td><td></td><td>${env.improved} of ${env.seeds.length} end above their start</td></tr></tbody></table>`,
+        )}<tr class="mean"><td>mean ± SE</td><td>${withError(env.start)}</td><td>${withError(env.end)}</td><td></td><td>${improvedLine(env)}</td></tr></tbody></table>`,
   );
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title><style>
