@@ -17,7 +17,14 @@ const row = (step: number, metrics: Record<string, number>): MetricsRow => ({
 // dips 5 points, which the validation cannot tell from noise.
 const rows = [
   row(0, { "val-env/Bandit/success": 0.55, "val-env/FrozenLake/success": 0.2 }),
-  row(1, { "train/Bandit/success": 0.5, "train/Bandit/action_is_valid": 1, "actor/kl_loss": 0.01 }),
+  row(1, {
+    "train/Bandit/success": 0.5,
+    "train/Bandit/action_is_valid": 1,
+    "train/FrozenLake/action_is_valid": 0.9,
+    "train/Bandit/format_penalty_rate": 0,
+    "train/FrozenLake/format_penalty_rate": 0.1,
+    "actor/kl_loss": 0.01,
+  }),
   row(9, { "val-env/Bandit/success": 0.2, "val-env/FrozenLake/success": 0.15, "actor/kl_loss": 0.4 }),
   row(18, { "val-env/Bandit/success": 0.5, "val-env/FrozenLake/success": 0.3 }),
 ];
@@ -46,8 +53,21 @@ describe("collapse signals in the report", () => {
     const html = buildReport(rows, [], { validationEpisodes: 64 });
     const flags = [...html.matchAll(/class="collapse-flag" data-env="([^"]+)" data-step="(\d+)"/g)];
     expect(flags.map((m) => [m[1], m[2]])).toEqual([["Bandit", "9"]]);
-    expect(html).toContain('id="chart-action-validity"');
-    expect(html).toContain('id="chart-kl"');
+    // Each chart's series, by the chart they are drawn in.
+    const seriesOf = (id: string) => {
+      const chart = html.slice(html.indexOf(`id="chart-${id}"`));
+      const figure = chart.slice(0, chart.indexOf("</figure>"));
+      return [...figure.matchAll(/data-series="([^"]+)"/g)].map((m) => m[1]);
+    };
+    expect(seriesOf("action-validity")).toEqual([
+      "train/Bandit/action_is_valid",
+      "train/FrozenLake/action_is_valid",
+    ]);
+    expect(seriesOf("format-penalty")).toEqual([
+      "train/Bandit/format_penalty_rate",
+      "train/FrozenLake/format_penalty_rate",
+    ]);
+    expect(seriesOf("kl")).toEqual(["actor/kl_loss"]);
     const calm = buildReport(rows.slice(0, 2), [], { validationEpisodes: 64 });
     expect(calm).toContain("No validation fell more than two standard errors below its start");
     expect(buildReport(rows, [])).not.toContain('id="collapse-signals"');
