@@ -48,6 +48,18 @@ const batchOf = (trajectories: Trajectory[]): TrajectoryBatch => ({
   metrics: {},
 });
 
+/** A second group (id 1) of the same trajectories all scoring 0.5: no reward spread, no signal. */
+function flatGroupLike(trajectories: readonly Trajectory[], tag?: string): Trajectory[] {
+  return trajectories.map((t, i) => ({
+    ...t,
+    index: 2 + i,
+    groupId: 1,
+    ...(tag === undefined ? {} : { tag }),
+    reward: 0.5,
+    tokenRewards: t.tokenRewards.map((r) => (r === 0 ? 0 : 0.5)),
+  }));
+}
+
 /** Log-prob the actor gives `target` after `prefix`. */
 async function logProbOf(model: Qwen2Model, prefix: number[], target: number): Promise<number> {
   const ids = Int32Array.from(prefix);
@@ -226,13 +238,7 @@ describe("StarPO.update", () => {
     const actor = Qwen2Model.random(tiny, 6, cpu);
     const contrasting = await contrastingBatch(actor);
     // A second group whose two trajectories score alike: it carries no signal and is filtered out.
-    const flat = contrasting.trajectories.map((t, i) => ({
-      ...t,
-      index: 2 + i,
-      groupId: 1,
-      reward: 0.5,
-      tokenRewards: t.tokenRewards.map((r) => (r === 0 ? 0 : 0.5)),
-    }));
+    const flat = flatGroupLike(contrasting.trajectories);
     const trainer = new StarPO({ actor, config: { uncertaintyFilter: true, rolloutFilterRatio: 0.5 } });
     const metrics = await trainer.update(batchOf([...flat, ...contrasting.trajectories]));
     expect(metrics["rollout/chosen_in_group_std"]).toBeCloseTo(Math.SQRT2, 5);
@@ -245,14 +251,7 @@ describe("StarPO's multi-env and warm-up options", () => {
   it("keeps every env in the batch with filterPerEnv, where ranking the whole batch drops one", async () => {
     const actor = Qwen2Model.random(tiny, 6, cpu);
     const contrasting = await contrastingBatch(actor);
-    const flat = contrasting.trajectories.map((t, i) => ({
-      ...t,
-      index: 2 + i,
-      groupId: 1,
-      tag: "Other",
-      reward: 0.5,
-      tokenRewards: t.tokenRewards.map((r) => (r === 0 ? 0 : 0.5)),
-    }));
+    const flat = flatGroupLike(contrasting.trajectories, "Other");
     const batch = batchOf([...flat, ...contrasting.trajectories]);
     const options = { uncertaintyFilter: true, rolloutFilterRatio: 0.5 };
     const global = await new StarPO({ actor, config: options }).update(batch);
