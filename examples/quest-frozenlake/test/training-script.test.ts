@@ -45,6 +45,38 @@ describe("the Quest training script", () => {
     expect({ ...saved(script), outDir: "" }).toEqual({ ...saved(command), outDir: "" });
   });
 
+  it("sweeps seeds=0,1 over quest.yaml (which names seed: 0): a folder per seed and the summary", async () => {
+    const outDir = join(dir, "sweep");
+    const questYaml = join(import.meta.dirname, "..", "quest.yaml");
+    const args = [
+      questYaml,
+      ...SMOKE_RUN_SETTINGS,
+      `model=${model}`,
+      "steps=1",
+      "seeds=0,1",
+      `outDir=${outDir}`,
+    ];
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    try {
+      await trainQuest(args, dir);
+    } finally {
+      log.mockRestore();
+    }
+    const summary = JSON.parse(readFileSync(join(outDir, "sweep.json"), "utf8"));
+    expect(summary.seeds).toEqual([0, 1]);
+    for (const seed of [0, 1]) {
+      const seedDir = join(outDir, `seed-${seed}`);
+      expect(learnedMetrics(seedDir).map((row) => row.step)).toEqual([0, 1]);
+      expect(JSON.parse(readFileSync(join(seedDir, "config.json"), "utf8")).settings.seed).toBe(seed);
+    }
+    expect(summary.envs.map((env: { envTag: string }) => env.envTag)).toEqual([
+      "FrozenLakeGridCoord",
+      "Bandit",
+    ]);
+    expect(readFileSync(join(outDir, "sweep.md"), "utf8")).toContain("### Bandit");
+    expect(readFileSync(join(outDir, "report.html"), "utf8")).toContain('id="sweep-FrozenLakeGridCoord"');
+  });
+
   it("prints its settings with their sources, and exits on a bad one with the field named", async () => {
     const out: string[] = [];
     const write = vi.spyOn(process.stdout, "write").mockImplementation((text) => out.push(String(text)) > 0);
