@@ -173,26 +173,51 @@ export function whitenMasked(
 /**
  * whitenMasked within each key's sequences separately (a key per sequence, e.g. its env tag): in a
  * batch that mixes tasks of different reward scales, whitening over the whole batch measures each
- * task's returns against the others' mean, so a low-paying task's every response looks bad.
+ * task's returns against the others' mean, so a low-paying task's every response looks bad. With
+ * `scale: "batch"` each key is only centred on its own mean and one scale is taken over the whole
+ * centred batch, so a task with a small reward spread keeps small advantages (and small steps).
  */
 export function whitenMaskedByKey(
   values: readonly Float32Array[],
   masks: readonly ArrayLike<number>[],
   keys: ArrayLike<string>,
+  options: { scale?: "key" | "batch" } = {},
 ): Float32Array[] {
   if (keys.length !== values.length)
     throw new RangeError(`whitenMaskedByKey: ${values.length} sequences but ${keys.length} keys`);
+  const perKeyScale = (options.scale ?? "key") === "key";
   const out: Float32Array[] = new Array(values.length);
   for (const members of groupIndices(keys).values()) {
-    const whitened = whitenMasked(
-      members.map((i) => values[i]!),
-      members.map((i) => masks[i]!),
-    );
+    const seqs = members.map((i) => values[i]!);
+    const keyMasks = members.map((i) => masks[i]!);
+    const done = perKeyScale ? whitenMasked(seqs, keyMasks) : centreMasked(seqs, keyMasks);
     members.forEach((i, k) => {
-      out[i] = whitened[k]!;
+      out[i] = done[k]!;
     });
   }
-  return out;
+  return perKeyScale ? out : whitenMasked(out, masks);
+}
+
+/** x - mean over masked tokens; unmasked tokens become 0. */
+function centreMasked(values: readonly Float32Array[], masks: readonly ArrayLike<number>[]): Float32Array[] {
+  let total = 0;
+  let count = 0;
+  values.forEach((seq, i) => {
+    const mask = masks[i]!;
+    checkLengths("centreMasked", seq, mask);
+    for (let t = 0; t < seq.length; t++)
+      if (mask[t]) {
+        total += seq[t]!;
+        count++;
+      }
+  });
+  const mean = count === 0 ? 0 : total / count;
+  return values.map((seq, i) => {
+    const mask = masks[i]!;
+    const out = new Float32Array(seq.length);
+    for (let t = 0; t < seq.length; t++) if (mask[t]) out[t] = seq[t]! - mean;
+    return out;
+  });
 }
 
 /** Sum of token rewards per sequence: the trajectory score outcome estimators compare. */

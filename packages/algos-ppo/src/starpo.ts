@@ -70,6 +70,12 @@ export interface StarPOConfig {
    */
   whitenPerEnv?: boolean;
   /**
+   * With whitenPerEnv, the scale: "env" divides each env's advantages by its own spread; "batch" only
+   * centres each env on its own mean and divides by the spread of the whole centred batch, so an env
+   * whose rewards barely differ keeps small advantages.
+   */
+  whitenScale?: "env" | "batch";
+  /**
    * Both optimisers' learning rates rise linearly over this many optimiser steps. Adam's first steps move
    * every parameter by about the learning rate whatever its gradient's size, while the fresh critic's
    * values are still noise.
@@ -105,6 +111,7 @@ export const STARPO_DEFAULTS = {
   rolloutFilterRatio: 0.25,
   filterPerEnv: false,
   whitenPerEnv: false,
+  whitenScale: "env",
   lrWarmupSteps: 0,
   temperature: 1,
   shuffleSeed: 0,
@@ -275,6 +282,7 @@ export class StarPO {
             gae.advantages,
             tokenBatch.masks,
             trajectories.map((t) => t.tag),
+            { scale: c.whitenScale === "batch" ? "batch" : "key" },
           )
         : whitenMasked(gae.advantages, tokenBatch.masks);
       advantageResult = { advantages, returns: gae.returns };

@@ -181,4 +181,17 @@ describe("whitenMaskedByKey", () => {
   it("rejects a key list of the wrong length", () => {
     expect(() => whitenMaskedByKey([f32([1])], [[1]], [])).toThrow(RangeError);
   });
+
+  it('with scale "batch" centres each key on its own mean and scales the whole batch alike', () => {
+    const values = [f32([1, 1]), f32([0.1, 0.1]), f32([0, 0]), f32([0, 0])];
+    const masks = values.map(() => [1, 1]);
+    const keys = ["A", "B", "A", "B"];
+    const out = whitenMaskedByKey(values, masks, keys, { scale: "batch" });
+    // Centred: A ±0.5, B ±0.05 — then one spread for all, so B stays ten times smaller than A.
+    const centred = [f32([0.5, 0.5]), f32([0.05, 0.05]), f32([-0.5, -0.5]), f32([-0.05, -0.05])];
+    const expected = whitenMasked(centred, masks);
+    for (let i = 0; i < 4; i++) expectClose(out[i]!, [...expected[i]!]);
+    expect(out[0]![0]! / out[1]![0]!).toBeCloseTo(10, 4);
+    expect(out[1]![0]).toBeGreaterThan(0);
+  });
 });

@@ -296,6 +296,10 @@ export const SETTINGS_FIELDS: SettingsFields = {
     whitenPerEnv: flag(
       "Whiten GAE advantages within each env (verl whitens the whole batch, judging a low-paying env against a high-paying one)",
     ),
+    whitenScale: oneOf(
+      ["env", "batch"],
+      "With whitenPerEnv: each env's own spread (env), or each env centred and one spread for the batch (batch)",
+    ),
     criticHeadInit: oneOf(
       ["normal", "zero"],
       "A new critic's score head: normal (Hugging Face's init, RAGEN) or zero (the first values are 0, not noise)",
