@@ -21,6 +21,22 @@ export interface ValidationDrop {
 
 const VAL_SUCCESS = /^val-env\/([^/]+)\/success$/;
 
+/** Each env's validation success in logged rows: [step, success] pairs in the rows' order. */
+export function validationCurves(
+  rows: readonly Pick<MetricsRow, "step" | "metrics">[],
+): Map<string, [number, number][]> {
+  const curves = new Map<string, [number, number][]>();
+  for (const row of rows)
+    for (const [key, value] of Object.entries(row.metrics)) {
+      const envTag = VAL_SUCCESS.exec(key)?.[1];
+      if (envTag === undefined || !Number.isFinite(value)) continue;
+      const curve = curves.get(envTag);
+      if (curve) curve.push([row.step, value]);
+      else curves.set(envTag, [[row.step, value]]);
+    }
+  return curves;
+}
+
 /**
  * Every validation (after the first) at which an env's success is below its first validation's by
  * more than two standard errors of the difference, with `episodes` validation episodes per env.
@@ -29,23 +45,16 @@ export function validationDrops(
   rows: readonly Pick<MetricsRow, "step" | "metrics">[],
   episodes: number,
 ): ValidationDrop[] {
-  const start = new Map<string, number>();
   const drops: ValidationDrop[] = [];
-  for (const row of rows) {
-    for (const [key, value] of Object.entries(row.metrics)) {
-      const envTag = VAL_SUCCESS.exec(key)?.[1];
-      if (envTag === undefined || !Number.isFinite(value)) continue;
-      const first = start.get(envTag);
-      if (first === undefined) {
-        start.set(envTag, value);
-        continue;
-      }
+  for (const [envTag, curve] of validationCurves(rows)) {
+    const start = curve[0]![1];
+    for (const [step, value] of curve.slice(1)) {
       const threshold =
-        2 * Math.hypot(successStandardError(first, episodes), successStandardError(value, episodes));
-      if (first - value > threshold) drops.push({ envTag, step: row.step, start: first, value, threshold });
+        2 * Math.hypot(successStandardError(start, episodes), successStandardError(value, episodes));
+      if (start - value > threshold) drops.push({ envTag, step, start, value, threshold });
     }
   }
-  return drops;
+  return drops.sort((a, b) => a.step - b.step);
 }
 
 /** One line for a console or a report: "Bandit at step 9: 12.5% (start 54.7%, more than 2 SE below)". */

@@ -2,6 +2,7 @@ export {
   describeDrop,
   successStandardError,
   type ValidationDrop,
+  validationCurves,
   validationDrops,
 } from "./collapse.js";
 export {

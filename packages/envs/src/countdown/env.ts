@@ -41,6 +41,15 @@ function clip(text: string): string {
  * invalid and unrewarded, even where its digits would have earned the format score.
  */
 function unreadableAnswer(action: unknown): CountdownScore {
+  return invalidAnswer(
+    typeof action === "string"
+      ? `the answer is longer than ${MAX_ACTION_LENGTH} characters`
+      : "the answer is not text",
+  );
+}
+
+/** An answer scored invalid and unrewarded, for `error`. */
+function invalidAnswer(error: string): CountdownScore {
   return {
     reward: 0,
     kind: "invalid-expression",
@@ -48,10 +57,7 @@ function unreadableAnswer(action: unknown): CountdownScore {
     numbersUsed: [],
     numbersMatch: false,
     value: null,
-    error:
-      typeof action === "string"
-        ? `the answer is longer than ${MAX_ACTION_LENGTH} characters`
-        : "the answer is not text",
+    error,
   };
 }
 
@@ -160,15 +166,7 @@ export class CountdownEnv implements Env<CountdownConfig, CountdownStepInfo> {
           : scoreCountdownAnswer(text, instance.numbers, instance.target, this.config);
     } catch (error) {
       // The scorer is not meant to throw; if it ever does, the answer is invalid rather than fatal.
-      score = {
-        reward: 0,
-        kind: "invalid-expression",
-        valid: false,
-        numbersUsed: [],
-        numbersMatch: false,
-        value: null,
-        error: `internal error: ${(error as Error)?.message ?? String(error)}`,
-      };
+      score = invalidAnswer(`internal error: ${(error as Error)?.message ?? String(error)}`);
     }
     // An over-long answer keeps a readable prefix; a non-string has no text to keep.
     this.answer = {

@@ -10,6 +10,7 @@ import {
   type Series,
   successStandardError,
   type ValidationDrop,
+  validationCurves,
   validationDrops,
 } from "@ragen/logging";
 import type { MetricsHistoryRow } from "./storage.js";
@@ -70,20 +71,6 @@ export function meanWithError(values: readonly number[]): MeanWithError {
   if (n < 2) return { mean, standardError: Number.NaN };
   const variance = values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (n - 1);
   return { mean, standardError: Math.sqrt(variance / n) };
-}
-
-const VAL_SUCCESS = /^val-env\/([^/]+)\/success$/;
-
-/** Each env's validation curve in a seed's rows: [step, success] in step order. */
-function validationCurves(history: readonly MetricsHistoryRow[]): Map<string, [number, number][]> {
-  const curves = new Map<string, [number, number][]>();
-  for (const row of history)
-    for (const [key, value] of Object.entries(row.metrics)) {
-      const envTag = VAL_SUCCESS.exec(key)?.[1];
-      if (envTag === undefined || !Number.isFinite(value)) continue;
-      curves.set(envTag, [...(curves.get(envTag) ?? []), [row.step, value]]);
-    }
-  return curves;
 }
 
 export function summarizeSweep(runs: readonly SeedRun[], episodes: number): SweepSummary {
