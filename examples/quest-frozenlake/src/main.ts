@@ -18,6 +18,7 @@ import { webGpuBackend } from "@ragen/tensor-webgpu";
 import {
   actionBudget,
   checkSettingsFit,
+  describeProfileChoice,
   findResumePoint,
   formatResolvedSettings,
   formatTrainingSummary,
@@ -53,7 +54,7 @@ import {
 } from "@ragen/trainer/node";
 
 export async function trainQuest(args: readonly string[], cwd: string): Promise<TrainingSummary | undefined> {
-  // Settings: the quest profile's defaults, then a config file (quest.yaml spells them out), then key=value.
+  // Settings: the embedded profile's defaults (auto picks it for the embedded model), then a config file (quest.yaml spells them out), then key=value.
   const parsed = parseRunArguments(args, { positionalFile: true });
   if (parsed.help) {
     console.log(settingsHelp("npm run quest -- [config.yaml] [key=value ...] [--print-config]"));
@@ -105,7 +106,9 @@ async function trainQuestInFolder(
 ): Promise<TrainingSummary> {
   const progress = process.stderr;
   const checkpoint = findResumePoint(storage, settings, (line) => console.log(line));
-  console.log(`RAGEN.ts Quest — ${settings.envs.join(" + ")} with StarPO on ${settings.model}\n`);
+  console.log(`RAGEN.ts Quest — ${settings.envs.join(" + ")} with StarPO on ${settings.model}`);
+  for (const line of describeProfileChoice(resolved)) console.log(line);
+  console.log("");
 
   // The floor and the ceiling: random and oracle play the validation seeds.
   const baselines = validationEnvs(settings).map((env) =>

@@ -9,7 +9,7 @@ const cwd = "/home/me";
 const SIZE_DEPENDENT = ["starpo.actorLr", "starpo.criticLr", "starpo.klCoeff", "apo.lr"];
 
 describe("quest.yaml", () => {
-  it("resolves to the same settings as no file at all (it spells out the quest profile)", async () => {
+  it("resolves to the same settings as no file at all (it spells out the embedded profile)", async () => {
     const fromFile = await resolveRunSettings({ configFile: questYaml, cwd });
     const fromDefaults = await resolveRunSettings({ cwd });
     expect(fromFile.settings).toEqual(fromDefaults.settings);

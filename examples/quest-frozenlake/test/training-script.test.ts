@@ -86,7 +86,7 @@ describe("the Quest training script", () => {
       write.mockRestore();
     }
     expect(out.join("")).toMatch(/^steps: 3 # command line$/m);
-    expect(out.join("")).toMatch(/^ {2}ppoMiniBatchSize: 8 # profile quest$/m);
+    expect(out.join("")).toMatch(/^ {2}ppoMiniBatchSize: 8 # profile embedded \(auto\)$/m);
     await expect(trainQuest(["starpo.ppoMiniBatchSize=0"], dir)).rejects.toThrow(
       /command line: starpo\.ppoMiniBatchSize: must be >= 1/,
     );

@@ -79,16 +79,27 @@ export {
   type TrainingSettings,
 } from "./settings/fields.js";
 export { checkSettingsFit, type ModelFit } from "./settings/fit.js";
-export { formatResolvedSettings } from "./settings/print.js";
+export { describeProfileChoice, formatResolvedSettings } from "./settings/print.js";
 export {
   ALGORITHM_PROFILES,
+  autoProfile,
+  canonicalProfile,
   isProfileName,
+  PROFILE_ALIASES,
   PROFILES,
   type Profile,
   type ProfileName,
   SMALL_MODEL_PARAMETERS,
   SMALL_MODEL_PROFILE,
 } from "./settings/profiles.js";
+export {
+  RAGEN_BASE_VALUES,
+  RAGEN_SOURCES,
+  RAGEN2_CHANGED_VALUES,
+  type RagenValue,
+  ragen2Values,
+  settingsLayerOf,
+} from "./settings/ragen-configs.js";
 export {
   type ResolvedSettings,
   resolveSettings,

@@ -47,22 +47,23 @@ describe("library defaults", () => {
     expect(new Set(paths).size).toBe(paths.length);
     const help = describeSettings();
     for (const path of paths) expect(help).toMatch(new RegExp(`^  ${path.replace(".", "\\.")} `, "m"));
-    expect(help).toMatch(/starpo\.ppoMiniBatchSize\s+32\s+.*\[quest: 8\]/);
+    expect(help).toMatch(/starpo\.ppoMiniBatchSize\s+32\s+.*\[embedded: 8; ragen: 32; ragen2: 32\]/);
     expect(help).toMatch(/starpo\.actorLr\s+0\.000001\s+.*models under 50M parameters: 0\.0005/);
   });
 });
 
 describe("resolveSettings", () => {
-  it("starts from the quest profile, and says which layer set each field", async () => {
+  it("starts from the embedded profile for the embedded model, and says which layer set each field", async () => {
     const { settings, sources } = await resolveSettings();
-    expect(settings.profile).toBe("quest");
+    expect(settings.profile).toBe("embedded");
+    expect(sources.profile).toBe("auto: embedded's size unknown");
     expect(settings.model).toBe("embedded");
     expect(settings.steps).toBe(18);
     expect(settings.train).toEqual({ envGroups: 8, groupsPerEnv: null, groupSize: 4, tokenBudget: 0 });
     expect(settings.rollout.maxActionsPerTurn).toBe(2);
     expect(settings.starpo.ppoMiniBatchSize).toBe(8);
     expect(settings.starpo.rolloutFilterRatio).toBe(0.5);
-    expect(sources.steps).toBe("profile quest");
+    expect(sources.steps).toBe("profile embedded (auto)");
     expect(sources.seed).toBe("default");
     expect(sources["starpo.clipRatioHigh"]).toBe("default");
     expect(Object.keys(sources)).toEqual(settingsFields().map((f) => f.path));
@@ -75,7 +76,7 @@ describe("resolveSettings", () => {
     expect(small.sources["starpo.actorLr"]).toBe("profile small-model");
     const large = await resolveSettings({ parameterCount: SMALL_MODEL_PARAMETERS });
     expect(large.settings.starpo).toMatchObject({ actorLr: 1e-6, criticLr: 1e-5, klCoeff: 0 });
-    expect(large.sources["starpo.actorLr"]).toBe("default");
+    expect(large.sources["starpo.actorLr"]).toBe("profile ragen (auto)");
   });
 
   it("asks for the size of the model the settings name", async () => {
@@ -178,7 +179,10 @@ describe("resolveSettings", () => {
 
   it("refuses an unknown profile, naming the known ones", async () => {
     const error = await configError(resolveSettings({ overrides: ["profile=fast"] }));
-    expect(error.issues[0]).toMatchObject({ field: "profile", allowed: ["quest", "ragen"] });
+    expect(error.issues[0]).toMatchObject({
+      field: "profile",
+      allowed: ["auto", "embedded", "ragen", "ragen2", "quest"],
+    });
   });
 
   it("checks that the training groups split over the envs", async () => {

@@ -9,6 +9,7 @@ import { LocalModelPolicy, runRollout, type TrajectoryBatch } from "@ragen/rollo
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import type { TrainingSettings } from "../settings/fields.js";
 import { checkSettingsFit } from "../settings/fit.js";
+import { describeProfileChoice } from "../settings/print.js";
 import type { SettingSource } from "../settings/resolve.js";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
@@ -114,6 +115,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   checkSettingsFit(settings, loaded.config, run.sources);
   const saved: SavedSettings = { settings, sources: run.sources ?? {} };
   if (checkpoint) warnOnChangedSettings(storage, settings, say);
+  for (const line of describeProfileChoice({ settings, sources: run.sources ?? {} })) say(line);
   const s = settings.starpo;
   say(
     `${(parameterCount(actor) / 1e6).toFixed(1)}M parameters; learning rates: ${settings.algorithm === "apo" ? `A*-PO ${settings.apo.lr}` : `actor ${s.actorLr}, critic ${s.criticLr}; KL coefficient ${s.klCoeff}`}`,
@@ -149,7 +151,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
     );
   else if (checkpoint) say(`resuming ${storage.location} after step ${checkpoint.state.step}`);
 
-  const title = `${settings.profile === "quest" ? "Quest" : "Training"} — ${settings.model}`;
+  const title = `${settings.profile === "embedded" ? "Quest" : "Training"} — ${settings.model}`;
   const saveAt = (step: number) =>
     storage.saveCheckpoint(
       { actor, actorConfig: loaded.config, tokenizerFiles: loaded.tokenizerFiles, critic, optimizers },

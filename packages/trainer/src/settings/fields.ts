@@ -87,12 +87,13 @@ export interface TrainingSettings {
 export type SettingsLayer = { [K in keyof TrainingSettings]?: Partial<TrainingSettings[K]> };
 
 /**
- * The library defaults: RAGEN's base configuration (Qwen2.5-0.5B-Instruct, 8 groups of 16 rollouts,
- * 200 steps, validation every 10 on 256 envs at temperature 0.5), with the algorithms' own defaults.
+ * The library defaults: the algorithms' and the rollout's own defaults (RAGEN's values), on the embedded
+ * model. The profiles (profiles.ts) say where a job wants other values: `auto` gives the embedded model
+ * the `embedded` profile and any model of 50M parameters or more RAGEN's base config.
  */
 export const LIBRARY_DEFAULTS: TrainingSettings = {
-  profile: "quest",
-  model: "Qwen/Qwen2.5-0.5B-Instruct",
+  profile: "auto",
+  model: EMBEDDED_MODEL,
   envs: ["FrozenLakeGridCoord", "Bandit"],
   steps: 200,
   seed: 0,
@@ -174,8 +175,8 @@ type SettingsFields = { [K in Exclude<keyof TrainingSettings, SectionName>]: Fie
 /** The fields, section by section, in the order `--help` and `--print-config` list them. */
 export const SETTINGS_FIELDS: SettingsFields = {
   profile: oneOf(
-    ["quest", "ragen"],
-    "Named defaults the run starts from (quest: the tiny embedded model on a CPU; ragen: RAGEN's base config)",
+    ["auto", "embedded", "ragen", "ragen2"],
+    "Named defaults the run starts from (auto: embedded for models under 50M parameters, else ragen; embedded: the tiny model on a CPU, also called quest; ragen / ragen2: RAGEN's / RAGEN-2's base config)",
   ),
   model: {
     schema: { type: "string", minLength: 1 },

@@ -1,5 +1,5 @@
 /** `--print-config`: the resolved settings as a config file that says where each value came from. */
-import { SECTIONS, type TrainingSettings } from "./fields.js";
+import { SECTIONS, settingsFields, type TrainingSettings } from "./fields.js";
 import type { ResolvedSettings } from "./resolve.js";
 
 /**
@@ -32,4 +32,25 @@ function yamlValue(value: unknown): string {
   )
     return value;
   return JSON.stringify(value);
+}
+
+/**
+ * Which profiles a run's settings came from and the values each set, one line per profile: printed as a
+ * run starts, so a run on a new model says whether it got the tiny model's settings or RAGEN's.
+ */
+export function describeProfileChoice({ settings, sources }: ResolvedSettings): string[] {
+  const byProfile = new Map<string, string[]>();
+  for (const { path } of settingsFields()) {
+    const source = sources[path];
+    if (!source?.startsWith("profile ") || path === "profile") continue;
+    const value = path
+      .split(".")
+      .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], settings);
+    const list = byProfile.get(source) ?? [];
+    list.push(`${path}=${Array.isArray(value) ? value.join(",") : String(value)}`);
+    byProfile.set(source, list);
+  }
+  if (byProfile.size === 0)
+    return [`profile ${settings.profile}: every value from the defaults, a file or the command line`];
+  return [...byProfile].map(([source, values]) => `${source}: ${values.join(" ")}`);
 }

@@ -3,7 +3,8 @@
  * than the libraries, and why; it is chosen by name (`profile=ragen`), by the model's size, or by the
  * algorithm, and a config file and the command line still win over it.
  */
-import type { SettingsLayer, TrainingSettings } from "./fields.js";
+import { EMBEDDED_MODEL, type SettingsLayer, type TrainingSettings } from "./fields.js";
+import { RAGEN_BASE_VALUES, ragen2Values, settingsLayerOf } from "./ragen-configs.js";
 
 export interface Profile {
   description: string;
@@ -12,11 +13,15 @@ export interface Profile {
 
 /** The profiles chosen by name. */
 export const PROFILES = {
-  quest: {
+  auto: {
     description:
-      "The Quest homework on the embedded tiny model, sized for 2 CPU cores (about 12 minutes): fewer, shorter responses, smaller batches, StarPO-S filtering",
+      "embedded for models under 50M parameters (the embedded one, its checkpoints), ragen for the others",
+    settings: {},
+  },
+  embedded: {
+    description:
+      "The Quest homework on the embedded tiny model, sized for 2 CPU cores (about 15 minutes): fewer, shorter responses, smaller batches, StarPO-S filtering per env",
     settings: {
-      model: "embedded",
       steps: 18,
       outDir: "runs/quest",
       checkpointEvery: 5,
@@ -50,14 +55,25 @@ export const PROFILES = {
   },
   ragen: {
     description:
-      "RAGEN's base config with StarPO-S (Qwen2.5-0.5B-Instruct, 8x16 rollouts, 200 steps, the top quarter of groups by reward spread): for a pretrained model on a GPU",
-    settings: {
-      starpo: { uncertaintyFilter: true },
-    },
+      "RAGEN's base config with StarPO-S (8x16 rollouts, 400 tokens a turn, 200 steps, the top quarter of groups by reward spread): for a pretrained model on a GPU",
+    settings: settingsLayerOf(RAGEN_BASE_VALUES),
+  },
+  ragen2: {
+    description: "RAGEN-2's base config: RAGEN's, with 2 actions a turn and 512 validation seeds per env",
+    settings: settingsLayerOf(ragen2Values()),
   },
 } as const satisfies Record<string, Profile>;
 
 export type ProfileName = keyof typeof PROFILES;
+
+/** Older names still accepted in config files and on the command line. */
+export const PROFILE_ALIASES: Readonly<Record<string, ProfileName>> = { quest: "embedded" };
+
+/** The profile `auto` picks for a model of this many parameters (unknown: by the model's name). */
+export function autoProfile(parameterCount: number | undefined, model: string): "embedded" | "ragen" {
+  if (parameterCount === undefined) return model === EMBEDDED_MODEL ? "embedded" : "ragen";
+  return parameterCount < SMALL_MODEL_PARAMETERS ? "embedded" : "ragen";
+}
 
 /**
  * Below this many parameters a model gets the small-model profile: the embedded model and any model of
@@ -89,4 +105,10 @@ export const ALGORITHM_PROFILES: Record<TrainingSettings["algorithm"], Profile |
 
 export function isProfileName(name: unknown): name is ProfileName {
   return typeof name === "string" && Object.hasOwn(PROFILES, name);
+}
+
+/** A profile name or alias as the profile it names, or undefined for an unknown name. */
+export function canonicalProfile(name: unknown): ProfileName | undefined {
+  if (isProfileName(name)) return name;
+  return typeof name === "string" && Object.hasOwn(PROFILE_ALIASES, name) ? PROFILE_ALIASES[name] : undefined;
 }

@@ -26,7 +26,9 @@ import {
 } from "./fields.js";
 import {
   ALGORITHM_PROFILES,
-  isProfileName,
+  autoProfile,
+  canonicalProfile,
+  PROFILE_ALIASES,
   PROFILES,
   type Profile,
   SMALL_MODEL_PARAMETERS,
@@ -56,7 +58,7 @@ export interface SettingsInput {
   training?: boolean;
 }
 
-/** Where a field's value came from: "default", "profile quest", "file quest.yaml:12", "command line", ... */
+/** Where a field's value came from: "default", "profile embedded (auto)", "file quest.yaml:12", "command line", ... */
 export type SettingSource = string;
 
 export interface ResolvedSettings {
@@ -79,25 +81,32 @@ interface Layer {
 /** Resolves a run's settings; throws ConfigError naming the file, line or command line and field of each problem. */
 export async function resolveSettings(input: SettingsInput = {}): Promise<ResolvedSettings> {
   const upper = userLayers(input);
-  const profileName = lastSet(upper, "profile") ?? LIBRARY_DEFAULTS.profile;
-  if (!isProfileName(profileName)) throw unknownProfile(upper, profileName);
-  const named = profileLayer(`profile ${profileName}`, PROFILES[profileName]);
-  // The model and the algorithm choose profiles of their own, so read them first.
-  const first = mergeLayers([defaultsLayer(), named, ...upper]).settings;
+  const asked = lastSet(upper, "profile") ?? LIBRARY_DEFAULTS.profile;
+  const canonical = canonicalProfile(asked);
+  if (canonical === undefined) throw unknownProfile(upper, asked);
+  // The model and the algorithm choose profiles of their own, so read them first: with a named profile
+  // (which may name a model, as RAGEN's configs do), or for `auto`, which chooses by the model, without.
+  const explicit =
+    canonical === "auto" ? undefined : profileLayer(`profile ${canonical}`, PROFILES[canonical]);
+  const first = mergeLayers([defaultsLayer(), ...(explicit ? [explicit] : []), ...upper]).settings;
+  const model = String(first.model);
   const parameterCount =
-    typeof input.parameterCount === "function"
-      ? await input.parameterCount(String(first.model))
-      : input.parameterCount;
+    typeof input.parameterCount === "function" ? await input.parameterCount(model) : input.parameterCount;
   const small = parameterCount !== undefined && parameterCount < SMALL_MODEL_PARAMETERS;
+  const profileName = canonical === "auto" ? autoProfile(parameterCount, model) : canonical;
+  const named = explicit ?? profileLayer(`profile ${profileName} (auto)`, PROFILES[profileName]);
+  // The profile a run used is recorded by its own name, so the saved settings resolve the same again.
+  named.values.profile = profileName;
   const algorithmProfile = ALGORITHM_PROFILES[first.algorithm as TrainingSettings["algorithm"]];
   const layers = [
     defaultsLayer(),
     named,
     ...(small ? [profileLayer("profile small-model", SMALL_MODEL_PROFILE)] : []),
     ...(algorithmProfile ? [profileLayer(`profile ${first.algorithm}`, algorithmProfile)] : []),
-    ...upper,
+    ...upper.map((layer) => withProfileResolved(layer, canonical)),
   ];
   const merged = mergeLayers(layers);
+  if (canonical === "auto") merged.sources.profile = `auto: ${autoReason(parameterCount, model)}`;
   let settings: TrainingSettings;
   try {
     settings = validateConfig<TrainingSettings>("settings", settingsSchema(), merged.settings);
@@ -206,6 +215,23 @@ function mergeLayers(layers: readonly Layer[]): Merged {
   return { settings, sources, origins };
 }
 
+/** Why `auto` chose its profile, for the source of the fields it set. */
+function autoReason(parameterCount: number | undefined, model: string): string {
+  if (parameterCount === undefined) return `${model}'s size unknown`;
+  const size = `${(parameterCount / 1e6).toFixed(1)}M parameters`;
+  return `${size}, ${parameterCount < SMALL_MODEL_PARAMETERS ? "under" : "at least"} ${SMALL_MODEL_PARAMETERS / 1e6}M`;
+}
+
+/**
+ * A user layer with its `profile` as the profile it names: an alias becomes its profile's name, and
+ * `auto` is dropped, so the profile auto chose (and why) is what the settings record.
+ */
+function withProfileResolved(layer: Layer, canonical: string): Layer {
+  if (!("profile" in layer.values)) return layer;
+  const { profile: _, ...rest } = layer.values;
+  return { ...layer, values: canonical === "auto" ? rest : { ...rest, profile: canonical } };
+}
+
 /** The last user layer's value of a top-level field. */
 function lastSet(layers: readonly Layer[], key: string): unknown {
   for (let i = layers.length - 1; i >= 0; i--) if (key in layers[i]!.values) return layers[i]!.values[key];
@@ -218,7 +244,7 @@ function unknownProfile(layers: readonly Layer[], name: unknown): ConfigError {
     {
       field: "profile",
       message: `unknown profile ${JSON.stringify(name)}`,
-      allowed: Object.keys(PROFILES),
+      allowed: [...Object.keys(PROFILES), ...Object.keys(PROFILE_ALIASES)],
       ...sourceOf(layer, "profile"),
     },
   ]);

@@ -45,7 +45,7 @@ function formatValue(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
-/** Where a profile changes a field: " (quest: 18; small-model: 5e-4)". */
+/** Where a profile changes a field: " [embedded: 18; ragen: 200; ...]". */
 function profileValues(path: string): string {
   const profiles = [
     ...Object.entries(PROFILES).map(([name, p]) => [name, p.settings] as const),
@@ -82,8 +82,9 @@ export function describeSettings(): string {
 
 /** The profiles by name, one line each. */
 export function describeProfiles(): string {
+  const width = Math.max(...Object.keys(PROFILES).map((name) => name.length));
   return Object.entries(PROFILES)
-    .map(([name, profile]) => `  ${name.padEnd(6)}  ${profile.description}`)
+    .map(([name, profile]) => `  ${name.padEnd(width)}  ${profile.description}`)
     .join("\n");
 }
 
