@@ -48,16 +48,17 @@ describe("ragen", () => {
   it("lists every config field with its default in train --help", async () => {
     expect(await runRagen(["train", "--help"])).toBe(0);
     expect(printed(logs)).toMatch(
-      /starpo\.actorLr\s+0\.000001\s+Actor learning rate .*\[models under 50M parameters: 0\.0005\]/,
+      /starpo\.actorLr\s+0\.000001\s+Actor learning rate .*; models under 50M parameters: 0\.0005\]/,
     );
-    expect(printed(logs)).toMatch(/^ {2}ragen {3}RAGEN's base config/m);
+    expect(printed(logs)).toMatch(/^ {2}ragen +RAGEN's base config/m);
+    expect(printed(logs)).toMatch(/^ {2}auto +embedded for models under 50M parameters/m);
     expect(printed(logs)).toMatch(/train\.envGroups\s+8\s/);
     const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
     try {
       expect(await runRagen(["train", "--print-config", "steps=3", "profile=ragen"])).toBe(0);
       const text = out.mock.calls.map((call) => String(call[0])).join("");
       expect(text).toMatch(/^steps: 3 # command line$/m);
-      expect(text).toMatch(/^ {2}groupSize: 16 # default$/m);
+      expect(text).toMatch(/^ {2}groupSize: 16 # profile ragen$/m);
     } finally {
       out.mockRestore();
     }
