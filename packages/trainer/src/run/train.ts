@@ -75,6 +75,8 @@ export function stepPerformance(
   return {
     "perf/time_per_step": seconds,
     "perf/throughput": tokens / seconds,
+    // The longest trained sequence sets the activations' size (estimateTrainingMemory's seqLen).
+    "perf/max_sequence_length": Math.max(0, ...rollout.trajectories.map((t) => t.tokens.length)),
     // Peak device memory held by tensors so far, in GiB.
     "perf/max_memory": backend.ctx.pool.stats.peakInUseBytes / 2 ** 30,
   };
