@@ -17,6 +17,7 @@ import { LocalModelPolicy, runRollout } from "@ragen/rollout";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import {
   actionBudget,
+  checkMemoryFit,
   checkSettingsFit,
   describeProfileChoice,
   findResumePoint,
@@ -25,6 +26,7 @@ import {
   GENERATED_TOKENS,
   generatedTokens,
   lastLogged,
+  longestSequence,
   measureBaselines,
   type ResolvedSettings,
   RUN_DOCUMENTS,
@@ -45,6 +47,7 @@ import {
   warnOnCollapse,
 } from "@ragen/trainer";
 import {
+  deviceMemoryBudget,
   loadPolicy,
   loadPolicyWithProgress,
   NodeRunStorage,
@@ -119,6 +122,15 @@ async function trainQuestInFolder(
   const backend = await webGpuBackend();
   const actor = await loadPolicyWithProgress(checkpoint?.actorSource ?? settings.model, backend);
   checkSettingsFit(settings, actor.config, resolved.sources);
+  const deviceMemory = deviceMemoryBudget(settings, backend);
+  if (deviceMemory)
+    checkMemoryFit(
+      settings,
+      actor.config,
+      longestSequence(settings, actor.tokenizer),
+      deviceMemory.bytes,
+      deviceMemory.source,
+    );
   const critic =
     settings.starpo.advantageEstimator !== "gae"
       ? undefined

@@ -1,6 +1,12 @@
 // The training job as a library. Browser-safe: file and process I/O live in "@ragen/trainer/node".
 
 export { type EnvBaselines, measureBaselines } from "./run/baselines.js";
+export {
+  checkMemoryFit,
+  longestSequence,
+  type MemorySettings,
+  trainingMemoryOptions,
+} from "./run/memory-fit.js";
 export { MemoryRunStorage } from "./run/memory-storage.js";
 export { type LoadedPolicy, type PolicyLoader, parameterCount } from "./run/policy.js";
 export { toTrajectoryRecord } from "./run/records.js";

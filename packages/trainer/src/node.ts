@@ -2,6 +2,7 @@
 export { EMBEDDED_MODEL_DIR } from "./embedded-model.js";
 export { CHECKPOINT_DIR, checkpointActorDir, findCheckpoint } from "./node/checkpoint-files.js";
 export { readConfigFile } from "./node/config-file.js";
+export { deviceMemoryBudget, SOFTWARE_ADAPTER_HOST_SHARE } from "./node/device-memory.js";
 export {
   type EvalRow,
   type EvalSummary,

@@ -9,6 +9,7 @@ import { formatTrainingSummary, type TrainingSummary } from "../run/summary.js";
 import { runTraining } from "../run/train.js";
 import { validationEnvs } from "../run/validation.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
+import { deviceMemoryBudget } from "./device-memory.js";
 import { loadPolicy } from "./load-policy.js";
 import { NodeRunStorage } from "./storage.js";
 import { runSeedSweep } from "./sweep.js";
@@ -33,13 +34,16 @@ export async function trainInFolder(
   { settings, sources }: ResolvedSettings,
   backend?: WebGpuBackend,
 ): Promise<TrainingSummary> {
+  const device = backend ?? (await webGpuBackend());
+  const deviceMemory = deviceMemoryBudget(settings, device);
   return runTraining({
     settings,
     sources,
-    backend: backend ?? (await webGpuBackend()),
+    backend: device,
     storage: new NodeRunStorage(settings.outDir),
     loadPolicy: loadPolicyWithProgress,
     progress: process.stderr,
+    ...(deviceMemory ? { deviceMemory } : {}),
   });
 }
 

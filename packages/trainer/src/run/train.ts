@@ -12,6 +12,7 @@ import { checkSettingsFit } from "../settings/fit.js";
 import { describeProfileChoice } from "../settings/print.js";
 import type { SettingSource } from "../settings/resolve.js";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
+import { checkMemoryFit, longestSequence } from "./memory-fit.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
 import { toTrajectoryRecord } from "./records.js";
 import { findResumePoint } from "./resume-point.js";
@@ -56,6 +57,11 @@ export interface TrainingRun {
   progress?: ProgressStream;
   /** Where messages go ("resuming ...", the parameter count); default console.log. */
   say?: (line: string) => void;
+  /**
+   * The device memory the run may use, and what says so ("deviceMemoryGiB", "the host's memory"): a run
+   * whose estimated peak is larger stops at start-up (checkMemoryFit). None: not checked.
+   */
+  deviceMemory?: { bytes: number; source: string };
 }
 
 /** The settings document a run saves: the resolved settings and where each came from. */
@@ -115,6 +121,14 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   // Checked before loading when the model's config.json is on disk; a Hub model's only now, still
   // before anything is written or rolled out.
   checkSettingsFit(settings, loaded.config, run.sources);
+  if (run.deviceMemory) {
+    const seqLen = longestSequence(settings, tokenizer);
+    const { bytes, source } = run.deviceMemory;
+    const estimate = checkMemoryFit(settings, loaded.config, seqLen, bytes, source);
+    say(
+      `memory: about ${(estimate.peak / 2 ** 30).toFixed(1)} GiB at the peak for sequences of up to ${seqLen} tokens; ${source} allows ${(bytes / 2 ** 30).toFixed(1)} GiB`,
+    );
+  }
   const saved: SavedSettings = { settings, sources: run.sources ?? {} };
   if (checkpoint) warnOnChangedSettings(storage, settings, say);
   for (const line of describeProfileChoice({ settings, sources: run.sources ?? {} })) say(line);

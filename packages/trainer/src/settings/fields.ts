@@ -65,6 +65,8 @@ export interface TrainingSettings {
   outDir: string;
   resume: boolean;
   checkpointEvery: number;
+  /** Device memory the run may use, GiB; null: the host's on a software adapter, unchecked on a GPU. */
+  deviceMemoryGiB: number | null;
   algorithm: "starpo" | "apo";
   train: {
     envGroups: number;
@@ -101,6 +103,7 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
   outDir: "runs/train",
   resume: true,
   checkpointEvery: 10,
+  deviceMemoryGiB: null,
   algorithm: "starpo",
   train: { envGroups: 8, groupsPerEnv: null, groupSize: 16, tokenBudget: 0 },
   validation: { envs: null, groupsPerEnv: 128, every: 10, temperature: 0.5 },
@@ -199,6 +202,11 @@ export const SETTINGS_FIELDS: SettingsFields = {
   outDir: { schema: { type: "string", minLength: 1 }, description: "Run folder" },
   resume: flag("Continue the run found in outDir (its checkpoint and logs)"),
   checkpointEvery: integer("Checkpoint every N steps, and at the end (0: only at the end)", 0),
+  deviceMemoryGiB: {
+    schema: { type: ["number", "null"], exclusiveMinimum: 0 },
+    description:
+      "Device memory the run may use (GiB): a run whose estimated peak (estimateTrainingMemory) is larger stops at start-up, naming settings that fit (null: three quarters of the host's memory on a software adapter such as lavapipe; not checked on a GPU)",
+  },
   algorithm: oneOf(
     ["starpo", "apo"],
     "starpo (PPO/GRPO) or apo (A*-PO: offline V*, least-squares policy regression)",

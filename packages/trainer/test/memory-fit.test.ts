@@ -1,0 +1,128 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError } from "@ragen/envs";
+import { QWEN2_5_0_5B_INSTRUCT_CONFIG } from "@ragen/models";
+import { type WebGpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
+import { Tokenizer } from "@ragen/tokenizer";
+import { describe, expect, it } from "vitest";
+import {
+  checkMemoryFit,
+  longestSequence,
+  MemoryRunStorage,
+  resolveSettings,
+  runTraining,
+  SMOKE_RUN_SETTINGS,
+  trainingMemoryOptions,
+} from "../src/index.js";
+import { deviceMemoryBudget, EMBEDDED_MODEL_DIR } from "../src/node.js";
+import { memoryPolicyLoader } from "./helpers/memory-policy.js";
+
+const GiB = 2 ** 30;
+const tokenizer = Tokenizer.fromFiles(
+  readFileSync(join(EMBEDDED_MODEL_DIR, "tokenizer.json"), "utf8"),
+  readFileSync(join(EMBEDDED_MODEL_DIR, "tokenizer_config.json"), "utf8"),
+);
+const settingsFor = async (overrides: string[]) =>
+  (await resolveSettings({ overrides, parameterCount: 494_032_768 })).settings;
+
+describe("longestSequence", () => {
+  it("is the first prompt plus a full response for a one-action env, and grows by turns for a multi-turn one", async () => {
+    const bandit = await settingsFor(["envs=Bandit", "rollout.maxNewTokens=40"]);
+    const banditLonger = await settingsFor(["envs=Bandit", "rollout.maxNewTokens=80"]);
+    expect(longestSequence(banditLonger, tokenizer) - longestSequence(bandit, tokenizer)).toBe(40);
+    const lake1 = await settingsFor(["envs=FrozenLake", "rollout.maxNewTokens=40", "rollout.maxTurns=1"]);
+    const lake3 = await settingsFor(["envs=FrozenLake", "rollout.maxNewTokens=40", "rollout.maxTurns=3"]);
+    const perTurn = (longestSequence(lake3, tokenizer) - longestSequence(lake1, tokenizer)) / 2;
+    // A further turn holds a response of 40 tokens and the state's text besides.
+    expect(perTurn).toBeGreaterThan(40 + 16);
+    // Two envs: the longer one's.
+    const both = await settingsFor([
+      "envs=FrozenLake,Bandit",
+      "rollout.maxNewTokens=40",
+      "rollout.maxTurns=3",
+    ]);
+    expect(longestSequence(both, tokenizer)).toBe(longestSequence(lake3, tokenizer));
+  });
+});
+
+describe("trainingMemoryOptions", () => {
+  it("reads the batches, the critic, LoRA and the reference from the settings", async () => {
+    const ragen = await settingsFor(["profile=ragen"]);
+    expect(trainingMemoryOptions(ragen, 1000)).toMatchObject({
+      microBatch: 4,
+      batch: 32,
+      seqLen: 1000,
+      critic: true,
+      referenceModel: false,
+      rollout: { batch: 128, promptLength: 600, newTokens: 400 },
+    });
+    const kl = trainingMemoryOptions({ ...ragen, starpo: { ...ragen.starpo, klCoeff: 0.01 } }, 1000);
+    expect(kl.referenceModel).toBe(true);
+    // With LoRA the reference is the base model with its adapters off: no second copy.
+    const lora = trainingMemoryOptions(
+      { ...ragen, starpo: { ...ragen.starpo, klCoeff: 0.01 }, lora: { rank: 64 } },
+      1000,
+    );
+    expect(lora).toMatchObject({ referenceModel: false, lora: { rank: 64 } });
+    const grpo = await settingsFor(["profile=ragen", "starpo.advantageEstimator=grpo"]);
+    expect(trainingMemoryOptions(grpo, 1000).critic).toBe(false);
+  });
+});
+
+describe("checkMemoryFit", () => {
+  it("refuses a full fine-tune of Qwen2.5-0.5B in 16 GiB, naming the estimate and settings that fit", async () => {
+    const ragen = await settingsFor(["profile=ragen", "envs=Bandit", "train.envGroups=1", "train.groupSize=2"]);
+    const attempt = () =>
+      checkMemoryFit(ragen, QWEN2_5_0_5B_INSTRUCT_CONFIG, 1024, 16 * GiB, "deviceMemoryGiB");
+    expect(attempt).toThrow(ConfigError);
+    try {
+      attempt();
+    } catch (error) {
+      const issue = (error as ConfigError).issues[0]!;
+      expect(issue.field).toBe("deviceMemoryGiB");
+      expect(issue.message).toMatch(/needs about \d+\.\d GiB of device memory/);
+      expect(issue.message).toMatch(/deviceMemoryGiB allows 16\.0 GiB/);
+      expect(issue.message).toMatch(/settings that fit: lora\.rank=64 lora\.critic=true/);
+    }
+    // What it suggests does fit.
+    const withLora = { ...ragen, lora: { rank: 64, critic: true } };
+    expect(checkMemoryFit(withLora, QWEN2_5_0_5B_INSTRUCT_CONFIG, 1024, 16 * GiB, "x").peak).toBeLessThan(
+      16 * GiB,
+    );
+  });
+});
+
+describe("deviceMemoryBudget", () => {
+  const adapter = (isSoftware: boolean) =>
+    ({ ctx: { info: { adapter: { isSoftware } } } }) as unknown as WebGpuBackend;
+  it("takes deviceMemoryGiB, else three quarters of the host on a software adapter, else nothing", () => {
+    expect(deviceMemoryBudget({ deviceMemoryGiB: 80 }, adapter(false))).toEqual({
+      bytes: 80 * GiB,
+      source: "deviceMemoryGiB",
+    });
+    expect(deviceMemoryBudget({ deviceMemoryGiB: null }, adapter(true), 24 * GiB)?.bytes).toBe(18 * GiB);
+    expect(deviceMemoryBudget({ deviceMemoryGiB: null }, adapter(false))).toBeUndefined();
+  });
+});
+
+describe("a run that does not fit", () => {
+  it("stops at start-up, before any rollout or record", async () => {
+    const storage = new MemoryRunStorage("too-small");
+    const { settings, sources } = await resolveSettings({
+      overrides: [...SMOKE_RUN_SETTINGS, "envs=Bandit", "model=tiny"],
+      parameterCount: 1e5,
+    });
+    const run = runTraining({
+      settings,
+      sources,
+      backend: await webGpuBackend(),
+      storage,
+      loadPolicy: memoryPolicyLoader(storage, settings.envs),
+      say: () => {},
+      deviceMemory: { bytes: 1024, source: "deviceMemoryGiB" },
+    });
+    await expect(run).rejects.toThrow(/deviceMemoryGiB allows 0\.0 GiB/);
+    expect(storage.rows).toHaveLength(0);
+    expect(storage.trajectories).toHaveLength(0);
+  });
+});
