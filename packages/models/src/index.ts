@@ -23,10 +23,13 @@ export {
   type TorchDtype,
 } from "./io/config.js";
 export {
+  checkTensorData,
   decodeToFloat32,
   encodeTensorData,
   type FloatDtype,
   MAX_SAFETENSORS_HEADER_BYTES,
+  type NamedTensors,
+  namedTensorEntries,
   type ParseSafetensorsOptions,
   type PlannedTensor,
   parseSafetensors,
@@ -41,8 +44,10 @@ export {
   type SafetensorsTensorInfo,
   serializeSafetensors,
   type TensorReader,
+  type TensorSpec,
   type TensorsToWrite,
   type TensorToWrite,
+  tensorByteLength,
 } from "./io/safetensors.js";
 export {
   buildShardIndex,

@@ -26,6 +26,15 @@ export {
   resolveModel,
 } from "./io/hub.js";
 export {
+  streamAllFromDevice,
+  streamFromDevice,
+  type TensorSource,
+  type TensorSources,
+  type TensorToStream,
+  type WrittenSafetensors,
+  writeSafetensorsFile,
+} from "./io/safetensors-writer.js";
+export {
   type LoadedQwen2,
   type LoadQwen2Options,
   loadQwen2,

@@ -41,4 +41,11 @@ describe("Qwen2ValueModel.fromPolicy", () => {
     // The policy's own weights are untouched by the critic's head.
     expect(policyWeights.has("score.weight")).toBe(false);
   });
+
+  it("lists every weight it saves in params, by the same names, with Hugging Face's shapes", async () => {
+    const critic = Qwen2ValueModel.random(tiny, 3, cpu);
+    expect([...critic.params.keys()]).toEqual([...(await critic.stateDict()).keys()]);
+    expect(critic.params.get("score.weight")!.shape).toEqual([1, tiny.hiddenSize]);
+    expect(critic.params.get("score.bias")!.shape).toEqual([1]);
+  });
 });

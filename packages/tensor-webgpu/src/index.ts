@@ -61,7 +61,7 @@ export {
 } from "./gpu/texture-pool.js";
 export { blockFor, waitForGpu } from "./gpu/wait.js";
 export * from "./ops/index.js";
-export { AdamW, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
+export { AdamW, type AdamWMoments, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
 export {
   type CreateOptions,
   emptyTensor,

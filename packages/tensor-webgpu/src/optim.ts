@@ -32,6 +32,14 @@ export interface AdamWState {
   moments: ({ m: Float32Array; v: Float32Array; master?: Float32Array } | undefined)[];
 }
 
+/** One parameter's optimizer state on the device: f32 tensors of the parameter's shape. */
+export interface AdamWMoments {
+  readonly m: Tensor;
+  readonly v: Tensor;
+  /** The f32 master copy of an f16 parameter. */
+  readonly master?: Tensor | undefined;
+}
+
 interface ParamState {
   m: Tensor;
   v: Tensor;
@@ -129,11 +137,23 @@ export class AdamW {
     });
   }
 
+  /**
+   * Parameter `index`'s state on the device (undefined before its first step with a gradient), so a
+   * checkpoint can copy one moment at a time to the host instead of all of them (stateDict). These are
+   * the optimizer's own tensors: read them, never write or dispose them.
+   */
+  moments(index: number): AdamWMoments | undefined {
+    const p = this.params[index];
+    if (p === undefined)
+      throw new RangeError(`AdamW.moments(): no parameter ${index} of ${this.params.length}`);
+    return this.state.get(p);
+  }
+
   /** A host copy of the moments and step count (for checkpoints). */
   async stateDict(): Promise<AdamWState> {
     const moments = await Promise.all(
-      this.params.map(async (p) => {
-        const s = this.state.get(p);
+      this.params.map(async (_, i) => {
+        const s = this.moments(i);
         if (!s) return undefined;
         const moment = { m: await s.m.floats(), v: await s.v.floats() };
         return s.master ? { ...moment, master: await s.master.floats() } : moment;

@@ -138,4 +138,24 @@ describe("AdamW checkpoints", () => {
     expect(() => fresh.loadStateDict({ steps: 1, moments: [] })).toThrow(/1 parameters|0 parameters/);
     for (const o of [first, resumed, fresh]) o.dispose();
   });
+
+  it("moments(i) is one parameter's state on the device, as stateDict copies it", async () => {
+    const trained = param([3, 2], 1, 5);
+    const untouched = param([2], 1, 6);
+    const optimizer = new AdamW([trained, untouched], { lr: 0.05 });
+    await asyncScope(async () => {
+      backward(ops.sum(ops.mul(trained, trained)));
+      const { gradNorm, clipScale } = optimizer.step();
+      gradNorm.dispose();
+      clipScale.dispose();
+    });
+    const saved = await optimizer.stateDict();
+    const moments = optimizer.moments(0)!;
+    expect(moments.m.shape).toEqual([3, 2]);
+    expect(Array.from(await moments.m.floats())).toEqual(Array.from(saved.moments[0]!.m));
+    expect(Array.from(await moments.v.floats())).toEqual(Array.from(saved.moments[0]!.v));
+    expect(optimizer.moments(1)).toBeUndefined();
+    expect(() => optimizer.moments(2)).toThrow(/no parameter 2 of 2/);
+    optimizer.dispose();
+  });
 });

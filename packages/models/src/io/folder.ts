@@ -11,15 +11,8 @@ import { randomBytes } from "node:crypto";
 import { type FileHandle, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { formatHuggingFaceJson, parseQwen2Config, type Qwen2Config, serializeQwen2Config } from "./config.js";
-import {
-  encodeTensorData,
-  planSafetensors,
-  SAFETENSORS_DTYPE_BYTES,
-  SafetensorsFile,
-  type TensorReader,
-  type TensorsToWrite,
-  type TensorToWrite,
-} from "./safetensors.js";
+import { namedTensorEntries, SafetensorsFile, type TensorReader, tensorByteLength } from "./safetensors.js";
+import { type TensorSource, type TensorSources, writeSafetensorsFile } from "./safetensors-writer.js";
 import {
   buildShardIndex,
   parseShardIndex,
@@ -210,8 +203,11 @@ export async function readModelFolder(path: string): Promise<ModelFolder> {
 
 export interface ModelFolderContents {
   readonly config: Qwen2Config;
-  /** Weights in Hugging Face names (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.weight, ...). */
-  readonly tensors: TensorsToWrite;
+  /**
+   * Weights in Hugging Face names (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.weight, ...):
+   * values in memory, or read one tensor at a time while the file is written (see streamFromDevice).
+   */
+  readonly tensors: TensorSources;
   /** safetensors metadata; default {format: "pt"}, which transformers expects. */
   readonly metadata?: Readonly<Record<string, string>>;
   /** tokenizer.json: its text as is, or an object written as JSON. */
@@ -232,20 +228,14 @@ export interface WriteModelFolderOptions {
   maxShardBytes?: number;
 }
 
-function tensorEntries(tensors: TensorsToWrite): [string, TensorToWrite][] {
-  return tensors instanceof Map
-    ? [...tensors.entries()]
-    : Object.entries(tensors as Record<string, TensorToWrite>);
-}
-
 /** Groups tensors (in name order) into shards of at most `maxBytes` each; a bigger tensor gets its own shard. */
-function splitIntoShards(tensors: TensorsToWrite, maxBytes: number): Map<string, TensorToWrite>[] {
-  const shards: Map<string, TensorToWrite>[] = [];
-  let current = new Map<string, TensorToWrite>();
+function splitIntoShards(tensors: TensorSources, maxBytes: number): Map<string, TensorSource>[] {
+  const shards: Map<string, TensorSource>[] = [];
+  let current = new Map<string, TensorSource>();
   let currentBytes = 0;
-  const sorted = tensorEntries(tensors).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const sorted = namedTensorEntries(tensors).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   for (const [name, tensor] of sorted) {
-    const bytes = tensor.data.length * SAFETENSORS_DTYPE_BYTES[tensor.dtype];
+    const bytes = tensorByteLength(tensor);
     if (current.size > 0 && currentBytes + bytes > maxBytes) {
       shards.push(current);
       current = new Map();
@@ -266,7 +256,7 @@ async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
   }
 }
 
-/** Writes and flushes one file; `chunks` is produced lazily so big checkpoints never sit in memory twice. */
+/** Writes and flushes one of the small files (weights go through writeSafetensorsFile, a tensor at a time). */
 async function writeDurably(path: string, chunks: Iterable<Uint8Array>): Promise<void> {
   const handle = await open(path, "wx");
   try {
@@ -289,15 +279,6 @@ async function syncFolder(path: string): Promise<void> {
   } catch {
     // best effort
   }
-}
-
-function* safetensorsChunks(
-  tensors: TensorsToWrite,
-  metadata: Readonly<Record<string, string>>,
-): Generator<Uint8Array> {
-  const layout = planSafetensors(tensors, metadata);
-  yield layout.header;
-  for (const { tensor } of layout.tensors) yield encodeTensorData(tensor);
 }
 
 const utf8 = new TextEncoder();
@@ -324,20 +305,14 @@ async function writeFolderContents(
   const shards =
     maxShardBytes === undefined ? [contents.tensors] : splitIntoShards(contents.tensors, maxShardBytes);
   if (shards.length === 1) {
-    await writeDurably(join(folder, SAFETENSORS_SINGLE_FILE), safetensorsChunks(shards[0]!, metadata));
+    await writeSafetensorsFile(join(folder, SAFETENSORS_SINGLE_FILE), shards[0]!, metadata);
   } else {
     const count = String(shards.length).padStart(5, "0");
-    const listing = new Map<string, { name: string; byteLength: number }[]>();
+    const listing = new Map<string, readonly { name: string; byteLength: number }[]>();
     for (const [i, shard] of shards.entries()) {
       const file = `model-${String(i + 1).padStart(5, "0")}-of-${count}.safetensors`;
-      await writeDurably(join(folder, file), safetensorsChunks(shard, metadata));
-      listing.set(
-        file,
-        tensorEntries(shard).map(([name, tensor]) => ({
-          name,
-          byteLength: tensor.data.length * SAFETENSORS_DTYPE_BYTES[tensor.dtype],
-        })),
-      );
+      const written = await writeSafetensorsFile(join(folder, file), shard, metadata);
+      listing.set(file, written.tensors);
     }
     const index = `${JSON.stringify(buildShardIndex(listing), null, 2)}\n`;
     await writeDurably(join(folder, SAFETENSORS_INDEX_FILE), [utf8.encode(index)]);

@@ -84,10 +84,13 @@ export class SafetensorsError extends Error {
   readonly fileName: string | undefined;
   readonly tensorName: string | undefined;
 
-  constructor(problem: string, context: { fileName?: string | undefined; tensorName?: string | undefined }) {
+  constructor(
+    problem: string,
+    context: { fileName?: string | undefined; tensorName?: string | undefined; cause?: unknown },
+  ) {
     const where = context.fileName ?? "safetensors data";
     const tensor = context.tensorName === undefined ? "" : ` tensor "${context.tensorName}":`;
-    super(`${where}:${tensor} ${problem}`);
+    super(`${where}:${tensor} ${problem}`, "cause" in context ? { cause: context.cause } : undefined);
     this.name = "SafetensorsError";
     this.fileName = context.fileName;
     this.tensorName = context.tensorName;
@@ -417,35 +420,50 @@ export function parseSafetensors(
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-export interface TensorToWrite {
-  /** The dtype stored in the file; `data` is narrowed to it with round-to-nearest-even. */
+/** What a file's layout needs to know of a tensor: no values, so a writer can plan before reading any. */
+export interface TensorSpec {
+  /** The dtype stored in the file; float32 values are narrowed to it with round-to-nearest-even. */
   readonly dtype: FloatDtype;
   readonly shape: readonly number[];
+}
+
+export interface TensorToWrite extends TensorSpec {
   readonly data: Float32Array;
 }
 
-export type TensorsToWrite = Readonly<Record<string, TensorToWrite>> | ReadonlyMap<string, TensorToWrite>;
+/** Tensors by name, as a plain object or a Map. */
+export type NamedTensors<T> = Readonly<Record<string, T>> | ReadonlyMap<string, T>;
 
-export interface PlannedTensor {
+export type TensorsToWrite = NamedTensors<TensorToWrite>;
+
+export interface PlannedTensor<T extends TensorSpec = TensorToWrite> {
   readonly name: string;
-  readonly tensor: TensorToWrite;
+  readonly tensor: T;
   /** [begin, end) relative to the start of the data section. */
   readonly dataOffsets: readonly [number, number];
 }
 
 /** Where everything goes in a file to be written; lets a writer stream one tensor at a time. */
-export interface SafetensorsLayout {
+export interface SafetensorsLayout<T extends TensorSpec = TensorToWrite> {
   /** The 8-byte length followed by the space-padded JSON header. */
   readonly header: Uint8Array;
   /** Tensors in the order their data follows the header. */
-  readonly tensors: readonly PlannedTensor[];
+  readonly tensors: readonly PlannedTensor<T>[];
   readonly byteLength: number;
 }
 
-function entriesOf(tensors: TensorsToWrite): [string, TensorToWrite][] {
-  return tensors instanceof Map
-    ? [...tensors.entries()]
-    : Object.entries(tensors as Record<string, TensorToWrite>);
+/** The entries of tensors given as a plain object or a Map, in insertion order. */
+export function namedTensorEntries<T>(tensors: NamedTensors<T>): [string, T][] {
+  return tensors instanceof Map ? [...tensors.entries()] : Object.entries(tensors as Record<string, T>);
+}
+
+function elementCountOf(shape: readonly number[]): number {
+  return shape.reduce((product, dim) => product * dim, 1);
+}
+
+/** How many bytes a tensor's data takes in the file. */
+export function tensorByteLength(tensor: TensorSpec): number {
+  return elementCountOf(tensor.shape) * SAFETENSORS_DTYPE_BYTES[tensor.dtype];
 }
 
 const utf8 = new TextEncoder();
@@ -460,7 +478,7 @@ function compareUtf8(a: string, b: string): number {
   return left.length - right.length;
 }
 
-function validateTensorToWrite(name: string, tensor: TensorToWrite): void {
+function validateTensorSpec(name: string, tensor: TensorSpec): void {
   const fail = (problem: string) => new SafetensorsError(problem, { tensorName: name });
   if (name === METADATA_KEY) throw fail(`"${METADATA_KEY}" is reserved for metadata`);
   if (tensor.dtype !== "F32" && tensor.dtype !== "F16" && tensor.dtype !== "BF16") {
@@ -469,11 +487,22 @@ function validateTensorToWrite(name: string, tensor: TensorToWrite): void {
   if (!Array.isArray(tensor.shape) || !tensor.shape.every(isByteCount)) {
     throw fail(`shape must be an array of non-negative integers, got ${describe(tensor.shape)}`);
   }
-  if (!(tensor.data instanceof Float32Array)) throw fail("data must be a Float32Array");
-  const elementCount = tensor.shape.reduce((product, dim) => product * dim, 1);
-  if (elementCount !== tensor.data.length) {
-    throw fail(
-      `shape ${describe(tensor.shape)} has ${elementCount} elements, data has ${tensor.data.length}`,
+  if (!Number.isSafeInteger(tensorByteLength(tensor)))
+    throw fail(`shape ${describe(tensor.shape)} is too large`);
+}
+
+/** Checks that `data` holds exactly the values `tensor`'s shape calls for. */
+export function checkTensorData(
+  tensor: TensorSpec,
+  data: unknown,
+  context: { fileName?: string; tensorName: string },
+): asserts data is Float32Array {
+  if (!(data instanceof Float32Array)) throw new SafetensorsError("data must be a Float32Array", context);
+  const elementCount = elementCountOf(tensor.shape);
+  if (elementCount !== data.length) {
+    throw new SafetensorsError(
+      `shape ${describe(tensor.shape)} has ${elementCount} elements, data has ${data.length}`,
+      context,
     );
   }
 }
@@ -482,13 +511,17 @@ function validateTensorToWrite(name: string, tensor: TensorToWrite): void {
  * Lays out a file the way the reference Python implementation does, so equal inputs give equal
  * bytes: data sorted by dtype (widest first) then by name, the header holding `__metadata__` first
  * (keys sorted) and then the tensors in data order, compact JSON padded with spaces to 8 bytes.
+ * Only dtypes and shapes are needed; tensors that carry `data` have it checked against their shape.
  */
-export function planSafetensors(
-  tensors: TensorsToWrite,
+export function planSafetensors<T extends TensorSpec = TensorToWrite>(
+  tensors: NamedTensors<T>,
   metadata?: Readonly<Record<string, string>>,
-): SafetensorsLayout {
-  const entries = entriesOf(tensors);
-  for (const [name, tensor] of entries) validateTensorToWrite(name, tensor);
+): SafetensorsLayout<T> {
+  const entries = namedTensorEntries(tensors);
+  for (const [name, tensor] of entries) {
+    validateTensorSpec(name, tensor);
+    if ("data" in tensor) checkTensorData(tensor, tensor.data, { tensorName: name });
+  }
   entries.sort(
     ([nameA, a], [nameB, b]) =>
       DTYPE_WRITE_RANK[b.dtype] - DTYPE_WRITE_RANK[a.dtype] || compareUtf8(nameA, nameB),
@@ -507,9 +540,9 @@ export function planSafetensors(
     header[METADATA_KEY] = sorted;
   }
   let offset = 0;
-  const planned: PlannedTensor[] = [];
+  const planned: PlannedTensor<T>[] = [];
   for (const [name, tensor] of entries) {
-    const end = offset + tensor.data.length * SAFETENSORS_DTYPE_BYTES[tensor.dtype];
+    const end = offset + tensorByteLength(tensor);
     header[name] = { dtype: tensor.dtype, shape: [...tensor.shape], data_offsets: [offset, end] };
     planned.push({ name, tensor, dataOffsets: [offset, end] });
     offset = end;
@@ -525,8 +558,8 @@ export function planSafetensors(
   return { header: headerBytes, tensors: planned, byteLength: headerBytes.length + offset };
 }
 
-/** A tensor's data as little-endian bytes of its dtype. */
-export function encodeTensorData(tensor: TensorToWrite): Uint8Array {
+/** A tensor's data as little-endian bytes of its dtype (F32 data on a little-endian host: no copy). */
+export function encodeTensorData(tensor: Pick<TensorToWrite, "dtype" | "data">): Uint8Array {
   let words: Float32Array | Uint16Array;
   if (tensor.dtype === "F32") words = tensor.data;
   else if (tensor.dtype === "F16") words = float32ArrayToFloat16(tensor.data);

@@ -7,6 +7,7 @@ import type { Qwen2Config } from "../io/config.js";
 import { type ModelFolder, writeModelFolder } from "../io/folder.js";
 import { loadModelFolder, type ResolveModelOptions } from "../io/hub.js";
 import type { FloatDtype } from "../io/safetensors.js";
+import { streamAllFromDevice } from "../io/safetensors-writer.js";
 import { Qwen2Model } from "./qwen2.js";
 import { type ReadQwen2WeightsOptions, readQwen2Weights } from "./weights.js";
 
@@ -40,7 +41,11 @@ export interface SaveQwen2Options {
   overwrite?: boolean;
 }
 
-/** Save `model` as a Hugging Face folder, atomically (a crash never leaves half a checkpoint). */
+/**
+ * Save `model` as a Hugging Face folder, atomically (a crash never leaves half a checkpoint). Weights are
+ * read from the device and written one tensor at a time, so the host needs about the largest tensor's
+ * size, not the model's.
+ */
 export async function saveQwen2(
   model: Qwen2Model,
   config: Qwen2Config,
@@ -48,10 +53,8 @@ export async function saveQwen2(
   options: SaveQwen2Options = {},
 ): Promise<void> {
   const dtype = options.dtype ?? "F32";
-  const state = await model.stateDict();
-  const tensors = new Map(
-    [...state].map(([name, data]) => [name, { dtype, shape: model.param(name).shape, data }] as const),
-  );
+  // Read from the device one weight at a time as the file is written, never the whole model at once.
+  const tensors = streamAllFromDevice(model.params, dtype);
   await writeModelFolder(
     path,
     {

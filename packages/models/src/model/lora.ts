@@ -114,13 +114,20 @@ export class LoraAdapters {
     });
   }
 
-  /** The adapters in PEFT's names, for saving. */
+  /** The adapters' tensors by their PEFT names (lora_A [rank, in], lora_B [out, rank]), for saving. */
+  peftWeights(): Map<string, Tensor> {
+    const out = new Map<string, Tensor>();
+    for (const [module, { a, b }] of this.adapters) {
+      out.set(`base_model.model.${module}.lora_A.weight`, a);
+      out.set(`base_model.model.${module}.lora_B.weight`, b);
+    }
+    return out;
+  }
+
+  /** The adapters' values in PEFT's names. */
   async stateDict(): Promise<Map<string, Float32Array>> {
     const out = new Map<string, Float32Array>();
-    for (const [module, { a, b }] of this.adapters) {
-      out.set(`base_model.model.${module}.lora_A.weight`, await a.floats());
-      out.set(`base_model.model.${module}.lora_B.weight`, await b.floats());
-    }
+    for (const [name, weight] of this.peftWeights()) out.set(name, await weight.floats());
     return out;
   }
 

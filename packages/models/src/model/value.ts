@@ -72,6 +72,15 @@ export class Qwen2ValueModel {
     return values;
   }
 
+  /** Every weight by its Hugging Face name: the backbone's, then the score head's. */
+  get params(): ReadonlyMap<string, Tensor> {
+    return new Map([
+      ...this.backbone.params,
+      ["score.weight", this.scoreWeight],
+      ["score.bias", this.scoreBias],
+    ]);
+  }
+
   async stateDict(): Promise<Map<string, Float32Array>> {
     const out = await this.backbone.stateDict();
     out.set("score.weight", await this.scoreWeight.floats());

@@ -6,17 +6,14 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { parseSafetensors, type Qwen2Config, Qwen2ValueModel, readQwen2ValueWeights } from "@ragen/models";
 import {
-  parseSafetensors,
-  type Qwen2Config,
-  Qwen2ValueModel,
-  qwen2ParameterShapes,
-  readQwen2ValueWeights,
-  serializeSafetensors,
-  type TensorToWrite,
-} from "@ragen/models";
-import { saveQwen2 } from "@ragen/models/node";
-import type { AdamW, AdamWState, Backend } from "@ragen/tensor-webgpu";
+  saveQwen2,
+  streamAllFromDevice,
+  type TensorToStream,
+  writeSafetensorsFile,
+} from "@ragen/models/node";
+import type { AdamW, AdamWState, Backend, Tensor } from "@ragen/tensor-webgpu";
 import type { CheckpointParts, CheckpointState } from "../run/storage.js";
 
 export const CHECKPOINT_DIR = "checkpoint";
@@ -70,40 +67,39 @@ async function writeCheckpointParts(partial: string, parts: CheckpointParts, sta
       ? { tokenizerConfig: parts.tokenizerFiles.tokenizerConfig }
       : {}),
   });
-  if (parts.critic) {
-    const weights = await parts.critic.stateDict();
-    const shapes = new Map<string, number[]>([
-      ...qwen2ParameterShapes(parts.actorConfig),
-      ["score.weight", [1, parts.actorConfig.hiddenSize]],
-      ["score.bias", [1]],
-    ]);
-    writeFileSync(
-      join(partial, FILES.critic),
-      serializeSafetensors(
-        new Map(
-          [...weights].map(([name, data]) => [
-            name,
-            { dtype: "F32", shape: shapes.get(name) ?? [data.length], data },
-          ]),
-        ),
-      ),
-    );
-  }
-  const tensors = new Map<string, TensorToWrite>();
-  const metadata: Record<string, string> = {};
-  for (const [name, optimizer] of Object.entries(parts.optimizers)) {
-    if (!optimizer) continue;
-    const saved = await optimizer.stateDict();
-    metadata[`${name}.steps`] = String(saved.steps);
-    saved.moments.forEach((moment, i) => {
-      if (!moment) return;
-      tensors.set(`${name}.${i}.m`, { dtype: "F32", shape: [moment.m.length], data: moment.m });
-      tensors.set(`${name}.${i}.v`, { dtype: "F32", shape: [moment.v.length], data: moment.v });
-    });
-  }
-  writeFileSync(join(partial, FILES.optimizers), serializeSafetensors(tensors, metadata));
+  // Every safetensors file is streamed: one tensor (or moment) at a time from the device to the disk, so a
+  // save needs about the largest tensor's size in host memory, not the checkpoint's.
+  if (parts.critic)
+    await writeSafetensorsFile(join(partial, FILES.critic), streamAllFromDevice(parts.critic.params));
+  const { tensors, metadata } = optimizerMoments(parts.optimizers);
+  await writeSafetensorsFile(join(partial, FILES.optimizers), tensors, metadata);
   // Last, so a `.partial` with a state.json is complete.
   writeFileSync(join(partial, FILES.state), `${JSON.stringify(state, null, 2)}\n`);
+}
+
+/** Each optimiser's moments as `<name>.<param index>.m|v` (flat, read when written) and its step count. */
+function optimizerMoments(optimizers: CheckpointParts["optimizers"]): {
+  tensors: Map<string, TensorToStream>;
+  metadata: Record<string, string>;
+} {
+  const tensors = new Map<string, TensorToStream>();
+  const metadata: Record<string, string> = {};
+  const flat = (moment: Tensor): TensorToStream => ({
+    dtype: "F32",
+    shape: [moment.size],
+    read: () => moment.floats(),
+  });
+  for (const [name, optimizer] of Object.entries(optimizers)) {
+    if (!optimizer) continue;
+    metadata[`${name}.steps`] = String(optimizer.steps);
+    optimizer.params.forEach((_, i) => {
+      const moments = optimizer.moments(i);
+      if (!moments) return;
+      tensors.set(`${name}.${i}.m`, flat(moments.m));
+      tensors.set(`${name}.${i}.v`, flat(moments.v));
+    });
+  }
+  return { tensors, metadata };
 }
 
 /** A checkpoint folder's state, when the folder is complete; why not, otherwise. */
