@@ -7,13 +7,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import {
-  type LoraAdapters,
-  parseSafetensors,
-  QWEN2_LINEAR_MODULES,
-  type Qwen2Model,
-  serializeSafetensors,
-} from "@ragen/models";
+import { type LoraAdapters, parseSafetensors, QWEN2_LINEAR_MODULES, type Qwen2Model } from "@ragen/models";
+import { streamAllFromDevice, writeSafetensorsFile } from "@ragen/models/node";
 import { noGrad, tensor, writeSlice } from "@ragen/tensor-webgpu";
 
 export const ADAPTER_CONFIG_FILE = "adapter_config.json";
@@ -35,15 +30,6 @@ export async function saveLoraAdapter(
   adapters: LoraAdapters,
   config: AdapterConfig,
 ): Promise<void> {
-  const weights = await adapters.stateDict();
-  const tensors = new Map(
-    [...weights].map(([name, data]) => {
-      // lora_A is [rank, in], lora_B is [out, rank].
-      const isA = name.endsWith(".lora_A.weight");
-      const shape = isA ? [config.rank, data.length / config.rank] : [data.length / config.rank, config.rank];
-      return [name, { dtype: "F32" as const, shape, data }] as const;
-    }),
-  );
   const peftConfig = {
     peft_type: "LORA",
     task_type: "CAUSAL_LM",
@@ -58,9 +44,14 @@ export async function saveLoraAdapter(
     use_rslora: false,
     use_dora: false,
   };
-  writeFolderAtomic(dir, {
-    [ADAPTER_CONFIG_FILE]: `${JSON.stringify(peftConfig, null, 2)}\n`,
-    [ADAPTER_WEIGHTS_FILE]: serializeSafetensors(tensors, { format: "pt" }),
+  await writeFolderAtomic(dir, async (folder) => {
+    writeFileSync(join(folder, ADAPTER_CONFIG_FILE), `${JSON.stringify(peftConfig, null, 2)}\n`);
+    // lora_A [rank, in] and lora_B [out, rank], read from the device one at a time as they are written.
+    await writeSafetensorsFile(
+      join(folder, ADAPTER_WEIGHTS_FILE),
+      streamAllFromDevice(adapters.peftWeights()),
+      { format: "pt" },
+    );
   });
 }
 
@@ -123,8 +114,8 @@ export function loadLoraAdapter(model: Qwen2Model, dir: string): LoraAdapters {
   return adapters;
 }
 
-/** Writes `files` into a new folder and renames it to `dir`, replacing what was there. */
-function writeFolderAtomic(dir: string, files: Record<string, string | Uint8Array>): void {
+/** Fills a new folder with `write` and renames it to `dir`, replacing what was there. */
+async function writeFolderAtomic(dir: string, write: (folder: string) => Promise<void>): Promise<void> {
   const target = resolve(dir);
   const parent = dirname(target);
   mkdirSync(parent, { recursive: true });
@@ -132,7 +123,7 @@ function writeFolderAtomic(dir: string, files: Record<string, string | Uint8Arra
   const partial = join(parent, `.${basename(target)}.tmp-${suffix}`);
   mkdirSync(partial);
   try {
-    for (const [name, content] of Object.entries(files)) writeFileSync(join(partial, name), content);
+    await write(partial);
     const previous = join(parent, `.${basename(target)}.old-${suffix}`);
     if (existsSync(target)) renameSync(target, previous);
     renameSync(partial, target);
