@@ -71,7 +71,12 @@ describe("trainingMemoryOptions", () => {
 
 describe("checkMemoryFit", () => {
   it("refuses a full fine-tune of Qwen2.5-0.5B in 16 GiB, naming the estimate and settings that fit", async () => {
-    const ragen = await settingsFor(["profile=ragen", "envs=Bandit", "train.envGroups=1", "train.groupSize=2"]);
+    const ragen = await settingsFor([
+      "profile=ragen",
+      "envs=Bandit",
+      "train.envGroups=1",
+      "train.groupSize=2",
+    ]);
     const attempt = () =>
       checkMemoryFit(ragen, QWEN2_5_0_5B_INSTRUCT_CONFIG, 1024, 16 * GiB, "deviceMemoryGiB");
     expect(attempt).toThrow(ConfigError);
