@@ -64,11 +64,92 @@ export function gaeAdvantages(
   return result;
 }
 
+export interface BiLevelGaeOptions extends GaeOptions {
+  /** Discount between turns (RAGEN's high_level_gamma, 0.95). */
+  highLevelGamma?: number;
+}
+
+/**
+ * Bi-level GAE (RAGEN's compute_bi_level_gae_advantage_return): GAE over turns, then GAE over the tokens of
+ * each turn. A turn is a run of sampled tokens (the template text between turns is not sampled); its value
+ * is the critic's value at its last token and its reward what sits on that token and after it, up to the
+ * next turn. Over turns, backwards: delta_k = R_k + highLevelGamma * V_{k+1} - V_k and
+ * A_k = delta_k + highLevelGamma * lambda * A_{k+1}. Within turn k, the last token takes A_k and the
+ * tokens before it run token-level GAE (gamma, lambda, their own rewards) back from it. Returns are A + V.
+ *
+ * RAGEN finds turn ends by the tokens that carry a reward, so with the reward on the last token only its
+ * two levels collapse into one; here a turn is a turn whatever it earned.
+ */
+export function biLevelGaeAdvantages(
+  batch: TokenBatch,
+  values: readonly Float32Array[],
+  options: BiLevelGaeOptions = {},
+): AdvantageResult {
+  const gamma = options.gamma ?? 1;
+  const lambda = options.lambda ?? 1;
+  const highLevelGamma = options.highLevelGamma ?? 0.95;
+  const result: AdvantageResult = { advantages: [], returns: [] };
+  batch.tokenRewards.forEach((rewards, i) => {
+    const mask = batch.masks[i]!;
+    const v = values[i]!;
+    checkLengths("biLevelGaeAdvantages", rewards, mask, v);
+    const advantages = new Float32Array(rewards.length);
+    const returns = new Float32Array(rewards.length);
+    const turns = turnSpans(mask);
+    // Turn level: each turn's reward is its last token's plus what lies on the text after it.
+    const turnAdvantages = new Float64Array(turns.length);
+    let running = 0;
+    for (let k = turns.length - 1; k >= 0; k--) {
+      const { end } = turns[k]!;
+      const nextStart = k + 1 < turns.length ? turns[k + 1]!.start : rewards.length;
+      let turnReward = 0;
+      for (let t = end; t < nextStart; t++) turnReward += rewards[t]!;
+      const nextValue = k + 1 < turns.length ? v[turns[k + 1]!.end]! : 0;
+      const delta = turnReward + highLevelGamma * nextValue - v[end]!;
+      running = delta + highLevelGamma * lambda * running;
+      turnAdvantages[k] = running;
+    }
+    // Token level, within each turn, back from its last token.
+    turns.forEach(({ start, end }, k) => {
+      let tokenRunning = turnAdvantages[k]!;
+      advantages[end] = tokenRunning;
+      returns[end] = tokenRunning + v[end]!;
+      for (let t = end - 1; t >= start; t--) {
+        const delta = rewards[t]! + gamma * v[t + 1]! - v[t]!;
+        tokenRunning = delta + gamma * lambda * tokenRunning;
+        advantages[t] = tokenRunning;
+        returns[t] = tokenRunning + v[t]!;
+      }
+    });
+    result.advantages.push(advantages);
+    result.returns.push(returns);
+  });
+  return result;
+}
+
+/** The runs of sampled tokens of one sequence (its turns), as inclusive [start, end] indices. */
+export function turnSpans(mask: ArrayLike<number>): { start: number; end: number }[] {
+  const spans: { start: number; end: number }[] = [];
+  for (let t = 0; t < mask.length; t++) {
+    if (!mask[t]) continue;
+    if (t > 0 && mask[t - 1]) spans[spans.length - 1]!.end = t;
+    else spans.push({ start: t, end: t });
+  }
+  return spans;
+}
+
 /**
  * GRPO: each trajectory's total reward z-scored within its group, (R - mean) / (std + 1e-6), on all of
- * its sampled tokens. A group of one keeps R (mean 0, std 1, as verl does). Returns equal advantages.
+ * its sampled tokens. A group of one keeps R (mean 0, std 1, as verl does). With `normalizeByStd: false`
+ * (Dr. GRPO, verl's norm_adv_by_std_in_grpo) the advantage is R - mean: a group whose rewards barely
+ * differ keeps small advantages. Returns equal advantages.
  */
-export function grpoAdvantages(batch: TokenBatch, groupIds: ArrayLike<number>): AdvantageResult {
+export function grpoAdvantages(
+  batch: TokenBatch,
+  groupIds: ArrayLike<number>,
+  options: { normalizeByStd?: boolean } = {},
+): AdvantageResult {
+  const normalizeByStd = options.normalizeByStd ?? true;
   const scores = trajectoryScores(batch);
   const perTrajectory = new Float64Array(scores.length);
   for (const members of groupsOf(groupIds, scores.length).values()) {
@@ -76,7 +157,8 @@ export function grpoAdvantages(batch: TokenBatch, groupIds: ArrayLike<number>): 
     const single = members.length === 1;
     const mean = single ? 0 : meanOf(groupScores);
     const std = single ? 1 : sampleStd(groupScores);
-    for (const i of members) perTrajectory[i] = (scores[i]! - mean) / (std + STD_EPS);
+    for (const i of members)
+      perTrajectory[i] = normalizeByStd ? (scores[i]! - mean) / (std + STD_EPS) : scores[i]! - mean;
   }
   return broadcastToTokens(batch, perTrajectory);
 }

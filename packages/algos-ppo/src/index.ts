@@ -2,6 +2,8 @@
 export { boundsProblem, type NumberBounds } from "@ragen/rl-core";
 export {
   type AdvantageResult,
+  type BiLevelGaeOptions,
+  biLevelGaeAdvantages,
   type GaeOptions,
   gaeAdvantages,
   grpoAdvantages,
@@ -9,15 +11,40 @@ export {
   rlooAdvantages,
   type TokenBatch,
   trajectoryScores,
+  turnSpans,
   WHITEN_EPS,
   whitenMasked,
   whitenMaskedByKey,
 } from "./advantages.js";
 export {
+  ADVANTAGE_ESTIMATORS,
+  type AdvantageEstimator,
+  type BatchAdvantageOptions,
+  batchAdvantages,
+  FILTER_LOSS_SCALINGS,
+  type FilterLossScaling,
+  filterLossScale,
+  usesCritic,
+} from "./batch-advantages.js";
+export {
+  FILTER_STRATEGIES,
+  type FilterMetricName,
+  type FilterStrategy,
   filterByUncertainty,
+  type GroupStatistic,
+  TOP_P_SELECTION_EPS,
   type UncertaintyFilterOptions,
   type UncertaintyFilterResult,
 } from "./filter.js";
+export {
+  applyKlRewardPenalty,
+  KL_CONTROLLERS,
+  KlController,
+  type KlControllerOptions,
+  type KlControllerType,
+  type KlRewardPenalty,
+  klEstimate,
+} from "./kl-reward.js";
 export {
   ACTOR_LOSS_DEFAULTS,
   type ActorLossInputs,
@@ -40,16 +67,28 @@ export {
 export {
   ASYM_CLIP_HIGH,
   ASYM_CLIP_LOW,
+  NORMALIZATION_GROUPINGS,
+  NORMALIZATION_METHODS,
   NORMALIZATION_PRESETS,
   type NormalizationGrouping,
   type NormalizationKeys,
   type NormalizationMethod,
   type NormalizationPreset,
   normalizeRewards,
+  normalizeTokenRewards,
   type RewardNormalization,
 } from "./normalize.js";
 export {
-  type AdvantageEstimator,
+  LR_SCHEDULES,
+  type LrSchedule,
+  type LrScheduleOptions,
+  learningRateFactor,
+  type ScheduleStep,
+  warmupFactor,
+} from "./schedule.js";
+export {
+  FILTER_METRICS,
+  type FilterMetric,
   type ResolvedStarPOConfig,
   STARPO_BOUNDS,
   STARPO_DEFAULTS,
@@ -57,6 +96,6 @@ export {
   type StarPOConfig,
   type StarPOMetrics,
   type StarPOModels,
-  warmupFactor,
+  type StarPOState,
 } from "./starpo.js";
 export { STD_EPS } from "./stats.js";

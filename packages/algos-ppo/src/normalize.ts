@@ -86,3 +86,41 @@ function groupsFor(
   }
   return groupIndices<number | string>(key);
 }
+
+/** The groupings and methods, for schemas and option checks. */
+export const NORMALIZATION_GROUPINGS = [
+  "state",
+  "batch",
+  "inductive",
+] as const satisfies readonly NormalizationGrouping[];
+export const NORMALIZATION_METHODS = [
+  "identity",
+  "mean_std",
+  "mean",
+  "asym_clip",
+] as const satisfies readonly NormalizationMethod[];
+
+/**
+ * Per-token rewards with each sequence's score (the sum of its token rewards) normalised by
+ * normalizeRewards: the difference is added on the sequence's last sampled token, so a trajectory whose
+ * reward sits on its last token (the rollout's default) carries the normalised score there, and one with
+ * rewards on every turn keeps their shape with its total moved to the normalised score. A sequence
+ * without a sampled token has no token to carry it and keeps its rewards.
+ */
+export function normalizeTokenRewards(
+  tokenRewards: readonly Float32Array[],
+  masks: readonly ArrayLike<number>[],
+  keys: NormalizationKeys,
+  normalization: RewardNormalization | NormalizationPreset,
+): Float32Array[] {
+  const scores = tokenRewards.map((rewards) => rewards.reduce((a, b) => a + b, 0));
+  const normalized = normalizeRewards(scores, keys, normalization);
+  return tokenRewards.map((rewards, i) => {
+    const out = rewards.slice();
+    const mask = masks[i]!;
+    let last = mask.length - 1;
+    while (last >= 0 && !mask[last]) last--;
+    if (last >= 0) out[last]! += normalized[i]! - scores[i]!;
+    return out;
+  });
+}

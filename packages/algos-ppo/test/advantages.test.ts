@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import {
+  biLevelGaeAdvantages,
   gaeAdvantages,
   grpoAdvantages,
   reinforcePlusPlusAdvantages,
   rlooAdvantages,
+  turnSpans,
   whitenMasked,
   whitenMaskedByKey,
 } from "../src/advantages.js";
@@ -193,5 +195,75 @@ describe("whitenMaskedByKey", () => {
     for (let i = 0; i < 4; i++) expectClose(out[i]!, [...expected[i]!]);
     expect(out[0]![0]! / out[1]![0]!).toBeCloseTo(10, 4);
     expect(out[1]![0]).toBeGreaterThan(0);
+  });
+});
+
+describe("biLevelGaeAdvantages", () => {
+  // Two turns of two sampled tokens, two template tokens between them.
+  const twoTurns = [0, 1, 1, 0, 0, 1, 1];
+  const turnValues = f32([0, 0.1, 0.2, 0, 0, 0.3, 0.4]);
+
+  it("finds the turns as the runs of sampled tokens", () => {
+    expect(turnSpans(twoTurns)).toEqual([
+      { start: 1, end: 2 },
+      { start: 5, end: 6 },
+    ]);
+    expect(turnSpans([1, 0, 1])).toEqual([
+      { start: 0, end: 0 },
+      { start: 2, end: 2 },
+    ]);
+    expect(turnSpans([0, 0])).toEqual([]);
+  });
+
+  it("discounts between turns by highLevelGamma, then runs token-level GAE back from each turn's end", () => {
+    const { advantages, returns } = biLevelGaeAdvantages(
+      { tokenRewards: [f32([0, 0, 0, 0, 0, 0, 1])], masks: [twoTurns] },
+      [turnValues],
+    );
+    // Turns: last turn A1 = 1 - 0.4 = 0.6; first A0 = 0 + 0.95 * 0.4 - 0.2 + 0.95 * 0.6 = 0.75.
+    // Tokens: t5 = (0.4 - 0.3) + 0.6 = 0.7; t1 = (0.2 - 0.1) + 0.75 = 0.85.
+    expectClose(advantages[0]!, [0, 0.85, 0.75, 0, 0, 0.7, 0.6]);
+    expectClose(returns[0]!, [0, 0.95, 0.95, 0, 0, 1, 1]);
+  });
+
+  it("credits each turn with its own reward (rewards per turn) and the text after it", () => {
+    const { advantages } = biLevelGaeAdvantages(
+      // The first turn's reward lies on the template token after it.
+      { tokenRewards: [f32([0, 0, 0, 0.5, 0, 0, 1])], masks: [twoTurns] },
+      [turnValues],
+      { gamma: 0.9, lambda: 0.8, highLevelGamma: 0.5 },
+    );
+    // A1 = 0.6; A0 = 0.5 + 0.5 * 0.4 - 0.2 + 0.5 * 0.8 * 0.6 = 0.74.
+    // t5 = (0.9 * 0.4 - 0.3) + 0.72 * 0.6 = 0.492; t1 = (0.9 * 0.2 - 0.1) + 0.72 * 0.74 = 0.6128.
+    expectClose(advantages[0]!, [0, 0.6128, 0.74, 0, 0, 0.492, 0.6]);
+  });
+
+  it("is plain GAE on a single turn", () => {
+    const batch = { tokenRewards: [f32([0, 0.2, 0, 1])], masks: [[0, 1, 1, 1]] };
+    const v = [f32([0, 0.3, 0.1, 0.5])];
+    const options = { gamma: 0.9, lambda: 0.7, highLevelGamma: 0.5 };
+    const bi = biLevelGaeAdvantages(batch, v, options);
+    const plain = gaeAdvantages(batch, v, options);
+    expectClose(bi.advantages[0]!, [...plain.advantages[0]!]);
+    expectClose(bi.returns[0]!, [...plain.returns[0]!]);
+  });
+});
+
+describe("grpoAdvantages without the std (Dr. GRPO)", () => {
+  it("gives R - group mean", () => {
+    const batch = {
+      tokenRewards: [f32([0, 1]), f32([0, 0]), f32([0, 0.5]), f32([0, 0.1])],
+      masks: [
+        [0, 1],
+        [0, 1],
+        [0, 1],
+        [0, 1],
+      ],
+    };
+    const { advantages } = grpoAdvantages(batch, [0, 0, 0, 1], { normalizeByStd: false });
+    expectClose(
+      advantages.map((a) => a[1]!),
+      [0.5, -0.5, 0, 0.1],
+    );
   });
 });

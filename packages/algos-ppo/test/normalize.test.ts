@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NORMALIZATION_PRESETS, normalizeRewards } from "../src/normalize.js";
+import { NORMALIZATION_PRESETS, normalizeRewards, normalizeTokenRewards } from "../src/normalize.js";
 
 const close = (actual: ArrayLike<number>, expected: number[]) => {
   expect(actual.length).toBe(expected.length);
@@ -82,5 +82,26 @@ describe("normalizeRewards", () => {
 
   it("names the presets as RAGEN does", () => {
     expect(NORMALIZATION_PRESETS.GRPO).toEqual({ grouping: "state", method: "mean_std" });
+  });
+});
+
+describe("normalizeTokenRewards", () => {
+  it("puts each sequence's normalised score on its last sampled token, keeping the other rewards", () => {
+    const f32 = (xs: number[]) => Float32Array.from(xs);
+    // Scores 1 and 3 (batch mean_std: -1/sqrt(2), 1/sqrt(2)); the second has a reward on each turn.
+    const out = normalizeTokenRewards(
+      [f32([0, 0, 1, 0]), f32([0, 1, 0, 2])],
+      [
+        [0, 1, 1, 0],
+        [0, 1, 0, 1],
+      ],
+      {},
+      NORMALIZATION_PRESETS.BRPO,
+    );
+    const z = 1 / Math.SQRT2;
+    close(out[0]!, [0, 0, -z, 0]);
+    close(out[1]!, [0, 1, 0, z - 1]);
+    // Identity changes nothing.
+    close(normalizeTokenRewards([f32([0, 2])], [[0, 1]], {}, "ARPO")[0]!, [0, 2]);
   });
 });

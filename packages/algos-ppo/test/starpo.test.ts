@@ -336,3 +336,170 @@ describe("StarPO gradient over micro-batches", () => {
     }
   });
 });
+
+describe("StarPO's estimator, normalisation, KL, schedule and filter options", () => {
+  it("trains rloo and reinforce_plus_plus without a critic; gae and bi_level_gae need one", async () => {
+    const actor = Qwen2Model.random(tiny, 3, cpu);
+    const critic = Qwen2ValueModel.random(tiny, 2, cpu);
+    // One group scoring 1 and -1: RLOO gives R - the other's R; REINFORCE++ whitens the returns.
+    const expected = { rloo: 2, reinforce_plus_plus: Math.SQRT1_2 } as const;
+    for (const advantageEstimator of ["rloo", "reinforce_plus_plus"] as const) {
+      const trainer = new StarPO({ actor, critic, config: { advantageEstimator } });
+      expect(trainer.criticOptimizer).toBeUndefined();
+      const metrics = await trainer.update(await contrastingBatch(actor));
+      expect(metrics["critic/vf_loss"]).toBeUndefined();
+      expect(metrics["critic/advantages/max"]).toBeCloseTo(expected[advantageEstimator], 4);
+      expect(metrics["critic/advantages/min"]).toBeCloseTo(-expected[advantageEstimator], 4);
+    }
+    expect(() => new StarPO({ actor, config: { advantageEstimator: "bi_level_gae" } })).toThrow(
+      /"bi_level_gae" needs a critic/,
+    );
+    const biLevel = new StarPO({ actor, critic, config: { advantageEstimator: "bi_level_gae" } });
+    expect(biLevel.criticOptimizer).toBeDefined();
+    const metrics = await biLevel.update(await contrastingBatch(actor));
+    expect(Number.isFinite(metrics["critic/vf_loss"])).toBe(true);
+  });
+
+  it("GRPO divides by the group's std unless normAdvByStd is false (Dr. GRPO)", async () => {
+    const actor = Qwen2Model.random(tiny, 3, cpu);
+    const withStd = await new StarPO({ actor }).update(await contrastingBatch(actor));
+    expect(withStd["critic/advantages/max"]).toBeCloseTo(1 / (Math.SQRT2 + 1e-6), 5);
+    const drGrpo = await new StarPO({ actor, config: { normAdvByStd: false } }).update(
+      await contrastingBatch(actor),
+    );
+    expect(drGrpo["critic/advantages/max"]).toBeCloseTo(1, 6);
+  });
+
+  it("normalises the rewards over the whole batch before filtering; the filter ranks the raw ones", async () => {
+    const actor = Qwen2Model.random(tiny, 3, cpu);
+    const contrasting = await contrastingBatch(actor);
+    const batch = batchOf([...flatGroupLike(contrasting.trajectories), ...contrasting.trajectories]);
+    const trainer = new StarPO({
+      actor,
+      config: {
+        rewardNormGrouping: "batch",
+        rewardNormMethod: "mean_std",
+        uncertaintyFilter: true,
+        rolloutFilterRatio: 0.5,
+      },
+    });
+    const metrics = await trainer.update(batch);
+    // Batch [0.5, 0.5, 1, -1]: mean 0.25, sample std sqrt(0.75); the contrasting group is kept.
+    const std = Math.sqrt(0.75);
+    expect(metrics["critic/rewards/max"]).toBeCloseTo(0.75 / (std + 1e-6), 5);
+    expect(metrics["critic/rewards/min"]).toBeCloseTo(-1.25 / (std + 1e-6), 5);
+    expect(metrics["critic/score/max"]).toBe(1);
+    expect(metrics["rollout/chosen_in_group_std"]).toBeCloseTo(Math.SQRT2, 5);
+  });
+
+  it("puts the KL to the reference in the reward, its coefficient steered by the adaptive controller", async () => {
+    const actor = Qwen2Model.random(tiny, 3, cpu);
+    const reference = Qwen2Model.random(tiny, 8, cpu);
+    expect(() => new StarPO({ actor, config: { klInReward: true } })).toThrow(/klInReward needs a reference/);
+    expect(() => new StarPO({ actor, reference, config: { klInReward: true, klRewardCoeff: 0 } })).toThrow(
+      /klRewardCoeff above 0/,
+    );
+    const config = {
+      klInReward: true,
+      klController: "adaptive",
+      klHorizon: 10,
+      klRewardCoeff: 0.05,
+    } as const;
+    const trainer = new StarPO({ actor, reference, config });
+    const batch = await contrastingBatch(actor);
+    const first = await trainer.update(batch);
+    expect(first["actor/reward_kl_penalty_coeff"]).toBe(0.05);
+    const kl = first["actor/reward_kl_penalty"]!;
+    expect(Math.abs(kl)).toBeGreaterThan(1e-4);
+    // The rewards 1 and -1 lose 0.05 x KL of their one sampled token.
+    expect(first["critic/rewards/mean"]).toBeCloseTo(-0.05 * kl, 5);
+    const error = Math.min(0.2, Math.max(-0.2, kl / 0.1 - 1));
+    const moved = 0.05 * (1 + (error * 2) / 10);
+    expect(trainer.state()).toEqual({ updates: 1, klRewardCoeff: moved });
+    const second = await trainer.update(batch);
+    expect(second["actor/reward_kl_penalty_coeff"]).toBe(moved);
+  });
+
+  it("keeps its update count and KL coefficient in state() and continues from loadState()", () => {
+    const trainer = new StarPO({ actor: Qwen2Model.random(tiny, 3, cpu) });
+    expect(trainer.state()).toEqual({ updates: 0, klRewardCoeff: 0.001 });
+    trainer.loadState({ updates: 3, klRewardCoeff: 0.5 });
+    expect(trainer.state()).toEqual({ updates: 3, klRewardCoeff: 0.5 });
+    expect(() => trainer.loadState({ updates: -1 })).toThrow(/updates/);
+    expect(() => trainer.loadState({ klRewardCoeff: Number.NaN })).toThrow(/klRewardCoeff/);
+  });
+
+  it("decays both learning rates along a cosine over totalUpdates, resumed where it left off", async () => {
+    const actor = Qwen2Model.random(tiny, 4, cpu);
+    const critic = Qwen2ValueModel.random(tiny, 5, cpu);
+    expect(() => new StarPO({ actor, config: { lrSchedule: "cosine" } })).toThrow(/set totalUpdates/);
+    expect(() => new StarPO({ actor, config: { lrWarmupRatio: 0.1 } })).toThrow(/set totalUpdates/);
+    const config = {
+      actorLr: 1e-2,
+      criticLr: 2e-2,
+      ppoMiniBatchSize: 1,
+      microBatchSize: 1,
+      lrSchedule: "cosine",
+      totalUpdates: 2,
+    } as const;
+    const trainer = new StarPO({ actor, critic, config });
+    const batch = await contrastingBatch(actor);
+    // Two steps an update, four in the run: the second starts at a quarter of it, the fourth at 3/4.
+    const first = await trainer.update(batch);
+    const cosine = (share: number) => (1 + Math.cos(Math.PI * share)) / 2;
+    expect(first["actor/lr"]).toBeCloseTo(1e-2 * cosine(0.25), 12);
+    expect(first["critic/lr"]).toBeCloseTo(2e-2 * cosine(0.25), 12);
+    const resumed = new StarPO({ actor, critic, config });
+    resumed.loadState(trainer.state());
+    expect((await resumed.update(batch))["actor/lr"]).toBeCloseTo(1e-2 * cosine(0.75), 12);
+  });
+
+  it("skips the optimiser steps when the filter keeps no group, and scales the loss by the kept share", async () => {
+    const actor = Qwen2Model.random(tiny, 6, cpu);
+    const contrasting = await contrastingBatch(actor);
+    const flat = flatGroupLike(contrasting.trajectories);
+    const empty = new StarPO({ actor, config: { uncertaintyFilter: true, filterIncludeZero: false } });
+    const skipped = await empty.update(batchOf(flat));
+    expect(skipped["rollout/filter_kept_count"]).toBe(0);
+    expect(skipped["actor/pg_loss"]).toBeUndefined();
+    expect(empty.actorOptimizer.steps).toBe(0);
+    expect(empty.state().updates).toBe(1);
+
+    const options = { uncertaintyFilter: true, rolloutFilterRatio: 0.5 } as const;
+    const batch = batchOf([...flat, ...contrasting.trajectories]);
+    const full = await new StarPO({ actor, config: options }).update(batch);
+    const scaled = await new StarPO({ actor, config: { ...options, filterLossScaling: "linear" } }).update(
+      batch,
+    );
+    expect(scaled["rollout/filter_kept_ratio"]).toBe(0.5);
+    expect(scaled["critic/advantages/max"]).toBeCloseTo(full["critic/advantages/max"]! * 0.5, 6);
+    const sqrt = await new StarPO({ actor, config: { ...options, filterLossScaling: "sqrt" } }).update(batch);
+    expect(sqrt["critic/advantages/max"]).toBeCloseTo(full["critic/advantages/max"]! * Math.SQRT1_2, 6);
+  });
+
+  it("ranks groups by the actor's entropy or the response length with filterMetric", async () => {
+    const actor = Qwen2Model.random(tiny, 6, cpu);
+    const contrasting = await contrastingBatch(actor);
+    const batch = batchOf([...flatGroupLike(contrasting.trajectories), ...contrasting.trajectories]);
+    const options = { uncertaintyFilter: true, rolloutFilterRatio: 0.5, filterKeep: "lowest" } as const;
+    const byEntropy = await new StarPO({ actor, config: { ...options, filterMetric: "entropy_std" } }).update(
+      batch,
+    );
+    expect(byEntropy["timing_s/filter_entropy"]).toBeGreaterThanOrEqual(0);
+    expect(byEntropy["rollout/filter_kept_count"]).toBe(1);
+    // The flat group copies the contrasting one's tokens: the same entropies, no spread in either; the
+    // first group in the batch wins the tie.
+    expect(byEntropy["rollout/chosen_in_group_std"]).toBe(0);
+    const byLength = await new StarPO({ actor, config: { ...options, filterMetric: "length" } }).update(
+      batch,
+    );
+    expect(byLength["rollout/filter_kept_count"]).toBe(1);
+    expect(
+      () =>
+        new StarPO({
+          actor,
+          config: { uncertaintyFilter: true, filterStrategy: "top_p", filterKeep: "lowest" },
+        }),
+    ).toThrow(/top_k or min_p/);
+  });
+});
