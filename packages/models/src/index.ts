@@ -59,7 +59,7 @@ export {
 } from "./io/sharded.js";
 export { type GenerateOptions, type Generation, generate } from "./model/generate.js";
 export { NormalSampler } from "./model/init.js";
-export { LoraAdapters, type LoraOptions, QWEN2_LINEAR_MODULES } from "./model/lora.js";
+export { LoraAdapters, type LoraOptions, type LoraTarget, QWEN2_LINEAR_MODULES } from "./model/lora.js";
 export {
   estimateTrainingMemory,
   MemoryEstimateError,

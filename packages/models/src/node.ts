@@ -41,5 +41,15 @@ export {
   type SaveQwen2Options,
   saveQwen2,
 } from "./model/checkpoint.js";
+export {
+  ADAPTER_CONFIG_FILE,
+  ADAPTER_WEIGHTS_FILE,
+  type AdapterConfig,
+  isLoraAdapterFolder,
+  loadLoraAdapter,
+  readAdapterConfig,
+  readLoraAdapterWeights,
+  writeLoraAdapterFiles,
+} from "./model/lora-adapter-files.js";
 // Also in the main entry; kept here so existing imports from "@ragen/models/node" go on working.
 export { type ReadQwen2WeightsOptions, readQwen2ValueWeights, readQwen2Weights } from "./model/weights.js";

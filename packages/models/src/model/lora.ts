@@ -22,13 +22,16 @@ export const QWEN2_LINEAR_MODULES = [
   "down_proj",
 ] as const;
 
+/** A linear module LoRA can adapt. */
+export type LoraTarget = (typeof QWEN2_LINEAR_MODULES)[number];
+
 export interface LoraOptions {
   /** Rank r of the update B·A (RAGEN's LoRA setting: 64). */
   rank: number;
   /** Scale numerator: the update is (alpha / rank)·B·A (RAGEN: 64). */
   alpha: number;
   /** Which linear modules get adapters (default all seven). */
-  targets?: readonly (typeof QWEN2_LINEAR_MODULES)[number][];
+  targets?: readonly LoraTarget[];
   seed?: number;
 }
 
@@ -51,7 +54,7 @@ export class LoraAdapters {
     /** Module name (e.g. model.layers.0.self_attn.q_proj) -> its weight's [out, in]. */
     modules: ReadonlyMap<string, readonly [number, number]>,
     readonly options: LoraOptions,
-    backend: Backend,
+    private readonly backend: Backend,
   ) {
     if (!Number.isInteger(options.rank) || options.rank < 1)
       throw new RangeError(`LoRA rank must be a positive integer, got ${options.rank}`);
@@ -122,6 +125,35 @@ export class LoraAdapters {
       out.set(`base_model.model.${module}.lora_B.weight`, b);
     }
     return out;
+  }
+
+  /**
+   * Sets every adapter from values by PEFT name (as `peftWeights` names them: a saved adapter, a
+   * checkpoint). Every adapter must be there with its size, and nothing else: throws naming `source`
+   * and the first tensor that is missing, misshapen or has no place here.
+   */
+  load(values: ReadonlyMap<string, Float32Array>, source = "adapter"): void {
+    const weights = this.peftWeights();
+    for (const [name, weight] of weights) {
+      const data = values.get(name);
+      if (!data) throw new Error(`${source}: no tensor ${name}`);
+      if (data.length !== weight.size)
+        throw new Error(
+          `${source}: ${name} has ${data.length} values, the adapter [${weight.shape.join(", ")}] needs ${weight.size}`,
+        );
+    }
+    const extra = [...values.keys()].find((name) => !weights.has(name));
+    if (extra !== undefined)
+      throw new Error(
+        `${source}: ${extra} has no place in these adapters (rank ${this.options.rank}, targets ${(this.options.targets ?? QWEN2_LINEAR_MODULES).join(", ")})`,
+      );
+    noGrad(() => {
+      for (const [name, weight] of weights) {
+        const data = tensor(values.get(name)!, weight.shape, { backend: this.backend });
+        writeSlice(weight, data, 0, 0);
+        data.dispose();
+      }
+    });
   }
 
   /** The adapters' values in PEFT's names. */

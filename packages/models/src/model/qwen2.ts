@@ -68,6 +68,8 @@ interface LayerRun {
   decoding: boolean;
   /** Several tokens after cached ones. */
   extending: boolean;
+  /** The adapters this run applies (none when they are switched off), fixed for its recomputations too. */
+  adapters: LoraAdapters | undefined;
 }
 
 /** Name and shape of every parameter, in Hugging Face's order. */
@@ -129,6 +131,8 @@ export class Qwen2Model {
    */
   gradientCheckpointing = false;
   private lora: LoraAdapters | undefined;
+  /** Open `withoutAdapters` scopes: while above 0, forwards skip the adapters. */
+  private adaptersOff = 0;
   private constructor(
     readonly config: Qwen2Shape,
     readonly params: ReadonlyMap<string, Tensor>,
@@ -229,7 +233,8 @@ export class Qwen2Model {
     const positions = tensor(positionIds, [batch, seqLen], { backend, dtype: "i32" });
     const kvStart = input.start ? tensor(input.start, [batch], { backend, dtype: "i32" }) : undefined;
     const heads = { numHeads: c.numAttentionHeads, numKvHeads: c.numKeyValueHeads, kvStart };
-    const layerRun: LayerRun = { batch, seqLen, positions, heads, cache, decoding, extending };
+    const adapters = this.adaptersOff > 0 ? undefined : this.lora;
+    const layerRun: LayerRun = { batch, seqLen, positions, heads, cache, decoding, extending, adapters };
     // Recomputation only pays where a backward will need the activations: recorded runs without a cache.
     const recompute = this.gradientCheckpointing && !cache && isGradEnabled();
     let x = embedding(this.param("model.embed_tokens.weight"), input.ids, [batch, seqLen]);
@@ -260,9 +265,9 @@ export class Qwen2Model {
     const headDim = this.headDim;
     const layer = `model.layers.${i}`;
     const h = rmsNorm(x, this.param(`${layer}.input_layernorm.weight`), c.rmsNormEps);
-    const q = this.project(`${layer}.self_attn.q_proj`, h);
-    const k = this.project(`${layer}.self_attn.k_proj`, h);
-    const v = reshape(this.project(`${layer}.self_attn.v_proj`, h), [
+    const q = this.project(`${layer}.self_attn.q_proj`, h, run.adapters);
+    const k = this.project(`${layer}.self_attn.k_proj`, h, run.adapters);
+    const v = reshape(this.project(`${layer}.self_attn.v_proj`, h, run.adapters), [
       batch,
       seqLen,
       c.numKeyValueHeads,
@@ -290,21 +295,29 @@ export class Qwen2Model {
     }
     const afterAttention = add(
       x,
-      this.project(`${layer}.self_attn.o_proj`, reshape(attended, [batch, seqLen, c.hiddenSize])),
+      this.project(
+        `${layer}.self_attn.o_proj`,
+        reshape(attended, [batch, seqLen, c.hiddenSize]),
+        run.adapters,
+      ),
     );
     const m = rmsNorm(afterAttention, this.param(`${layer}.post_attention_layernorm.weight`), c.rmsNormEps);
     const mlp = this.project(
       `${layer}.mlp.down_proj`,
-      swiglu(this.project(`${layer}.mlp.gate_proj`, m), this.project(`${layer}.mlp.up_proj`, m)),
+      swiglu(
+        this.project(`${layer}.mlp.gate_proj`, m, run.adapters),
+        this.project(`${layer}.mlp.up_proj`, m, run.adapters),
+      ),
+      run.adapters,
     );
     return add(afterAttention, mlp);
   }
 
-  /** x·Wᵀ (+ bias) for a linear module, plus its LoRA update when adapters are attached. */
-  private project(module: string, x: Tensor): Tensor {
+  /** x·Wᵀ (+ bias) for a linear module, plus its LoRA update when the run applies adapters. */
+  private project(module: string, x: Tensor, adapters: LoraAdapters | undefined): Tensor {
     const base = linear(x, this.param(`${module}.weight`), this.params.get(`${module}.bias`));
-    if (!this.lora) return base;
-    const adapted = this.lora.apply(module, x, base);
+    if (!adapters) return base;
+    const adapted = adapters.apply(module, x, base);
     if (adapted !== base) base.dispose();
     return adapted;
   }
@@ -316,6 +329,11 @@ export class Qwen2Model {
   attachLora(options: LoraOptions): LoraAdapters {
     if (this.lora) throw new Error("attachLora(): adapters are already attached; merge or detach them first");
     const targets = new Set(options.targets ?? QWEN2_LINEAR_MODULES);
+    const unknown = [...targets].filter((t) => !(QWEN2_LINEAR_MODULES as readonly string[]).includes(t));
+    if (unknown.length > 0 || targets.size === 0)
+      throw new RangeError(
+        `attachLora(): targets must be among ${QWEN2_LINEAR_MODULES.join(", ")}${unknown.length > 0 ? `; ${unknown.join(", ")} is not a linear module of Qwen2` : ", at least one"}`,
+      );
     const modules = new Map<string, readonly [number, number]>();
     for (const [name, shape] of qwen2ParameterShapes(this.config)) {
       const match = /^(model\.layers\.\d+\.(?:self_attn|mlp)\.(\w+))\.weight$/.exec(name);
@@ -327,6 +345,34 @@ export class Qwen2Model {
     this.lora = new LoraAdapters(modules, options, backend);
     for (const p of this.params.values()) p.requiresGrad = false;
     return this.lora;
+  }
+
+  /** The attached LoRA adapters, if any. */
+  get adapters(): LoraAdapters | undefined {
+    return this.lora;
+  }
+
+  /**
+   * Runs `fn` with the adapters switched off: every forward inside it (log-probs, generation) is the
+   * base model's, so a LoRA-trained model is its own frozen reference without a second copy of the
+   * weights. When `fn` returns a promise they stay off until it settles, so nothing else may run the
+   * model meanwhile. Without adapters it just runs `fn`.
+   */
+  withoutAdapters<T>(fn: () => T): T {
+    this.adaptersOff++;
+    let result: T;
+    try {
+      result = fn();
+    } catch (error) {
+      this.adaptersOff--;
+      throw error;
+    }
+    if (result instanceof Promise)
+      return result.finally(() => {
+        this.adaptersOff--;
+      }) as T;
+    this.adaptersOff--;
+    return result;
   }
 
   /** Fold the attached adapters into the weights (W += (alpha/r)·B·A) and detach them. */
