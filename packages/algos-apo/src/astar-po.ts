@@ -137,6 +137,12 @@ export class AStarPO {
     const stepStart = performance.now();
     const trajectories = rollout.trajectories;
     if (trajectories.length === 0) throw new RangeError("AStarPO.update: empty batch");
+    // The loss regresses one log-ratio summed over a whole episode, which a split episode does not have.
+    const split = trajectories.find((t) => t.trainingSequences);
+    if (split)
+      throw new RangeError(
+        `AStarPO.update: trajectory ${split.index} (${split.tag}:${split.seed}) was sampled with a history window that dropped turns, so it has no single sequence to sum its log-ratio over; run A*-PO without historyWindow`,
+      );
     const estimates = trajectories.map((t) => {
       const v = vstar(t);
       if (v === undefined || !Number.isFinite(v))

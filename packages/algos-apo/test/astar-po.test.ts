@@ -87,6 +87,18 @@ describe("AStarPO", () => {
     );
   });
 
+  it("refuses an episode a history window split into several training sequences", async () => {
+    const actor = tinyModel(32, 1);
+    const trainer = new AStarPO({ actor, reference: await frozenCopy(actor) });
+    const { batch, vstar } = contrastingBatch();
+    const [good, bad] = batch.trajectories as [Trajectory, Trajectory];
+    const sequence = { ...good, firstTurn: 0, lastTurn: 0 };
+    const split = { ...good, trainingSequences: [sequence, { ...sequence, firstTurn: 1, lastTurn: 1 }] };
+    await expect(trainer.update(batchOf([bad, split]), (t) => vstar.get(t.seed))).rejects.toThrow(
+      /Test:1\) was sampled with a history window that dropped turns/,
+    );
+  });
+
   it("lowers the loss on a fixed batch, moving log π/π_ref towards (r − V̂*) / beta2, reference untouched", async () => {
     const actor = tinyModel(32, 3);
     const reference = await frozenCopy(actor);

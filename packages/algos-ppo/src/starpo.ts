@@ -8,7 +8,7 @@ import {
   packTrajectories,
   trainMiniBatches,
 } from "@ragen/rl-core";
-import type { Trajectory, TrajectoryBatch } from "@ragen/rollout";
+import { type Trajectory, type TrajectoryBatch, trainingRows } from "@ragen/rollout";
 import { AdamW, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import type { AdvantageResult } from "./advantages.js";
 import {
@@ -389,7 +389,9 @@ export class StarPO {
     const c = this.config;
     const stepStart = performance.now();
     const metrics: StarPOMetrics = {};
-    const all = rollout.trajectories;
+    // An episode whose prompts dropped turns (a history window) is trained as one row per exact
+    // sampled context; group statistics then count those rows.
+    const all = trainingRows(rollout.trajectories);
     if (all.length === 0) throw new RangeError("StarPO.update: empty batch");
     const update = this.updatesDone++;
 

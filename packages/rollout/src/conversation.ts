@@ -1,8 +1,10 @@
 import type { ChatMessage, Tokenizer } from "@ragen/tokenizer";
 import { buildChatMessages, type PromptFormat, type PromptTurn, responsePrefix } from "./prompt.js";
 
-/** A turn with the exact ids the policy sampled. */
+/** A turn with the exact ids the policy was given and sampled. */
 export interface ConversationTurn extends PromptTurn {
+  /** The prompt ids the turn was generated from (set by promptTokens()). */
+  promptTokens?: Int32Array;
   tokens?: Int32Array;
   logProbs?: Float32Array;
 }
@@ -83,10 +85,14 @@ export class Conversation {
     return buildChatMessages(this.instructions, this.turns, this.format);
   }
 
-  /** Token ids to generate the open turn from: template, history window, and the response prefix. */
+  /**
+   * Token ids to generate the open turn from: template, history window, and the response prefix. They
+   * are kept with the turn: with a history window they are the context its response is trained in.
+   */
   promptTokens(): Int32Array {
-    this.openTurnOrThrow("promptTokens");
-    return this.splice(this.format, true).tokens;
+    const turn = this.openTurnOrThrow("promptTokens");
+    turn.promptTokens = this.splice(this.format, true).tokens;
+    return turn.promptTokens;
   }
 
   /** The whole trajectory (no history window), ending at the last sampled token. */

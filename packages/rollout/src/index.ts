@@ -33,6 +33,8 @@ export {
 } from "./prompt.js";
 export {
   batchMetrics,
+  type ContextOverflow,
+  ContextOverflowError,
   type FinishReason,
   ROLLOUT_DEFAULTS,
   RolloutError,
@@ -41,4 +43,11 @@ export {
   type Trajectory,
   type TrajectoryBatch,
   type TurnRecord,
+  trainingRows,
 } from "./rollout.js";
+export {
+  placeChatRewards,
+  type RewardPlacement,
+  splitTrainingSequences,
+  type TrainingSequence,
+} from "./training-sequences.js";

@@ -4,6 +4,12 @@ import type { EnvManager, EnvSlot, RolloutMode } from "./env-manager.js";
 import { deservesFormatPenalty, parseResponse } from "./parse.js";
 import type { Policy, PolicyOutput } from "./policy.js";
 import { instructionText, type PromptFormat } from "./prompt.js";
+import {
+  placeChatRewards,
+  type RewardPlacement,
+  splitTrainingSequences,
+  type TrainingSequence,
+} from "./training-sequences.js";
 
 /**
  * RAGEN's rollout settings (max_turn, max_actions_per_turn, response_length, ...): the defaults of the
@@ -15,9 +21,18 @@ export const ROLLOUT_DEFAULTS = {
   maxNewTokens: 400,
   enableThinking: true,
   temperature: 1,
+  /** 1: no nucleus cut (verl's top_p). */
+  topP: 1,
+  /** 0: no top-k cut (verl's top_k -1). */
+  topK: 0,
   formatPenalty: -0.1,
   penalizeExtraActions: false,
+  rewardPlacement: "trajectory",
+  contextOverflow: "truncate",
 } as const;
+
+/** What happens to an env whose next prompt plus a full response would not fit maxSequenceLength. */
+export type ContextOverflow = "truncate" | "error";
 
 export interface RolloutOptions {
   /** "train" moves the seeds on at every call; "val" always uses the validation seeds. Default "train". */
@@ -28,13 +43,22 @@ export interface RolloutOptions {
   maxActionsPerTurn?: number;
   /** Default true: responses start with "<think>". */
   enableThinking?: boolean;
-  /** Keep the last k turns in each prompt (default: all). */
+  /**
+   * Keep the last k turns in each prompt (default: all; RAGEN's max_context_window). An episode whose
+   * prompts dropped turns is trained as several sequences, each a turn's exact prompt and response
+   * (Trajectory.trainingSequences, trainingRows), so old log-probs stay those of the trained context.
+   */
   historyWindow?: number;
   /** Token budget of each response (RAGEN's response_length; its default is 400). */
   maxNewTokens: number;
   /** Default 1. */
   temperature?: number;
+  /**
+   * Sample from the smallest set of tokens holding this much probability (default 1: all). The
+   * log-probs kept are of the untruncated softmax(logits / temperature), as the update recomputes them.
+   */
   topP?: number;
+  /** Sample from the k most likely tokens (default 0: all); log-probs as for topP. */
   topK?: number;
   /** Seed of the sampling; each turn derives its own from it. Default 0. */
   seed?: number;
@@ -43,9 +67,14 @@ export interface RolloutOptions {
   /** Also charge the format penalty for actions beyond maxActionsPerTurn (RAGEN cuts them off freely). Default false. */
   penalizeExtraActions?: boolean;
   /** "trajectory" (default): the total reward on the last sampled token; "turn": each turn's on its last token. */
-  rewardPlacement?: "trajectory" | "turn";
-  /** An env whose next prompt plus maxNewTokens would exceed this stops (finish reason "context"). */
+  rewardPlacement?: RewardPlacement;
+  /** The most tokens one context may hold, prompt and response (RAGEN's max_model_len). Default: no limit. */
   maxSequenceLength?: number;
+  /**
+   * An env whose next prompt plus maxNewTokens would exceed maxSequenceLength: "truncate" (default) ends
+   * its episode before that turn (finish reason "context"); "error" throws a ContextOverflowError.
+   */
+  contextOverflow?: ContextOverflow;
   /** Called after each turn with the number of envs still playing (for progress bars). */
   onTurn?: (turn: number, active: number) => void;
 }
@@ -73,7 +102,10 @@ export interface Trajectory {
   groupId: number;
   tag: string;
   seed: number;
-  /** Prompt, every sampled response and the template text between turns, as one sequence. */
+  /**
+   * Prompt, every sampled response and the template text between turns, as one sequence. This whole
+   * chat is what the update trains on unless `trainingSequences` is set.
+   */
   tokens: Int32Array;
   /** 1 exactly on the tokens the policy sampled. */
   lossMask: Uint8Array;
@@ -81,6 +113,12 @@ export interface Trajectory {
   oldLogProbs: Float32Array;
   /** Reward per token (see RolloutOptions.rewardPlacement). */
   tokenRewards: Float32Array;
+  /**
+   * Set when the whole chat is not what the sampler saw (a history window dropped turns from a prompt):
+   * the sequences to train on instead, each a turn's exact prompt followed by its sampled ids, together
+   * holding every sampled token once. See trainingRows.
+   */
+  trainingSequences?: TrainingSequence[];
   /** Sum of the turn rewards, format penalties included. */
   reward: number;
   turns: TurnRecord[];
@@ -102,9 +140,27 @@ export interface TrajectoryBatch {
   metrics: Record<string, number>;
 }
 
-/** The policy broke its contract (wrong number of outputs, tokens and log-probs of different lengths). */
+/** The policy broke its contract (wrong number of outputs, tokens and log-probs of different lengths), or an option is invalid. */
 export class RolloutError extends Error {
-  override readonly name = "RolloutError";
+  override readonly name: string = "RolloutError";
+}
+
+/** With contextOverflow "error": an env's next turn would not fit maxSequenceLength. */
+export class ContextOverflowError extends RolloutError {
+  override readonly name = "ContextOverflowError";
+  constructor(
+    readonly tag: string,
+    readonly seed: number,
+    /** From 1. */
+    readonly turn: number,
+    readonly promptTokens: number,
+    readonly maxNewTokens: number,
+    readonly maxSequenceLength: number,
+  ) {
+    super(
+      `${tag} env (seed ${seed}), turn ${turn}: its prompt of ${promptTokens} tokens plus a response of up to ${maxNewTokens} would exceed the context limit of ${maxSequenceLength} tokens (maxSequenceLength); raise the limit, lower maxNewTokens or maxTurns, or keep fewer turns in the prompt (historyWindow)`,
+    );
+  }
 }
 
 interface EnvRun {
@@ -125,6 +181,7 @@ export async function runRollout(
   tokenizer: Tokenizer,
   options: RolloutOptions,
 ): Promise<TrajectoryBatch> {
+  checkRolloutOptions(options);
   const mode = options.mode ?? "train";
   const maxTurns = options.maxTurns ?? ROLLOUT_DEFAULTS.maxTurns;
   const maxActionsPerTurn = options.maxActionsPerTurn ?? ROLLOUT_DEFAULTS.maxActionsPerTurn;
@@ -164,6 +221,15 @@ export async function runRollout(
           options.maxSequenceLength !== undefined &&
           tokens.length + options.maxNewTokens > options.maxSequenceLength
         ) {
+          if (options.contextOverflow === "error")
+            throw new ContextOverflowError(
+              run.slot.tag,
+              run.slot.seed,
+              turn + 1,
+              tokens.length,
+              options.maxNewTokens,
+              options.maxSequenceLength,
+            );
           run.conversation.abandonOpenTurn();
           run.finishReason = "context";
           continue;
@@ -237,22 +303,31 @@ function checkOutputs(outputs: readonly PolicyOutput[], expected: number): void 
   });
 }
 
-function toTrajectory(run: EnvRun, placement: "trajectory" | "turn"): Trajectory {
+/** Throws a RolloutError naming an option outside its range. */
+function checkRolloutOptions(options: RolloutOptions): void {
+  const positive = (name: keyof RolloutOptions, value: number | undefined) => {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1))
+      throw new RolloutError(`${name} must be a positive integer, got ${value}`);
+  };
+  positive("maxNewTokens", options.maxNewTokens);
+  positive("historyWindow", options.historyWindow);
+  positive("maxSequenceLength", options.maxSequenceLength);
+  const oneOf = (name: keyof RolloutOptions, value: string | undefined, allowed: readonly string[]) => {
+    if (value !== undefined && !allowed.includes(value))
+      throw new RolloutError(`${name} must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
+  };
+  oneOf("rewardPlacement", options.rewardPlacement, ["trajectory", "turn"]);
+  oneOf("contextOverflow", options.contextOverflow, ["truncate", "error"]);
+}
+
+function toTrajectory(run: EnvRun, placement: RewardPlacement): Trajectory {
   const { slot, turns } = run;
   const sequence = run.conversation.sequence();
-  const tokenRewards = new Float32Array(sequence.tokens.length);
+  const turnRewards = turns.map((t) => t.reward);
+  const tokenRewards = placeChatRewards(sequence, turnRewards, placement);
   const reward = turns.reduce((sum, t) => sum + t.reward, 0);
-  if (placement === "turn") {
-    // A turn that sampled nothing has no token of its own; its reward goes to the last sampled one before it.
-    let last = -1;
-    turns.forEach((turn, i) => {
-      last = Math.max(last, sequence.turnLastTokenIndex[i] ?? -1);
-      if (last >= 0) tokenRewards[last]! += turn.reward;
-    });
-  } else {
-    const last = Math.max(-1, ...sequence.turnLastTokenIndex);
-    if (last >= 0) tokenRewards[last] = reward;
-  }
+  const answered = run.conversation.turns.filter((turn) => turn.response !== undefined);
+  const trainingSequences = splitTrainingSequences(answered, sequence, turnRewards, placement);
   const numActions = slot.actionsUsed;
   return {
     index: slot.index,
@@ -263,6 +338,7 @@ function toTrajectory(run: EnvRun, placement: "trajectory" | "turn"): Trajectory
     lossMask: sequence.lossMask,
     oldLogProbs: sequence.logProbs,
     tokenRewards,
+    ...(trainingSequences ? { trainingSequences } : {}),
     reward,
     turns,
     success: slot.success,
@@ -272,6 +348,31 @@ function toTrajectory(run: EnvRun, placement: "trajectory" | "turn"): Trajectory
     responseLength: turns.reduce((sum, t) => sum + t.responseTokens, 0),
     finishReason: run.finishReason ?? "max-turns",
   };
+}
+
+/**
+ * The rows an update trains on: each trajectory as it is, or, where it has trainingSequences, one row per
+ * sequence (the trajectory's fields, with that sequence's tokens, mask, log-probs and rewards, its turns,
+ * and their sampled tokens as responseLength). A batch without history-window splits comes back as it is.
+ */
+export function trainingRows(trajectories: readonly Trajectory[]): Trajectory[] {
+  if (!trajectories.some((t) => t.trainingSequences)) return [...trajectories];
+  return trajectories.flatMap((t) => {
+    if (!t.trainingSequences) return [t];
+    const { trainingSequences: _, ...episode } = t;
+    return t.trainingSequences.map((sequence) => {
+      const turns = t.turns.slice(sequence.firstTurn, sequence.lastTurn + 1);
+      return {
+        ...episode,
+        tokens: sequence.tokens,
+        lossMask: sequence.lossMask,
+        oldLogProbs: sequence.oldLogProbs,
+        tokenRewards: sequence.tokenRewards,
+        turns,
+        responseLength: turns.reduce((sum, turn) => sum + turn.responseTokens, 0),
+      };
+    });
+  });
 }
 
 function mean(values: readonly number[]): number {
