@@ -3,6 +3,7 @@
  * would not fit stops before its first rollout, with the estimate and settings that would fit, rather
  * than being killed mid-step or while saving (as a full fine-tune of a 0.5B model on 24 GB was).
  */
+import { usesCritic } from "@ragen/algos-ppo";
 import { actionBudget, ConfigError, createEnv } from "@ragen/envs";
 import {
   estimateTrainingMemory,
@@ -66,7 +67,7 @@ export function trainingMemoryOptions(settings: MemorySettings, seqLen: number):
   const microBatch = starpo ? settings.starpo.microBatchSize : settings.apo.microBatchSize;
   const miniBatch = starpo ? settings.starpo.ppoMiniBatchSize : settings.apo.miniBatchSize;
   const lora = settings.lora && settings.lora.rank > 0 ? settings.lora : undefined;
-  const critic = starpo && settings.starpo.advantageEstimator === "gae";
+  const critic = starpo && usesCritic(settings.starpo.advantageEstimator);
   return {
     microBatch: Math.min(microBatch, rollouts),
     batch: Math.max(Math.min(microBatch, rollouts), Math.min(miniBatch, rollouts)),
@@ -75,7 +76,7 @@ export function trainingMemoryOptions(settings: MemorySettings, seqLen: number):
       ? { lora: { rank: lora.rank, ...(lora.targetModules ? { targets: lora.targetModules as never } : {}) } }
       : {}),
     // With LoRA the reference is the base model with its adapters off: no second copy.
-    referenceModel: starpo && settings.starpo.klCoeff > 0 && !lora,
+    referenceModel: starpo && (settings.starpo.klCoeff > 0 || settings.starpo.klInReward) && !lora,
     critic,
     entropy: (starpo ? settings.starpo.entropyCoeff : settings.apo.entropyCoeff) > 0,
     rollout: {

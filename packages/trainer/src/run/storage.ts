@@ -16,6 +16,8 @@ export interface CheckpointState {
   trainResets: number;
   /** The model the run started from, so a resume with another model is refused. */
   model: string;
+  /** The algorithm's own state (StarPO's: updates done and the in-reward KL coefficient), when it has one. */
+  algorithm?: Record<string, number>;
 }
 
 /** What a checkpoint holds besides its state. */

@@ -5,7 +5,7 @@
  * the model loader and the progress stream come from the caller (see "@ragen/trainer/node").
  */
 import type { ProgressStream } from "@ragen/logging";
-import { LocalModelPolicy, runRollout, type TrajectoryBatch } from "@ragen/rollout";
+import { LocalModelPolicy, runRollout, type TrajectoryBatch, trainingRows } from "@ragen/rollout";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import type { TrainingSettings } from "../settings/fields.js";
 import { checkSettingsFit } from "../settings/fit.js";
@@ -76,13 +76,15 @@ export function stepPerformance(
   stepStart: number,
   backend: WebGpuBackend,
 ): Record<string, number> {
-  const tokens = rollout.trajectories.reduce((sum, t) => sum + t.tokens.length, 0);
+  // What the update trains: with a history window, an episode's sampled contexts rather than its chat.
+  const rows = trainingRows(rollout.trajectories);
+  const tokens = rows.reduce((sum, t) => sum + t.tokens.length, 0);
   const seconds = (performance.now() - stepStart) / 1000;
   return {
     "perf/time_per_step": seconds,
     "perf/throughput": tokens / seconds,
     // The longest trained sequence sets the activations' size (estimateTrainingMemory's seqLen).
-    "perf/max_sequence_length": Math.max(0, ...rollout.trajectories.map((t) => t.tokens.length)),
+    "perf/max_sequence_length": Math.max(0, ...rows.map((t) => t.tokens.length)),
     // Peak device memory held by tensors so far, in GiB.
     "perf/max_memory": backend.ctx.pool.stats.peakInUseBytes / 2 ** 30,
   };
@@ -171,7 +173,12 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   const saveAt = (step: number) =>
     storage.saveCheckpoint(
       { actor, actorConfig: loaded.config, tokenizerFiles: loaded.tokenizerFiles, critic, optimizers },
-      { step, trainResets: trainManager.trainResets, model: settings.model },
+      {
+        step,
+        trainResets: trainManager.trainResets,
+        model: settings.model,
+        ...(updater.state ? { algorithm: updater.state() } : {}),
+      },
     );
 
   let lastStep = Math.max(lastDone, 0);

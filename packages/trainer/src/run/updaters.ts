@@ -5,7 +5,7 @@
  * the algorithms' own option objects, passed on as they are.
  */
 import { AStarPO, estimateVStarForStates, type VStarEstimates, vstarLookup } from "@ragen/algos-apo";
-import { StarPO } from "@ragen/algos-ppo";
+import { StarPO, usesCritic } from "@ragen/algos-ppo";
 import type { ProgressStream } from "@ragen/logging";
 import { Qwen2ValueModel } from "@ragen/models";
 import { LocalModelPolicy, type TrajectoryBatch } from "@ragen/rollout";
@@ -27,6 +27,8 @@ export interface PolicyUpdater {
    */
   beforeStep(resetsDone: number): Promise<Record<string, number>>;
   update(rollout: TrajectoryBatch): Promise<Record<string, number>>;
+  /** What a checkpoint keeps of the algorithm besides weights and moments (StarPO's schedule clock and KL coefficient). */
+  state?(): Record<string, number>;
   dispose(): void;
 }
 
@@ -43,10 +45,18 @@ export interface UpdaterContext {
   progress?: ProgressStream;
 }
 
-/** StarPO's options from the settings: its section, the rollout's temperature, and the run's seed. */
+/**
+ * StarPO's options from the settings: its section, the rollout's temperature, the run's seed, and its
+ * steps (one update each), which a cosine schedule or a warm-up ratio measures the run by.
+ */
 export function starpoConfig(settings: TrainingSettings) {
   const { criticHeadInit: _init, ...starpo } = settings.starpo;
-  return { ...starpo, temperature: settings.rollout.temperature, shuffleSeed: settings.seed };
+  return {
+    ...starpo,
+    temperature: settings.rollout.temperature,
+    shuffleSeed: settings.seed,
+    totalUpdates: settings.steps,
+  };
 }
 
 /** A*-PO's stage-2 options from the settings. */
@@ -61,23 +71,29 @@ export async function createUpdater(context: UpdaterContext): Promise<PolicyUpda
 
 async function createStarPOUpdater({ settings, policy, backend, loadPolicy, checkpoint }: UpdaterContext) {
   let critic: Qwen2ValueModel | undefined;
-  if (settings.starpo.advantageEstimator === "gae")
+  if (usesCritic(settings.starpo.advantageEstimator))
     critic = checkpoint
       ? await checkpoint.loadCritic(policy.config, backend)
       : await Qwen2ValueModel.fromPolicy(policy.model, settings.seed, settings.starpo.criticHeadInit);
-  // The KL term's reference is the start model (settings.model), also when the run resumes from a checkpoint.
-  const reference = settings.starpo.klCoeff > 0 ? await loadPolicy(settings.model, backend) : undefined;
+  // The KL's reference is the start model (settings.model), also when the run resumes from a checkpoint.
+  const reference =
+    settings.starpo.klCoeff > 0 || settings.starpo.klInReward
+      ? await loadPolicy(settings.model, backend)
+      : undefined;
   const starpo = new StarPO({
     actor: policy.model,
     critic,
     reference: reference?.model,
     config: starpoConfig(settings),
   });
+  // A checkpoint of an older run has no StarPO state: its steps are the updates it made.
+  if (checkpoint) starpo.loadState({ updates: checkpoint.state.step, ...checkpoint.state.algorithm });
   return {
     critic,
     optimizers: { actor: starpo.actorOptimizer, critic: starpo.criticOptimizer },
     beforeStep: async () => ({}),
     update: (rollout: TrajectoryBatch) => starpo.update(rollout),
+    state: () => ({ ...starpo.state() }),
     dispose: () => {
       starpo.dispose();
       reference?.model.dispose();

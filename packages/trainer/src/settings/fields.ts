@@ -11,7 +11,15 @@ import {
   VSTAR_DEFAULTS,
 } from "@ragen/algos-apo";
 import {
+  ADVANTAGE_ESTIMATORS,
   type AdvantageEstimator,
+  FILTER_LOSS_SCALINGS,
+  FILTER_METRICS,
+  FILTER_STRATEGIES,
+  KL_CONTROLLERS,
+  LR_SCHEDULES,
+  NORMALIZATION_GROUPINGS,
+  NORMALIZATION_METHODS,
   type NumberBounds,
   STARPO_BOUNDS,
   STARPO_DEFAULTS,
@@ -23,9 +31,9 @@ import { ROLLOUT_DEFAULTS } from "@ragen/rollout";
 /** The model trained when none is named: the tiny checkpoint shipped with the project. */
 export const EMBEDDED_MODEL = "embedded";
 
-/** StarPO's options as the job sets them: all but those the job derives (temperature, shuffle seed). */
+/** StarPO's options as the job sets them: all but those the job derives (temperature, shuffle seed, run length). */
 export type StarPOSettings = Required<
-  Omit<StarPOConfig, "temperature" | "shuffleSeed" | "advantageEstimator">
+  Omit<StarPOConfig, "temperature" | "shuffleSeed" | "totalUpdates" | "advantageEstimator">
 > & {
   advantageEstimator: AdvantageEstimator;
   /** How a new critic's score head starts (not a StarPO option: the job builds the critic). */
@@ -262,7 +270,25 @@ export const SETTINGS_FIELDS: SettingsFields = {
     prefixCaching: flag("Reuse each turn's cached prompt prefix from the previous turn"),
   },
   starpo: {
-    advantageEstimator: oneOf(["gae", "grpo"], "gae (PPO with a critic) or grpo"),
+    advantageEstimator: oneOf(
+      ADVANTAGE_ESTIMATORS,
+      "gae (PPO with a critic, RAGEN), grpo, rloo, reinforce_plus_plus, or bi_level_gae (with a critic: GAE over turns with highLevelGamma, then over each turn's tokens; RAGEN's algorithm.bi_level_gae)",
+    ),
+    highLevelGamma: number(
+      "bi_level_gae: discount between turns (RAGEN's high_level_gamma)",
+      STARPO_BOUNDS.highLevelGamma,
+    ),
+    normAdvByStd: flag(
+      "grpo: divide each group's advantages by its reward std (false: Dr. GRPO, R - group mean; verl's norm_adv_by_std_in_grpo)",
+    ),
+    rewardNormGrouping: oneOf(
+      NORMALIZATION_GROUPINGS,
+      "Reward normalisation: which trajectories share statistics (state: one env group, batch, inductive: one env tag; RAGEN's agent_proxy.reward_normalization.grouping)",
+    ),
+    rewardNormMethod: oneOf(
+      NORMALIZATION_METHODS,
+      "Reward normalisation before the update, over the whole batch before filtering: identity (none, RAGEN), mean_std (z-score; batch = BRPO, state = GRPO), mean (minus the mean), asym_clip (z-score clamped to [-1, 3])",
+    ),
     actorLr: number("Actor learning rate (AdamW)", STARPO_BOUNDS.actorLr),
     criticLr: number("Critic learning rate (AdamW)", STARPO_BOUNDS.criticLr),
     beta1: number("AdamW beta1 of both optimisers", STARPO_BOUNDS.beta1),
@@ -276,6 +302,26 @@ export const SETTINGS_FIELDS: SettingsFields = {
     entropyCoeff: number("Entropy bonus", STARPO_BOUNDS.entropyCoeff),
     klCoeff: number("KL-to-reference loss coefficient (StarPO-S: 0)", STARPO_BOUNDS.klCoeff),
     klType: oneOf(["kl", "abs", "mse", "low_var_kl"], "KL estimator of the loss term"),
+    klInReward: flag(
+      "Subtract klRewardCoeff x KL(policy || start model) from every sampled token's reward before advantages (verl's use_kl_in_reward; loads the start model as reference); logs actor/reward_kl_penalty and actor/reward_kl_penalty_coeff",
+    ),
+    klRewardCoeff: number(
+      "klInReward: starting coefficient (verl's algorithm.kl_ctrl.kl_coef; RAGEN's config sets 0 with klInReward off)",
+      STARPO_BOUNDS.klRewardCoeff,
+    ),
+    klRewardType: oneOf(
+      ["kl", "abs", "mse", "low_var_kl"],
+      "klInReward: KL estimator (RAGEN's algorithm.kl_penalty)",
+    ),
+    klController: oneOf(
+      KL_CONTROLLERS,
+      "klInReward: fixed coefficient, or adaptive: after each step x (1 + clip(KL / klTargetKl - 1, ±0.2) x trajectories / klHorizon) (verl's kl_ctrl.type)",
+    ),
+    klTargetKl: number("klController adaptive: the KL it steers towards", STARPO_BOUNDS.klTargetKl),
+    klHorizon: number(
+      "klController adaptive: trajectories over which a full proportional correction is spread",
+      STARPO_BOUNDS.klHorizon,
+    ),
     aggregation: oneOf(
       ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"],
       "How token losses add up",
@@ -295,9 +341,28 @@ export const SETTINGS_FIELDS: SettingsFields = {
     ppoEpochs: integer("PPO epochs per batch", 1, 100),
     uncertaintyFilter: flag("StarPO-S: train on the groups with the most reward spread"),
     rolloutFilterRatio: number(
-      "Share of groups the filter keeps",
+      "The filter's value: top_k the share of groups kept (RAGEN 0.25), top_p the share of the score mass (RAGEN-2 0.9), min_p the share of the best group's score a group needs",
       STARPO_BOUNDS.rolloutFilterRatio,
       "a filter that keeps no group leaves nothing to train on",
+    ),
+    filterStrategy: oneOf(
+      FILTER_STRATEGIES,
+      "top_k keeps the best rolloutFilterRatio of the groups (RAGEN), top_p the best until they hold that share of the summed scores (RAGEN-2's linear top_p), min_p those scoring at least that share of the best; top_p and min_p may keep none (the step then trains on nothing)",
+    ),
+    filterKeep: oneOf(
+      ["highest", "lowest"],
+      "Keep the groups scoring highest (RAGEN's rollout_filter_type std, RAGEN-2's largest) or lowest (std_rev, smallest)",
+    ),
+    filterMetric: oneOf(
+      FILTER_METRICS,
+      "What groups are scored by: reward_std (RAGEN; RAGEN-2's reward_variance), reward_mean, entropy (mean of the actor's per-trajectory token entropy; one more forward), entropy_std, length (mean response tokens)",
+    ),
+    filterIncludeZero: flag(
+      "Groups scoring 0 (e.g. no reward spread) may be kept (RAGEN-2's rollout_filter_include_zero); false drops them first",
+    ),
+    filterLossScaling: oneOf(
+      FILTER_LOSS_SCALINGS,
+      "Scale the policy-gradient term by the share of groups kept (linear) or its square root (sqrt) (RAGEN-2's filter_loss_scaling)",
     ),
     filterPerEnv: flag(
       "The filter keeps its share of each env's groups (RAGEN ranks the whole batch), so every env stays in every update",
@@ -314,9 +379,18 @@ export const SETTINGS_FIELDS: SettingsFields = {
       "A new critic's score head: normal (Hugging Face's init, RAGEN) or zero (the first values are 0, not noise)",
     ),
     lrWarmupSteps: integer(
-      "Optimiser steps over which both learning rates rise linearly to their value",
+      "Optimiser steps over which both learning rates rise linearly to their value (when above 0 it wins over lrWarmupRatio, as verl's lr_warmup_steps does)",
       0,
       100_000,
+    ),
+    lrWarmupRatio: number(
+      "Warm-up as a share of the run's steps (verl's lr_warmup_steps_ratio), used when lrWarmupSteps is 0",
+      STARPO_BOUNDS.lrWarmupRatio,
+      "a warm-up as long as the run would never reach the full rate",
+    ),
+    lrSchedule: oneOf(
+      LR_SCHEDULES,
+      "Learning rates: constant (RAGEN), or cosine: x (1 + cos(pi x share of the run's steps done)) / 2, to 0 at the end (verl's warmup_style)",
     ),
   },
   apo: {

@@ -118,7 +118,10 @@ export async function resolveSettings(input: SettingsInput = {}): Promise<Resolv
     );
   }
   checkEnvTags(settings, merged, layers, input);
-  if (input.training !== false) checkTrainingGroups(settings, merged, layers, input);
+  if (input.training !== false) {
+    checkTrainingGroups(settings, merged, layers, input);
+    checkStarPOCombinations(settings, merged, layers, input);
+  }
   return {
     settings: inFieldOrder(settings),
     sources: Object.fromEntries(settingsFields().map(({ path }) => [path, merged.sources[path]!])),
@@ -294,6 +297,34 @@ function checkEnvTags(
     return [locate({ field, message, allowed: [...known].sort() }, merged.origins, layers)];
   });
   if (issues.length > 0) throw new ConfigError(subjectOf(input), issues);
+}
+
+/** StarPO options that are each valid but refuse each other (StarPO checks them too, once built). */
+function checkStarPOCombinations(
+  settings: TrainingSettings,
+  merged: Merged,
+  layers: readonly Layer[],
+  input: SettingsInput,
+): void {
+  if (settings.algorithm !== "starpo") return;
+  const s = settings.starpo;
+  const issues = [];
+  if (s.uncertaintyFilter && s.filterStrategy === "top_p" && s.filterKeep === "lowest")
+    issues.push({
+      field: "starpo.filterKeep",
+      message:
+        "lowest does not go with filterStrategy top_p, which keeps the groups holding most of the score mass from the highest; use top_k or min_p",
+    });
+  if (s.klInReward && s.klRewardCoeff === 0)
+    issues.push({
+      field: "starpo.klRewardCoeff",
+      message: "0 with starpo.klInReward=true would change no reward; set it above 0 (verl: 0.001)",
+    });
+  if (issues.length > 0)
+    throw new ConfigError(
+      subjectOf(input),
+      issues.map((issue) => locate(issue, merged.origins, layers)),
+    );
 }
 
 /** train.groupsPerEnv names each training env once and sums to envGroups; or envGroups splits evenly. */
