@@ -67,7 +67,10 @@ export type ResolvedAStarPOConfig = Required<AStarPOConfig>;
 
 export interface AStarPOModels {
   actor: Qwen2Model;
-  /** A frozen copy of the initial policy (the model stage 1 sampled V̂* from); never trained. */
+  /**
+   * A frozen copy of the initial policy (the model stage 1 sampled V̂* from); never trained. Or the
+   * actor itself when it trains LoRA adapters: the reference is then its base weights, adapters off.
+   */
   reference: Qwen2Model;
   config?: AStarPOConfig;
 }
@@ -95,8 +98,10 @@ export class AStarPO {
   private updates = 0;
 
   constructor({ actor, reference, config = {} }: AStarPOModels) {
-    if (actor === reference)
-      throw new Error("AStarPO: the reference must be a frozen copy of the actor, not the actor itself");
+    if (actor === reference && !actor.adapters)
+      throw new Error(
+        "AStarPO: the reference must be a frozen copy of the actor, or the actor itself with LoRA adapters attached (the reference is then its base weights)",
+      );
     this.config = { ...ASTARPO_DEFAULTS, ...stripUndefined(config) };
     const c = this.config;
     for (const key of ["miniBatchSize", "microBatchSize"] as const) {
@@ -183,11 +188,14 @@ export class AStarPO {
 
   /** Reference log-probs of every target, micro-batch by micro-batch without gradients. */
   private referenceLogProbs(trajectories: readonly Trajectory[]): Promise<Float32Array[]> {
-    return forwardRows(
-      trajectories,
-      this.config.microBatchSize,
-      (input, targets) => this.reference.sequenceLogProbs(input, targets, this.config.temperature).logProbs,
-    );
+    const logProbs = () =>
+      forwardRows(
+        trajectories,
+        this.config.microBatchSize,
+        (input, targets) => this.reference.sequenceLogProbs(input, targets, this.config.temperature).logProbs,
+      );
+    // The actor as its own reference (LoRA): its base weights, with the adapters switched off.
+    return this.reference === this.actor ? this.reference.withoutAdapters(logProbs) : logProbs();
   }
 
   /** One epoch of mini-batches (see trainMiniBatches); loss metrics are averaged over rows. */

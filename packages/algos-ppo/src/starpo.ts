@@ -250,7 +250,11 @@ export type StarPOMetrics = Record<string, number>;
 export interface StarPOModels {
   actor: Qwen2Model;
   critic?: Qwen2ValueModel;
-  /** Frozen initial policy, for the KL loss term (and actor/kl_loss) and the in-reward KL. */
+  /**
+   * Frozen initial policy, for the KL loss term (and actor/kl_loss) and the in-reward KL; or the actor
+   * itself when it trains LoRA adapters: the reference is then its base weights with the adapters
+   * switched off, with no second copy of the model.
+   */
   reference?: Qwen2Model;
   config?: StarPOConfig;
 }
@@ -333,6 +337,10 @@ export class StarPO {
     if (c.klInReward && c.klRewardCoeff === 0)
       throw new RangeError(
         "StarPO: klInReward with klRewardCoeff 0 changes no reward: set klRewardCoeff above 0",
+      );
+    if (reference === actor && !actor.adapters)
+      throw new Error(
+        "StarPO: the actor can be its own reference only with LoRA adapters attached (the reference is then the base weights); pass a frozen copy of the start model",
       );
     this.actor = actor;
     this.critic = critic;
@@ -444,10 +452,13 @@ export class StarPO {
     if (this.reference) {
       const start = performance.now();
       const reference = this.reference;
-      refLogProbs = await this.forwardRows(
-        trajectories,
-        (input, targets) => reference.sequenceLogProbs(input, targets, c.temperature).logProbs,
-      );
+      const logProbs = () =>
+        this.forwardRows(
+          trajectories,
+          (input, targets) => reference.sequenceLogProbs(input, targets, c.temperature).logProbs,
+        );
+      // The actor as its own reference (LoRA): its base weights, with the adapters switched off.
+      refLogProbs = await (reference === this.actor ? reference.withoutAdapters(logProbs) : logProbs());
       metrics["timing_s/ref"] = seconds(start);
     }
 
