@@ -97,6 +97,22 @@ describe("FrozenLake config", () => {
     expect(createEnv<FrozenLakeEnv>("FrozenLakeDeterministic").config.isSlippery).toBe(false);
     expect(createEnv<FrozenLakeEnv>("FrozenLakeGridCoord").config.observationFormat).toBe("grid_coord");
   });
+
+  it("registers RAGEN-2's CoordFrozenLake: the same env as FrozenLakeGridCoord", () => {
+    const presets = listPresets();
+    expect(presets.CoordFrozenLake).toMatchObject({
+      env: "frozenlake",
+      maxActionsPerTraj: presets.FrozenLakeGridCoord!.maxActionsPerTraj,
+      config: presets.FrozenLakeGridCoord!.config,
+    });
+    expect(presets.CoordFrozenLake!.description).toContain("RAGEN-2's CoordFrozenLake");
+    const coord = createEnv<FrozenLakeEnv>("CoordFrozenLake");
+    const gridCoord = createEnv<FrozenLakeEnv>("FrozenLakeGridCoord");
+    expect(coord.config).toEqual(gridCoord.config);
+    expect(coord.instructions).toBe(gridCoord.instructions);
+    expect(coord.reset(9)).toBe(gridCoord.reset(9));
+    expect(coord.reset(9)).toMatch(/^Coordinates: \nBoard size: 4 rows x 4 cols/);
+  });
 });
 
 describe("FrozenLake map generation", () => {

@@ -181,4 +181,19 @@ describe("Sokoban thoughts", () => {
       /The box must go down, so I push it from row 3, column 3; I am there, so I push down\.$/,
     );
   });
+
+  it("copies the zero-indexed coordinates when the observation lists them", () => {
+    const text = "######\n#____#\n#_X_P#\n#____#\n#_O__#\n######";
+    for (const observationFormat of ["coord", "grid_coord"] as const) {
+      const env = SokobanEnv.fromText(text, { observationFormat });
+      expect(env.render()).toContain("Player: (2, 4)\nBoxes: (2, 2)\nTargets: (4, 2)");
+      expect(thoughtFor(env, "Up", true)).toBe(
+        "I am at (2, 4); a box at (2, 2); a target at (4, 2). The box must go down, " +
+          "so I push it from (1, 2), up and left of me, so I move up.",
+      );
+      expect(thoughtFor(env, "Left", false)).toBe(
+        "I am at (2, 4); a box at (2, 2); a target at (4, 2). I try left.",
+      );
+    }
+  });
 });

@@ -6,9 +6,12 @@ import {
   EnvConfigError,
   listPresets,
   parseSokobanRoom,
+  renderSokobanCoords,
+  renderSokobanObservation,
   SOKOBAN_CELL_STYLES,
   SokobanEnv,
   SokobanRoomError,
+  type SokobanSymbols,
   svgProblems,
 } from "../src/index.js";
 
@@ -41,6 +44,7 @@ describe("sokoban config", () => {
         player: "P",
         playerOnTarget: "S",
       },
+      observationFormat: "grid",
     });
   });
 
@@ -105,10 +109,37 @@ describe("sokoban config", () => {
       searchDepth: 30,
     });
   });
+
+  it("registers RAGEN-2's CoordSokoban: SimpleSokoban with the grid_coord observation", () => {
+    expect(listPresets().CoordSokoban).toMatchObject({ env: "sokoban", maxActionsPerTraj: 10 });
+    expect(listPresets().CoordSokoban!.description).toContain("RAGEN-2's CoordSokoban");
+    const simple = createEnv<SokobanEnv>("SimpleSokoban");
+    const coord = createEnv<SokobanEnv>("CoordSokoban");
+    expect(coord.config).toEqual({ ...simple.config, observationFormat: "grid_coord" });
+    // Same rooms as SimpleSokoban: only the observation differs.
+    expect(coord.reset(11).endsWith(`Grid Map: \n${simple.reset(11)}`)).toBe(true);
+  });
+
+  it("refuses an unknown observation format, listing the allowed ones", () => {
+    const error = (() => {
+      try {
+        createEnv("CoordSokoban", { observationFormat: "coords" });
+      } catch (caught) {
+        return caught as EnvConfigError;
+      }
+      throw new Error("expected an EnvConfigError");
+    })();
+    expect(error).toBeInstanceOf(EnvConfigError);
+    expect(error.issues).toEqual([
+      expect.objectContaining({ field: "observationFormat", allowed: ["grid", "coord", "grid_coord"] }),
+    ]);
+    expect(error.message).toContain('observationFormat: must be one of the listed values (got "coords")');
+    expect(error.message).toContain('"grid", "coord", "grid_coord"');
+  });
 });
 
 describe("sokoban contract", () => {
-  it.each(["sokoban", "SimpleSokoban", "LargerSokoban", "SokobanDifferentGridVocab"])(
+  it.each(["sokoban", "SimpleSokoban", "LargerSokoban", "SokobanDifferentGridVocab", "CoordSokoban"])(
     "%s keeps the Env contract",
     (tag) => {
       expect(assertEnvConforms(tag, { seeds: [0, 1, -5, 2 ** 40] }).ok).toBe(true);
@@ -352,5 +383,92 @@ describe("sokoban renders", () => {
     expect(a).toContain(`fill="${SOKOBAN_CELL_STYLES.boxOnTarget.fill}"`);
     expect(a).toContain("step 0/100, boxes on target 1/2");
     expect(svgProblems(new SokobanEnv().renderSvg())).toEqual([]);
+  });
+});
+
+describe("sokoban coordinate observations (RAGEN-2's observation_format)", () => {
+  const ROOM = ["#######", "#S_X__#", "#_√#XO#", "#__#__#", "#######"].join("\n");
+  const ROOM_COORDS = [
+    "Board size: 5 rows x 7 cols (zero-indexed).",
+    "Player on target: (1, 1)",
+    "Boxes: (1, 3), (2, 4)",
+    "Boxes on targets: (2, 2)",
+    "Targets: (1, 1), (2, 2), (2, 5)",
+    "Walls: the border (rows 0 and 4, cols 0 and 6), plus (2, 3), (3, 3)",
+  ].join("\n");
+
+  it("lists the player, boxes, targets and inner walls of a hand-built room", () => {
+    const env = SokobanEnv.fromText(ROOM, { observationFormat: "coord" });
+    expect(env.render()).toBe(ROOM_COORDS);
+    expect(renderSokobanCoords(env.room!)).toBe(ROOM_COORDS);
+    // Off the target the player line changes; the targets stay the layout, covered or not.
+    expect(env.step("Right").observation).toBe(
+      [
+        "Board size: 5 rows x 7 cols (zero-indexed).",
+        "Player: (1, 2)",
+        "Boxes: (1, 3), (2, 4)",
+        "Boxes on targets: (2, 2)",
+        "Targets: (1, 1), (2, 2), (2, 5)",
+        "Walls: the border (rows 0 and 4, cols 0 and 6), plus (2, 3), (3, 3)",
+      ].join("\n"),
+    );
+  });
+
+  it("leaves out lines with nothing to list", () => {
+    const solved = SokobanEnv.fromText("#####\n#PXO#\n#####", { observationFormat: "coord" });
+    expect(solved.step("Right").observation).toBe(
+      [
+        "Board size: 3 rows x 5 cols (zero-indexed).",
+        "Player: (1, 2)",
+        "Boxes on targets: (1, 3)",
+        "Targets: (1, 3)",
+        "Walls: the border (rows 0 and 2, cols 0 and 4)",
+      ].join("\n"),
+    );
+    expect(SokobanEnv.fromText("PXO", { observationFormat: "coord" }).render()).toBe(
+      [
+        "Board size: 1 row x 3 cols (zero-indexed).",
+        "Player: (0, 0)",
+        "Boxes: (0, 1)",
+        "Targets: (0, 2)",
+      ].join("\n"),
+    );
+  });
+
+  it("lists every wall of a room without a closed outer wall", () => {
+    const env = SokobanEnv.fromText("P_XO\n#__#", { observationFormat: "coord" });
+    expect(env.render().split("\n").at(-1)).toBe("Walls: (1, 0), (1, 3)");
+  });
+
+  it("puts the coordinates above the grid in grid_coord, the grid in the configured symbols", () => {
+    const symbols = listPresets().SokobanDifferentGridVocab!.config.symbols as Partial<SokobanSymbols>;
+    const grid = ["WWWWWWW", "W@.B..W", "W.CWBGW", "W..W..W", "WWWWWWW"].join("\n");
+    const env = SokobanEnv.fromText(grid, { symbols, observationFormat: "grid_coord" });
+    expect(env.render()).toBe(`Coordinates: \n${ROOM_COORDS}\nGrid Map: \n${grid}`);
+    expect(env.render()).toBe(renderSokobanObservation(env.room!, env.config.symbols, "grid_coord"));
+    expect(renderSokobanObservation(env.room!, env.config.symbols, "grid")).toBe(grid);
+    expect(SokobanEnv.fromText(grid, { symbols }).render()).toBe(grid);
+  });
+
+  it("explains the symbols for a grid and the coordinates when the observation has them", () => {
+    const grid = new SokobanEnv({ observationFormat: "grid" }).instructions;
+    const coord = new SokobanEnv({ observationFormat: "coord" }).instructions;
+    const both = new SokobanEnv({ observationFormat: "grid_coord" }).instructions;
+    expect(grid).toContain("# = wall");
+    expect(grid).not.toContain("(row, col)");
+    expect(coord).not.toContain("# = wall");
+    expect(coord).toContain("(row, col), zero-indexed");
+    expect(both).toContain("# = wall");
+    expect(both).toContain("(row, col), zero-indexed");
+  });
+
+  it("reads a generated room's coordinates and grid consistently", () => {
+    const env = createEnv<SokobanEnv>("CoordSokoban");
+    for (const seed of [0, 5, 42]) {
+      const observation = env.reset(seed);
+      const [coords, grid] = observation.slice("Coordinates: \n".length).split("\nGrid Map: \n");
+      expect(coords).toBe(renderSokobanCoords(parseSokobanRoom(grid!)));
+      expect(coords).toMatch(/^Walls: the border \(rows 0 and 5, cols 0 and 5\)/m);
+    }
   });
 });

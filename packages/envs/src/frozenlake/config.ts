@@ -1,8 +1,9 @@
 import type { ConfigSchema } from "../config.js";
+import { OBSERVATION_FORMATS, type ObservationFormat } from "../observation-format.js";
 import type { EnvPreset } from "../types.js";
 
-export const FROZEN_LAKE_OBSERVATION_FORMATS = ["grid", "coord", "grid_coord"] as const;
-export type FrozenLakeObservationFormat = (typeof FROZEN_LAKE_OBSERVATION_FORMATS)[number];
+export const FROZEN_LAKE_OBSERVATION_FORMATS = OBSERVATION_FORMATS;
+export type FrozenLakeObservationFormat = ObservationFormat;
 
 export interface FrozenLakeConfig {
   /** Side of the square lake. */
@@ -83,5 +84,11 @@ export const frozenLakePresets: Record<string, Omit<EnvPreset, "env">> = {
     maxActionsPerTraj: FROZEN_LAKE_MAX_ACTIONS_PER_TRAJ,
     description:
       "RAGEN's FrozenLake with RAGEN-2's grid_coord observation: the grid plus the coordinates of player, goal and holes",
+  },
+  CoordFrozenLake: {
+    config: { observationFormat: "grid_coord" },
+    maxActionsPerTraj: FROZEN_LAKE_MAX_ACTIONS_PER_TRAJ,
+    description:
+      "RAGEN-2's CoordFrozenLake preset: the same env as FrozenLakeGridCoord (RAGEN's FrozenLake, grid_coord observation) under RAGEN-2's name",
   },
 };

@@ -1,3 +1,4 @@
+import { coordinateOf, gridCoordObservation } from "../observation-format.js";
 import { type CellStyle, gridSvg } from "../svg.js";
 import type { FrozenLakeObservationFormat } from "./config.js";
 import { type FrozenLakeMap, frozenLakeTile } from "./map.js";
@@ -47,7 +48,7 @@ export function renderFrozenLakeGrid(map: FrozenLakeMap, player: number): string
  * player (or player on goal / in hole) and holes, one line each, lines without coordinates left out.
  */
 export function renderFrozenLakeCoords(map: FrozenLakeMap, player: number): string {
-  const at = (cell: number) => `(${Math.floor(cell / map.size)}, ${cell % map.size})`;
+  const at = (cell: number) => coordinateOf(cell, map.size);
   const holes: number[] = [];
   for (let cell = 0; cell < map.size * map.size; cell++)
     if (frozenLakeTile(map, cell) === "H") holes.push(cell);
@@ -64,7 +65,7 @@ export function renderFrozenLakeCoords(map: FrozenLakeMap, player: number): stri
   return lines.join("\n");
 }
 
-/** The observation text in one of the three formats (grid_coord's headers are RAGEN-2's, trailing space included). */
+/** The observation text in one of RAGEN-2's three formats. */
 export function renderFrozenLakeObservation(
   map: FrozenLakeMap,
   player: number,
@@ -76,7 +77,7 @@ export function renderFrozenLakeObservation(
     case "coord":
       return renderFrozenLakeCoords(map, player);
     case "grid_coord":
-      return `Coordinates: \n${renderFrozenLakeCoords(map, player)}\nGrid Map: \n${renderFrozenLakeGrid(map, player)}`;
+      return gridCoordObservation(renderFrozenLakeCoords(map, player), renderFrozenLakeGrid(map, player));
   }
 }
 

@@ -1,5 +1,9 @@
 import { type ConfigIssue, type ConfigSchema, EnvConfigError } from "../config.js";
+import { OBSERVATION_FORMATS, type ObservationFormat } from "../observation-format.js";
 import type { EnvPreset } from "../types.js";
+
+export const SOKOBAN_OBSERVATION_FORMATS = OBSERVATION_FORMATS;
+export type SokobanObservationFormat = ObservationFormat;
 
 /** The characters a room is written with, one per kind of cell. */
 export interface SokobanSymbols {
@@ -23,6 +27,8 @@ export interface SokobanConfig {
   /** Depth bound of the reverse-play search that places the boxes (deeper: harder rooms). */
   searchDepth: number;
   symbols: SokobanSymbols;
+  /** What an observation shows: the grid, a coordinate description, or both (RAGEN-2). */
+  observationFormat: SokobanObservationFormat;
 }
 
 /** RAGEN's grid vocabulary. */
@@ -109,6 +115,13 @@ export const SOKOBAN_SCHEMA: ConfigSchema = {
       description:
         "The grid vocabulary, one distinct character per cell kind (RAGEN grid_lookup / grid_vocab).",
     },
+    observationFormat: {
+      type: "string",
+      enum: [...SOKOBAN_OBSERVATION_FORMATS],
+      default: "grid",
+      description:
+        "grid: the room as symbols; coord: board size and (row, col) coordinates of the player, boxes, targets and walls (a closed outer wall is named once, then the inner walls); grid_coord: both (RAGEN-2: observation_format).",
+    },
   },
 };
 
@@ -170,7 +183,7 @@ export function checkSokobanConfig(config: SokobanConfig): void {
   if (issues.length > 0) throw new EnvConfigError("sokoban", issues);
 }
 
-/** RAGEN's Sokoban env tags. */
+/** RAGEN's Sokoban env tags, and RAGEN-2's CoordSokoban. */
 export const SOKOBAN_PRESETS: Record<string, Omit<EnvPreset, "env">> = {
   SimpleSokoban: {
     config: { dimRoom: [6, 6], numBoxes: 1, maxSteps: 100 },
@@ -200,5 +213,11 @@ export const SOKOBAN_PRESETS: Record<string, Omit<EnvPreset, "env">> = {
     },
     maxActionsPerTraj: 10,
     description: "Sokoban 6x6 with one box, drawn with another grid vocabulary",
+  },
+  CoordSokoban: {
+    config: { dimRoom: [6, 6], numBoxes: 1, maxSteps: 100, observationFormat: "grid_coord" },
+    maxActionsPerTraj: 10,
+    description:
+      "RAGEN-2's CoordSokoban preset: SimpleSokoban (6x6, one box) with the grid_coord observation, the coordinates of player, boxes, targets and walls above the grid",
   },
 };

@@ -10,14 +10,8 @@ import {
   type SokobanSymbols,
 } from "./config.js";
 import { generateSokobanRoom } from "./generate.js";
-import { sokobanRoomSvg } from "./render.js";
-import {
-  formatSokobanRoom,
-  isSokobanSolved,
-  parseSokobanRoom,
-  type SokobanRoom,
-  sokobanBoxesOnTarget,
-} from "./room.js";
+import { renderSokobanObservation, sokobanRoomSvg } from "./render.js";
+import { isSokobanSolved, parseSokobanRoom, type SokobanRoom, sokobanBoxesOnTarget } from "./room.js";
 import { applySokobanMove, parseSokobanAction, SOKOBAN_ACTIONS } from "./rules.js";
 
 /** gym-sokoban's rewards. */
@@ -45,20 +39,30 @@ function describeRules(config: SokobanConfig): string {
     (kind) => `${config.symbols[kind]} = ${SOKOBAN_CELL_NAMES[kind]}`,
   ).join(", ");
   const r = SOKOBAN_REWARDS;
-  return [
+  const lines = [
     "You are playing Sokoban. You are the player in a room of walls and floor; push every box onto a target.",
     "Moving into a box pushes it one cell in the same direction, but only when the cell behind it is empty floor or an empty target.",
     "Boxes cannot be pulled, and cannot be pushed into a wall or another box, so a box in a corner is stuck for good.",
-    `Symbols: ${legend}.`,
+  ];
+  // The legend explains the grid, so a coordinates-only observation leaves it out (as FrozenLake's does).
+  if (config.observationFormat !== "coord") lines.push(`Symbols: ${legend}.`);
+  if (config.observationFormat !== "grid") {
+    lines.push(
+      "Coordinates are (row, col), zero-indexed from the top-left corner; row grows downwards and col to the right.",
+    );
+  }
+  lines.push(
     `Actions: ${SOKOBAN_ACTIONS.join(", ")} (one action name per step).`,
     `Rewards: ${r.step} per step, +${r.boxOnTarget} for pushing a box onto a target, ${r.boxOffTarget} for pushing one off, ` +
       `+${r.solved} when every box is on a target. The episode ends when all boxes are on targets or after ${config.maxSteps} steps.`,
-  ].join("\n");
+  );
+  return lines.join("\n");
 }
 
 /**
  * Sokoban as a text env (RAGEN's SokobanEnv on gym-sokoban's rules and room generator). The
- * observation is the room, one character per cell, rows joined by "\n".
+ * observation is the room, one character per cell, rows joined by "\n"; with RAGEN-2's
+ * `observationFormat` "coord" a coordinate description instead, "grid_coord" both.
  */
 export class SokobanEnv implements Env<SokobanConfig, SokobanStepInfo> {
   readonly name = "sokoban";
@@ -168,7 +172,8 @@ export class SokobanEnv implements Env<SokobanConfig, SokobanStepInfo> {
   }
 
   render(): string {
-    return this.current ? formatSokobanRoom(this.current, this.config.symbols) : "";
+    const room = this.current;
+    return room ? renderSokobanObservation(room, this.config.symbols, this.config.observationFormat) : "";
   }
 
   renderSvg(): string {

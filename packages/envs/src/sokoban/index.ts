@@ -10,10 +10,12 @@ export {
   SOKOBAN_CELL_KINDS,
   SOKOBAN_CELL_NAMES,
   SOKOBAN_DEFAULT_SYMBOLS,
+  SOKOBAN_OBSERVATION_FORMATS,
   SOKOBAN_PRESETS,
   SOKOBAN_SCHEMA,
   type SokobanCellKind,
   type SokobanConfig,
+  type SokobanObservationFormat,
   type SokobanSymbols,
   sokobanMinInteriorCells,
   sokobanMinSearchDepth,
@@ -29,7 +31,12 @@ export {
 } from "./generate.js";
 export { type SokobanGuideStep, type SokobanMove, sokobanGuide, sokobanGuideStep } from "./guide.js";
 export { SOKOBAN_ORACLE_MAX_STATES, sokobanOracle } from "./oracle.js";
-export { SOKOBAN_CELL_STYLES, sokobanRoomSvg } from "./render.js";
+export {
+  renderSokobanCoords,
+  renderSokobanObservation,
+  SOKOBAN_CELL_STYLES,
+  sokobanRoomSvg,
+} from "./render.js";
 export {
   formatSokobanRoom,
   isSokobanSolved,

@@ -1,5 +1,6 @@
 /** Sokoban's warm-start thoughts: the room read out loud, then the guide's reasoning or a plain try. */
 import { actionWord, cellName } from "../grid-moves.js";
+import { coordinateOf } from "../observation-format.js";
 import type { SokobanEnv } from "./env.js";
 import { sokobanGuideStep } from "./guide.js";
 
@@ -16,10 +17,13 @@ export function sokobanThought(
   const room = env.room;
   if (!room) return undefined;
   const move = actionWord(actions[0] ?? "");
+  // With coordinates in the observation the reading copies them; from the grid alone it counts cells.
+  const coordinates = env.config.observationFormat !== "grid";
+  const at = (cell: number) => (coordinates ? coordinateOf(cell, room.cols) : cellName(cell, room.cols));
   const targets = room.tiles.flatMap((tile, cell) => (tile === "target" ? [cell] : []));
-  const boxes = room.boxes.map((cell) => `a box at ${cellName(cell, room.cols)}`).join(", ");
-  const goals = targets.map((cell) => `a target at ${cellName(cell, room.cols)}`).join(", ");
-  const reading = `I am at ${cellName(room.player, room.cols)}; ${boxes}; ${goals}.`;
+  const boxes = room.boxes.map((cell) => `a box at ${at(cell)}`).join(", ");
+  const goals = targets.map((cell) => `a target at ${at(cell)}`).join(", ");
+  const reading = `I am at ${at(room.player)}; ${boxes}; ${goals}.`;
   if (!fromGuide) return `${reading} I try ${move}.`;
   // Several boxes: the guide is the solver (guide.ts), whose reasoning the thought cannot spell out.
   if (room.boxes.length !== 1)
@@ -27,7 +31,8 @@ export function sokobanThought(
   // The guide's reasoning, one comparison at a time (guide.ts): the box's way, the cell to push it
   // from, where that cell is from the player, and the move.
   const step = sokobanGuideStep(room);
-  const from = cellName(step.pushFrom.row * room.cols + step.pushFrom.col, room.cols);
+  const { row, col } = step.pushFrom;
+  const from = coordinates ? `(${row}, ${col})` : cellName(row * room.cols + col, room.cols);
   const plan = `${reading} The box must go ${actionWord(step.push)}, so I push it from ${from}`;
   if (step.towards.length === 0) return `${plan}; I am there, so I push ${actionWord(step.push)}.`;
   const where = step.towards.map(actionWord).join(" and ");
