@@ -1,19 +1,33 @@
 /**
  * Run checkpoints: everything a killed run needs to continue exactly — the actor as a Hugging Face folder
  * (loadable by transformers and by `ragen train model=<dir>/actor`), the critic's weights, both
- * optimisers' moments, and where the training seeds are. A checkpoint is written beside the old one and
- * swapped in with renames, so a kill at any moment leaves one complete checkpoint.
+ * optimisers' moments, and where the training seeds are. A LoRA run's checkpoint holds its adapter in
+ * PEFT's layout (adapter_config.json, adapter_model.safetensors) in place of the actor folder, and a
+ * LoRA critic's adapters and score head. A checkpoint is written beside the old one and swapped in with
+ * renames, so a kill at any moment leaves one complete checkpoint.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseSafetensors, type Qwen2Config, Qwen2ValueModel, readQwen2ValueWeights } from "@ragen/models";
 import {
+  parseSafetensors,
+  QWEN2_LINEAR_MODULES,
+  type Qwen2Config,
+  Qwen2ValueModel,
+  readQwen2ValueWeights,
+} from "@ragen/models";
+import {
+  ADAPTER_CONFIG_FILE,
+  ADAPTER_WEIGHTS_FILE,
+  isLoraAdapterFolder,
+  readLoraAdapterWeights,
   saveQwen2,
   streamAllFromDevice,
   type TensorToStream,
+  writeLoraAdapterFiles,
   writeSafetensorsFile,
 } from "@ragen/models/node";
 import type { AdamW, AdamWState, Backend, Tensor } from "@ragen/tensor-webgpu";
+import { criticCheckpointWeights } from "../run/lora.js";
 import type { CheckpointParts, CheckpointState } from "../run/storage.js";
 
 export const CHECKPOINT_DIR = "checkpoint";
@@ -61,16 +75,30 @@ export async function saveCheckpoint(
 }
 
 async function writeCheckpointParts(partial: string, parts: CheckpointParts, state: CheckpointState) {
-  await saveQwen2(parts.actor, parts.actorConfig, join(partial, FILES.actor), {
-    tokenizer: parts.tokenizerFiles.tokenizer,
-    ...(parts.tokenizerFiles.tokenizerConfig
-      ? { tokenizerConfig: parts.tokenizerFiles.tokenizerConfig }
-      : {}),
-  });
+  const adapters = parts.actor.adapters;
+  // A LoRA run's base weights are the start model's, unchanged: the adapter alone is saved, which
+  // `ragen sft merge` folds into the base and `ragen eval` loads on it.
+  if (adapters)
+    await writeLoraAdapterFiles(partial, adapters, {
+      rank: adapters.options.rank,
+      alpha: adapters.options.alpha,
+      targets: [...(adapters.options.targets ?? QWEN2_LINEAR_MODULES)],
+      baseModel: state.model,
+    });
+  else
+    await saveQwen2(parts.actor, parts.actorConfig, join(partial, FILES.actor), {
+      tokenizer: parts.tokenizerFiles.tokenizer,
+      ...(parts.tokenizerFiles.tokenizerConfig
+        ? { tokenizerConfig: parts.tokenizerFiles.tokenizerConfig }
+        : {}),
+    });
   // Every safetensors file is streamed: one tensor (or moment) at a time from the device to the disk, so a
   // save needs about the largest tensor's size in host memory, not the checkpoint's.
   if (parts.critic)
-    await writeSafetensorsFile(join(partial, FILES.critic), streamAllFromDevice(parts.critic.params));
+    await writeSafetensorsFile(
+      join(partial, FILES.critic),
+      streamAllFromDevice(criticCheckpointWeights(parts.critic)),
+    );
   const { tensors, metadata } = optimizerMoments(parts.optimizers);
   await writeSafetensorsFile(join(partial, FILES.optimizers), tensors, metadata);
   // Last, so a `.partial` with a state.json is complete.
@@ -114,8 +142,13 @@ function readCheckpointDir(dir: string): { state: CheckpointState } | { problem:
   }
   if (!Number.isInteger(state?.step) || !Number.isInteger(state?.trainResets))
     return { problem: `${statePath}: not a checkpoint state (step and trainResets must be integers)` };
-  const actorConfig = join(dir, FILES.actor, "config.json");
-  if (!existsSync(actorConfig)) return { problem: `${actorConfig}: missing` };
+  if (state.lora) {
+    for (const file of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE])
+      if (!existsSync(join(dir, file))) return { problem: `${join(dir, file)}: missing` };
+  } else {
+    const actorConfig = join(dir, FILES.actor, "config.json");
+    if (!existsSync(actorConfig)) return { problem: `${actorConfig}: missing` };
+  }
   const optimizersPath = join(dir, FILES.optimizers);
   if (!existsSync(optimizersPath)) return { problem: `${optimizersPath}: missing` };
   try {
@@ -159,9 +192,24 @@ export function findCheckpoint(
   return undefined;
 }
 
-/** The actor folder of a checkpoint (a Hugging Face model folder). */
+/**
+ * Where a checkpoint's actor loads from: its actor folder (a Hugging Face model folder), or for a LoRA
+ * run the checkpoint folder itself, whose adapter loads on the base model it names.
+ */
 export function checkpointActorDir(dir: string): string {
-  return join(dir, FILES.actor);
+  const actor = join(dir, FILES.actor);
+  return !existsSync(actor) && isLoraAdapterFolder(dir) ? dir : actor;
+}
+
+/**
+ * A LoRA run's trained tensors in checkpoint `dir`: the actor's adapter by PEFT name, or the critic's
+ * adapters and score head.
+ */
+export function loadCheckpointAdapters(dir: string, part: "actor" | "critic"): Map<string, Float32Array> {
+  if (part === "actor") return readLoraAdapterWeights(dir);
+  const path = join(dir, FILES.critic);
+  const file = parseSafetensors(readFileSync(path), { fileName: path });
+  return new Map(file.names().map((name) => [name, file.toFloat32(name)]));
 }
 
 /**

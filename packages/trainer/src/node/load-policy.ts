@@ -1,13 +1,23 @@
 /**
  * Models from disk or the Hub: the embedded tiny checkpoint shipped with this package, a local Hugging
- * Face folder, or a Hub repo id (downloaded into the standard Hugging Face cache).
+ * Face folder, a Hub repo id (downloaded into the standard Hugging Face cache), or a LoRA adapter folder
+ * in PEFT's layout (`ragen sft train mode=lora`, a LoRA run's checkpoint) on the base model it names.
  */
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { downloadFile } from "@huggingface/hub";
 import { parseQwen2Config, qwen2ParameterShapes } from "@ragen/models";
-import { CONFIG_FILE, loadQwen2, resolveModel, TOKENIZER_FILE } from "@ragen/models/node";
+import {
+  ADAPTER_CONFIG_FILE,
+  CONFIG_FILE,
+  isLoraAdapterFolder,
+  loadLoraAdapter,
+  loadQwen2,
+  readAdapterConfig,
+  resolveModel,
+  TOKENIZER_FILE,
+} from "@ragen/models/node";
 import type { Backend } from "@ragen/tensor-webgpu";
 import type { Tokenizer } from "@ragen/tokenizer";
 import { loadTokenizer } from "@ragen/tokenizer/node";
@@ -20,12 +30,14 @@ export function modelLocation(name: string): string {
   return name === EMBEDDED_MODEL ? EMBEDDED_MODEL_DIR : name;
 }
 
-/** `name`: "embedded", a folder, or a Hub repo id. */
+/** `name`: "embedded", a folder, a Hub repo id, or a LoRA adapter folder. */
 export async function loadPolicy(
   name: string,
   backend: Backend,
   onProgress?: (loaded: number, total: number) => void,
 ): Promise<LoadedPolicy> {
+  const adapterDir = adapterFolder(name);
+  if (adapterDir) return loadAdaptedPolicy(adapterDir, backend, onProgress);
   const { model, folder } = await loadQwen2(modelLocation(name), backend, {
     ...(onProgress ? { onProgress: (p) => onProgress(p.bytesDone, p.bytesTotal) } : {}),
   });
@@ -40,6 +52,48 @@ export async function loadPolicy(
     source: folder.path,
     tokenizerFiles: { tokenizer: folder.tokenizer, tokenizerConfig: folder.tokenizerConfig },
     identity: () => weightsIdentity(name, folder.path),
+  };
+}
+
+/** `name` as a LoRA adapter folder (one without a model of its own), or undefined. */
+function adapterFolder(name: string): string | undefined {
+  if (name === EMBEDDED_MODEL || !existsSync(name) || !statSync(name).isDirectory()) return undefined;
+  return isLoraAdapterFolder(name) && !existsSync(join(name, CONFIG_FILE)) ? name : undefined;
+}
+
+/** The base model an adapter folder names, checked to be something loadPolicy can follow. */
+function adapterBase(dir: string): string {
+  const { baseModel } = readAdapterConfig(dir);
+  if (!baseModel)
+    throw new Error(
+      `${join(dir, ADAPTER_CONFIG_FILE)} names no base model (base_model_name_or_path); merge it with ragen sft merge model=<base> adapter=${dir} out=<folder>`,
+    );
+  if (existsSync(baseModel) && resolve(baseModel) === resolve(dir))
+    throw new Error(`${join(dir, ADAPTER_CONFIG_FILE)} names its own folder as its base model`);
+  return baseModel;
+}
+
+/**
+ * An adapter folder as a plain model: its base, loaded as any model is, with the adapter folded into the
+ * weights (the adapted model's function, no adapters left to train or skip).
+ */
+async function loadAdaptedPolicy(
+  dir: string,
+  backend: Backend,
+  onProgress?: (loaded: number, total: number) => void,
+): Promise<LoadedPolicy> {
+  const base = await loadPolicy(adapterBase(dir), backend, onProgress);
+  try {
+    loadLoraAdapter(base.model, dir);
+    base.model.mergeLora();
+  } catch (error) {
+    base.model.dispose();
+    throw error;
+  }
+  return {
+    ...base,
+    source: `${dir} (LoRA adapter on ${base.source})`,
+    identity: async () => `${await weightsIdentity(dir, dir)}+${await base.identity()}`,
   };
 }
 
@@ -95,6 +149,9 @@ async function weightsIdentity(name: string, folder: string): Promise<string> {
  * load): read from the folder, or for a Hub id fetched alone — from the cache when the model is there.
  */
 export async function modelParameterCount(name: string): Promise<number> {
+  // An adapter folder has the size of its base (the adapter is folded in).
+  const adapterDir = adapterFolder(name);
+  if (adapterDir) return modelParameterCount(adapterBase(adapterDir));
   const location = modelLocation(name);
   const json = await readConfigJson(location);
   const config = parseQwen2Config(json, { fileName: `${location}/${CONFIG_FILE}` });

@@ -19,6 +19,7 @@ import type {
 import {
   checkpointActorDir,
   findCheckpoint,
+  loadCheckpointAdapters,
   loadCheckpointCritic,
   loadCheckpointOptimizers,
   saveCheckpoint,
@@ -95,6 +96,7 @@ export class NodeRunStorage implements RunStorage {
         loadCheckpointCritic(found.dir, config, backend),
       loadOptimizers: async (optimizers: Record<string, AdamW | undefined>) =>
         loadCheckpointOptimizers(found.dir, optimizers),
+      loadAdapters: async (part: "actor" | "critic") => loadCheckpointAdapters(found.dir, part),
     };
   }
 

@@ -5,12 +5,15 @@
 import { MemoryVStarCache } from "@ragen/algos-apo";
 import { buildReport, type MetricsRow, type TrajectoryRecord } from "@ragen/logging";
 import { type Qwen2Config, Qwen2ValueModel } from "@ragen/models";
-import type { AdamW, AdamWState, Backend } from "@ragen/tensor-webgpu";
+import type { AdamW, AdamWState, Backend, Tensor } from "@ragen/tensor-webgpu";
+import { criticCheckpointWeights } from "./lora.js";
 import type { CheckpointParts, CheckpointState, RunLogs, RunStorage, StoredCheckpoint } from "./storage.js";
 
 interface KeptCheckpoint {
   state: CheckpointState;
+  /** The actor's weights, or with LoRA its adapters by PEFT name. */
   actor: Map<string, Float32Array>;
+  /** The critic's weights, or with LoRA its adapters and score head. */
   critic: Map<string, Float32Array> | undefined;
   optimizers: Record<string, AdamWState>;
 }
@@ -40,6 +43,12 @@ export class MemoryRunStorage implements RunStorage {
       loadCritic: async (config: Qwen2Config, backend: Backend) => {
         if (!kept.critic) throw new Error(`${this.location}: the checkpoint has no critic`);
         return Qwen2ValueModel.fromWeights(config, kept.critic, backend);
+      },
+      loadAdapters: async (part: "actor" | "critic") => {
+        const saved = part === "actor" ? kept.actor : kept.critic;
+        if (!kept.state.lora || !saved)
+          throw new Error(`${this.location}: the checkpoint has no ${part} adapters`);
+        return new Map(saved);
       },
       loadOptimizers: async (optimizers: Record<string, AdamW | undefined>) => {
         for (const [name, optimizer] of Object.entries(optimizers)) {
@@ -89,15 +98,13 @@ export class MemoryRunStorage implements RunStorage {
     const optimizers: Record<string, AdamWState> = {};
     for (const [name, optimizer] of Object.entries(parts.optimizers))
       if (optimizer) optimizers[name] = await optimizer.stateDict();
-    const actor = await parts.actor.stateDict();
+    const adapters = parts.actor.adapters;
+    const actor = adapters ? await adapters.stateDict() : await parts.actor.stateDict();
+    const critic = parts.critic ? await readAll(criticCheckpointWeights(parts.critic)) : undefined;
     // Assigned last: an error above leaves the previous checkpoint in place.
-    this.checkpoint = {
-      state: { ...state },
-      actor,
-      critic: parts.critic ? await parts.critic.stateDict() : undefined,
-      optimizers,
-    };
-    this.actors.set(`${this.location}/checkpoint/actor`, actor);
+    this.checkpoint = { state: { ...state }, actor, critic, optimizers };
+    // A LoRA run's actor is the start model with the adapters put back (loadAdapters), not a model of its own.
+    if (!adapters) this.actors.set(`${this.location}/checkpoint/actor`, actor);
   }
 
   writeReport(title: string, options: { validationEpisodes?: number } = {}): string {
@@ -109,4 +116,10 @@ export class MemoryRunStorage implements RunStorage {
     const cache = this.vstar;
     return { get: cache.get.bind(cache), put: cache.put.bind(cache), close() {} };
   }
+}
+
+async function readAll(tensors: ReadonlyMap<string, Tensor>): Promise<Map<string, Float32Array>> {
+  const out = new Map<string, Float32Array>();
+  for (const [name, t] of tensors) out.set(name, await t.floats());
+  return out;
 }

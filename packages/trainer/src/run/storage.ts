@@ -7,6 +7,7 @@ import type { VStarCache } from "@ragen/algos-apo";
 import type { TrajectoryRecord } from "@ragen/logging";
 import type { Qwen2Config, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
+import type { LoraCheckpointState } from "./lora.js";
 import type { LoadedPolicy } from "./policy.js";
 
 export interface CheckpointState {
@@ -18,9 +19,17 @@ export interface CheckpointState {
   model: string;
   /** The algorithm's own state (StarPO's: updates done and the in-reward KL coefficient), when it has one. */
   algorithm?: Record<string, number>;
+  /**
+   * A LoRA run's adapter settings. Its checkpoint holds the adapters instead of the actor's weights (and
+   * a LoRA critic's adapters and score head instead of the critic's), on the base model `model`.
+   */
+  lora?: LoraCheckpointState;
 }
 
-/** What a checkpoint holds besides its state. */
+/**
+ * What a checkpoint holds besides its state. An actor with LoRA adapters attached is saved as its
+ * adapters alone (PEFT's layout where the storage has files), a critic as criticCheckpointWeights says.
+ */
 export interface CheckpointParts {
   actor: Qwen2Model;
   actorConfig: Qwen2Config;
@@ -31,11 +40,16 @@ export interface CheckpointParts {
 
 export interface StoredCheckpoint {
   state: CheckpointState;
-  /** The name a PolicyLoader loads the saved actor by. */
+  /** The name a PolicyLoader loads the saved actor by (a LoRA run's: its adapter on the base model). */
   actorSource: string;
   loadCritic(config: Qwen2Config, backend: Backend): Promise<Qwen2ValueModel>;
   /** Restores the optimisers' moments saved under the same names. */
   loadOptimizers(optimizers: Record<string, AdamW | undefined>): Promise<void>;
+  /**
+   * A LoRA run's trained tensors: the actor's adapters by PEFT name, or the critic's adapters and its
+   * score head (criticCheckpointWeights' names). Needed to resume a checkpoint whose state has `lora`.
+   */
+  loadAdapters?(part: "actor" | "critic"): Promise<Map<string, Float32Array>>;
 }
 
 export interface MetricsHistoryRow {

@@ -12,6 +12,7 @@ import { checkSettingsFit } from "../settings/fit.js";
 import { describeProfileChoice } from "../settings/print.js";
 import type { SettingSource } from "../settings/resolve.js";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
+import { attachActorAdapters, checkLoraResume, loraCheckpointState, usesLora } from "./lora.js";
 import { checkMemoryFit, longestSequence } from "./memory-fit.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
 import { toTrajectoryRecord } from "./records.js";
@@ -113,12 +114,17 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   const { settings, storage, backend, progress } = run;
   const say = run.say ?? ((line: string) => console.log(line));
   const checkpoint = findResumePoint(storage, settings, say);
+  checkLoraResume(settings, checkpoint, storage.location);
 
   const baselines: EnvBaselines[] = validationEnvs(settings).map((env) =>
     measureBaselines(env, validationSeeds(settings, env), actionBudget(settings, env), progress),
   );
 
-  const loaded = await run.loadPolicy(checkpoint ? checkpoint.actorSource : settings.model, backend);
+  // A LoRA run's checkpoint holds adapters alone: the run resumes on the start model with them put back.
+  const loaded = await run.loadPolicy(
+    checkpoint && !checkpoint.state.lora ? checkpoint.actorSource : settings.model,
+    backend,
+  );
   const { model: actor, tokenizer } = loaded;
   // Checked before loading when the model's config.json is on disk; a Hub model's only now, still
   // before anything is written or rolled out.
@@ -138,6 +144,13 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   say(
     `${(parameterCount(actor) / 1e6).toFixed(1)}M parameters; learning rates: ${settings.algorithm === "apo" ? `A*-PO ${settings.apo.lr}` : `actor ${s.actorLr}, critic ${s.criticLr}; KL coefficient ${s.klCoeff}`}`,
   );
+  if (usesLora(settings)) {
+    await attachActorAdapters(actor, settings, checkpoint);
+    const { rank, alpha, targetModules, critic } = settings.lora;
+    say(
+      `LoRA rank ${rank}, alpha ${alpha} on ${targetModules.join(",")}${critic ? " (the critic's too)" : ""}: the actor trains ${(parameterCount(actor) / 1e6).toFixed(2)}M parameters; the reference is the start model with the adapters off`,
+    );
+  }
   const updater = await createUpdater({
     settings,
     policy: loaded,
@@ -178,6 +191,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
         trainResets: trainManager.trainResets,
         model: settings.model,
         ...(updater.state ? { algorithm: updater.state() } : {}),
+        ...(usesLora(settings) ? { lora: loraCheckpointState(settings) } : {}),
       },
     );
 

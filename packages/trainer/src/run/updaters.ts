@@ -11,6 +11,7 @@ import { Qwen2ValueModel } from "@ragen/models";
 import { LocalModelPolicy, type TrajectoryBatch } from "@ragen/rollout";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import type { TrainingSettings } from "../settings/fields.js";
+import { createLoraCritic, usesLora } from "./lora.js";
 import type { LoadedPolicy, PolicyLoader } from "./policy.js";
 import { progressBar } from "./progress.js";
 import type { RunStorage, StoredCheckpoint } from "./storage.js";
@@ -70,20 +71,22 @@ export async function createUpdater(context: UpdaterContext): Promise<PolicyUpda
 }
 
 async function createStarPOUpdater({ settings, policy, backend, loadPolicy, checkpoint }: UpdaterContext) {
+  const lora = usesLora(settings);
   let critic: Qwen2ValueModel | undefined;
   if (usesCritic(settings.starpo.advantageEstimator))
-    critic = checkpoint
-      ? await checkpoint.loadCritic(policy.config, backend)
-      : await Qwen2ValueModel.fromPolicy(policy.model, settings.seed, settings.starpo.criticHeadInit);
-  // The KL's reference is the start model (settings.model), also when the run resumes from a checkpoint.
-  const reference =
-    settings.starpo.klCoeff > 0 || settings.starpo.klInReward
-      ? await loadPolicy(settings.model, backend)
-      : undefined;
+    if (lora && settings.lora.critic) critic = await createLoraCritic(policy.model, settings, checkpoint);
+    else
+      critic = checkpoint
+        ? await checkpoint.loadCritic(policy.config, backend)
+        : await Qwen2ValueModel.fromPolicy(policy.model, settings.seed, settings.starpo.criticHeadInit);
+  // The KL's reference is the start model (settings.model), also when the run resumes from a checkpoint:
+  // with LoRA the actor itself with its adapters switched off, else a second copy loaded from it.
+  const needsReference = settings.starpo.klCoeff > 0 || settings.starpo.klInReward;
+  const reference = needsReference && !lora ? await loadPolicy(settings.model, backend) : undefined;
   const starpo = new StarPO({
     actor: policy.model,
     critic,
-    reference: reference?.model,
+    reference: needsReference && lora ? policy.model : reference?.model,
     config: starpoConfig(settings),
   });
   // A checkpoint of an older run has no StarPO state: its steps are the updates it made.
@@ -109,8 +112,12 @@ async function createAStarPOUpdater({
   storage,
   progress,
 }: UpdaterContext) {
-  // The reference is always the start model, also when the run resumes from a checkpoint.
-  const reference = await loadPolicy(settings.model, backend);
+  // The reference is always the start model, also when the run resumes from a checkpoint: with LoRA the
+  // actor itself with its adapters switched off (stage 1 samples from it so too), else a second copy.
+  const lora = usesLora(settings);
+  const reference = lora ? policy : await loadPolicy(settings.model, backend);
+  const asReference = <T>(fn: () => Promise<T>): Promise<T> =>
+    lora ? reference.model.withoutAdapters(fn) : fn();
   const apo = new AStarPO({
     actor: policy.model,
     reference: reference.model,
@@ -136,23 +143,26 @@ async function createAStarPOUpdater({
       );
       try {
         const { mode: _mode, temperature: _t, seed: _s, ...rollout } = rolloutOptions(settings, "train", 0);
-        const estimates = await estimateVStarForStates({
-          policy: new LocalModelPolicy(reference.model, reference.tokenizer, {
-            prefixCaching: settings.rollout.prefixCaching,
+        const referenceModel = await reference.identity();
+        const estimates = await asReference(() =>
+          estimateVStarForStates({
+            policy: new LocalModelPolicy(reference.model, reference.tokenizer, {
+              prefixCaching: settings.rollout.prefixCaching,
+            }),
+            tokenizer: reference.tokenizer,
+            envs: { envGroups: settings.train.envGroups, tags: trainingGroups(settings) },
+            resets,
+            startReset: resetsDone,
+            referenceModel,
+            samples: settings.apo.samples,
+            beta1: settings.apo.beta1,
+            dropAllZero: settings.apo.dropAllZero,
+            rollout,
+            seed: settings.seed * 1_000_003 + 500_000,
+            cache,
+            onProgress: (done) => bar.update(done),
           }),
-          tokenizer: reference.tokenizer,
-          envs: { envGroups: settings.train.envGroups, tags: trainingGroups(settings) },
-          resets,
-          startReset: resetsDone,
-          referenceModel: await reference.identity(),
-          samples: settings.apo.samples,
-          beta1: settings.apo.beta1,
-          dropAllZero: settings.apo.dropAllZero,
-          rollout,
-          seed: settings.seed * 1_000_003 + 500_000,
-          cache,
-          onProgress: (done) => bar.update(done),
-        });
+        );
         bar.finish();
         for (const [key, entry] of estimates.entries) entries.set(key, entry);
         coveredUntil = resetsDone + resets;
@@ -174,7 +184,7 @@ async function createAStarPOUpdater({
     },
     dispose() {
       apo.dispose();
-      reference.model.dispose();
+      if (!lora) reference.model.dispose();
     },
   } satisfies PolicyUpdater;
 }

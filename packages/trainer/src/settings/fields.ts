@@ -25,7 +25,7 @@ import {
   STARPO_DEFAULTS,
   type StarPOConfig,
 } from "@ragen/algos-ppo";
-import type { ValueHeadInit } from "@ragen/models";
+import { type LoraTarget, QWEN2_LINEAR_MODULES, type ValueHeadInit } from "@ragen/models";
 import { ROLLOUT_DEFAULTS } from "@ragen/rollout";
 
 /** The model trained when none is named: the tiny checkpoint shipped with the project. */
@@ -48,6 +48,15 @@ export type APOSettings = Required<
   beta1: number;
   dropAllZero: boolean;
 };
+
+/** LoRA instead of full fine-tuning (RAGEN's lora section); rank 0 is off. */
+export interface LoraSettings {
+  rank: number;
+  alpha: number;
+  targetModules: LoraTarget[];
+  /** The critic's backbone trains adapters too (its value head trains in full). */
+  critic: boolean;
+}
 
 export interface RolloutSettings {
   maxTurns: number;
@@ -91,6 +100,7 @@ export interface TrainingSettings {
   rollout: RolloutSettings;
   starpo: StarPOSettings;
   apo: APOSettings;
+  lora: LoraSettings;
 }
 
 /** A nested partial of the settings: what a profile, a file or the command line sets. */
@@ -125,6 +135,8 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
     ...withoutKeys(ASTARPO_DEFAULTS, ["temperature", "shuffleSeed", "vstarRefreshEvery"]),
     ...VSTAR_DEFAULTS,
   },
+  // RAGEN's lora section: off (rank 0); its LoRA runs use rank 64, alpha 64 on every linear module.
+  lora: { rank: 0, alpha: 64, targetModules: [...QWEN2_LINEAR_MODULES], critic: true },
 };
 
 function withoutKeys<T extends object, K extends keyof T>(object: T, keys: readonly K[]): Omit<T, K> {
@@ -176,7 +188,7 @@ const tags = (description: string, nullable = false): FieldSpec => ({
 });
 
 /** The settings grouped in sections (`starpo.actorLr`); the other fields stand at the top. */
-export const SECTIONS = ["train", "validation", "rollout", "starpo", "apo"] as const;
+export const SECTIONS = ["train", "validation", "rollout", "starpo", "apo", "lora"] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 type SettingsFields = { [K in Exclude<keyof TrainingSettings, SectionName>]: FieldSpec } & {
@@ -413,6 +425,28 @@ export const SETTINGS_FIELDS: SettingsFields = {
     entropyCoeff: number("Stage 2: entropy bonus", ASTARPO_BOUNDS.entropyCoeff),
     miniBatchSize: integer("Stage 2: trajectories per optimiser step", 1, SIZE_LIMITS.rolloutsPerStep),
     microBatchSize: integer("Stage 2: trajectories per forward/backward", 1, SIZE_LIMITS.rolloutsPerStep),
+  },  lora: {
+    rank: integer(
+      "LoRA rank of the actor's adapters, StarPO and A*-PO (0: off, every weight trains; RAGEN's LoRA runs: 64). The KL's reference is then the base model with the adapters off, and checkpoints hold the adapter in PEFT's layout",
+      0,
+      4096,
+    ),
+    alpha: number("LoRA alpha: the adapters' update is scaled by alpha / rank (RAGEN: 64)", {
+      exclusiveMinimum: 0,
+    }),
+    targetModules: {
+      schema: {
+        type: "array",
+        items: { enum: [...QWEN2_LINEAR_MODULES] },
+        minItems: 1,
+        uniqueItems: true,
+      },
+      description:
+        "Linear modules with adapters, in every layer (all-linear, RAGEN's: all seven; e.g. q_proj,v_proj)",
+    },
+    critic: flag(
+      "With lora.rank above 0, the critic's backbone trains adapters of the same shape instead of every weight; its value head trains in full (RAGEN: the critic's lora_rank follows lora.rank)",
+    ),
   },
 };
 

@@ -94,6 +94,15 @@ export const SMALL_MODEL_PROFILE: Profile = {
   },
 };
 
+/**
+ * LoRA runs (lora.rank above 0): RAGEN's actor learning rate with LoRA, ten times its full fine-tune's,
+ * since only the small adapters move. The small-model profile, laid over it, keeps its own rates.
+ */
+export const LORA_PROFILE: Profile = {
+  description: "LoRA runs (lora.rank above 0): RAGEN's actor learning rate with LoRA, 1e-5",
+  settings: { starpo: { actorLr: 1e-5 } },
+};
+
 /** Defaults that depend on the algorithm: A*-PO samples one response per start state (stage 2). */
 export const ALGORITHM_PROFILES: Record<TrainingSettings["algorithm"], Profile | undefined> = {
   starpo: undefined,

@@ -1,7 +1,7 @@
 /**
  * The one place a run's settings are resolved. Layers, each over the one before:
  *
- *   library defaults ← named profile ← small-model profile ← algorithm profile ← experiment ← file ← command line
+ *   library defaults ← named profile ← lora profile ← small-model profile ← algorithm profile ← experiment ← file ← command line
  *
  * and every field remembers which layer set it, so the saved config and `--print-config` can say so.
  */
@@ -16,6 +16,7 @@ import {
   parseTagValues,
   validateConfig,
 } from "@ragen/envs";
+import { QWEN2_LINEAR_MODULES } from "@ragen/models";
 import {
   LIBRARY_DEFAULTS,
   SECTIONS,
@@ -26,6 +27,7 @@ import {
 } from "./fields.js";
 import {
   ALGORITHM_PROFILES,
+  LORA_PROFILE,
   autoProfile,
   canonicalProfile,
   PROFILE_ALIASES,
@@ -101,6 +103,7 @@ export async function resolveSettings(input: SettingsInput = {}): Promise<Resolv
   const layers = [
     defaultsLayer(),
     named,
+    ...(loraRank(first) > 0 ? [profileLayer("profile lora", LORA_PROFILE)] : []),
     ...(small ? [profileLayer("profile small-model", SMALL_MODEL_PROFILE)] : []),
     ...(algorithmProfile ? [profileLayer(`profile ${first.algorithm}`, algorithmProfile)] : []),
     ...upper.map((layer) => withProfileResolved(layer, canonical)),
@@ -177,7 +180,24 @@ function coerce(values: Record<string, unknown>): Record<string, unknown> {
     train.groupsPerEnv = parseTagValues("train.groupsPerEnv", train.groupsPerEnv);
   const validation = values.validation as Record<string, unknown> | undefined;
   if (isPlainObject(validation) && "envs" in validation) validation.envs = parseList(validation.envs);
+  const lora = values.lora as Record<string, unknown> | undefined;
+  if (isPlainObject(lora) && "targetModules" in lora)
+    lora.targetModules = parseLoraTargets(lora.targetModules);
   return values;
+}
+
+/** `q_proj,v_proj` as a list; `all-linear` (RAGEN's and PEFT's name for every linear module) as all seven. */
+function parseLoraTargets(value: unknown): unknown {
+  const list = parseList(value);
+  return Array.isArray(list) && list.length === 1 && list[0] === "all-linear"
+    ? [...QWEN2_LINEAR_MODULES]
+    : list;
+}
+
+/** The LoRA rank the layers merged so far ask for (0 when unset or not a number: the schema judges it later). */
+function loraRank(settings: Record<string, unknown>): number {
+  const lora = settings.lora;
+  return isPlainObject(lora) && typeof lora.rank === "number" ? lora.rank : 0;
 }
 
 interface Merged {
