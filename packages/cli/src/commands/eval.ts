@@ -1,7 +1,7 @@
 /**
  * `ragen eval <model> [config.yaml] [key=value ...]`: validation only, on the job's fixed seeds, beside
  * the oracle and random baselines. `<model>`: a run folder, its checkpoint/ or checkpoint/actor, a Hugging
- * Face folder, "embedded" or a Hub id.
+ * Face folder, a LoRA adapter folder, "embedded" or a Hub id.
  */
 import { formatEvalSummary, parseRunArguments, resolveRunSettings, runEval } from "@ragen/trainer/node";
 import { commandCwd, UsageError } from "./usage.js";
@@ -14,7 +14,8 @@ report.html to outDir (default runs/eval; an earlier evaluation there is replace
 folder is refused).
 
 <model>: a run folder (its checkpoint's actor), a checkpoint/ or checkpoint/actor folder, a Hugging Face
-model folder, "embedded", or a Hub repo id. Useful fields (ragen train --help lists them all):
+model folder, "embedded", or a Hub repo id. A LoRA run's checkpoint (or any PEFT adapter folder) loads
+on the base model its adapter_config.json names, the adapter merged in. Useful fields (ragen train --help lists them all):
   envs=FrozenLake,Bandit  validation.groupsPerEnv=64  validation.temperature=0.5  rollout.maxTurns=5
   rollout.maxNewTokens=48  seed=0  outDir=runs/eval`;
 

@@ -19,9 +19,11 @@ import { writeFileAtomic } from "@ragen/logging/node";
 import { QWEN2_LINEAR_MODULES } from "@ragen/models";
 import { generateSftDataset } from "@ragen/sft";
 import {
+  ADAPTER_CONFIG_FILE,
   fineTune,
   type LoraTarget,
   loadLoraAdapter,
+  readAdapterConfig,
   readSftJsonl,
   saveLoraAdapter,
   saveMergedPolicy,
@@ -29,7 +31,7 @@ import {
 } from "@ragen/sft/node";
 import { type Backend, createCpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
 import { EMBEDDED_MODEL, parameterCount, SMALL_MODEL_PARAMETERS } from "@ragen/trainer";
-import { loadPolicy } from "@ragen/trainer/node";
+import { findCheckpoint, loadPolicy } from "@ragen/trainer/node";
 import { describeConfigFields } from "./schema-help.js";
 import { commandCwd, UsageError } from "./usage.js";
 
@@ -168,15 +170,17 @@ export const sftMergeSchema = {
   required: ["adapter", "out"],
   properties: {
     model: {
-      type: "string",
+      type: ["string", "null"],
       minLength: 1,
-      default: EMBEDDED_MODEL,
-      description: 'The adapter\'s base: "embedded", a Hugging Face folder or a Hub repo id',
+      default: null,
+      description:
+        'The adapter\'s base: "embedded", a Hugging Face folder or a Hub repo id (null: the one its adapter_config.json names, base_model_name_or_path)',
     },
     adapter: {
       type: "string",
       minLength: 1,
-      description: "Adapter folder (adapter_config.json, adapter_model.safetensors)",
+      description:
+        "Adapter folder (adapter_config.json, adapter_model.safetensors): a LoRA fine-tune, a LoRA training run's checkpoint/ folder, or the run folder itself",
     },
     out: { type: "string", minLength: 1, description: "The merged Hugging Face folder to write" },
     device,
@@ -210,7 +214,7 @@ interface SftTrainConfig {
 }
 
 interface SftMergeConfig {
-  model: string;
+  model: string | null;
   adapter: string;
   out: string;
   device: "webgpu" | "cpu";
@@ -237,9 +241,11 @@ e.g. ragen sft train model=embedded data=sft.jsonl mode=lora lora.rank=8 steps=2
 
 fields (default):
 ${describeConfigFields(sftTrainSchema)}`,
-  merge: `usage: ragen sft merge model=<base> adapter=<folder> out=<folder>
+  merge: `usage: ragen sft merge [model=<base>] adapter=<folder> out=<folder>
 
-Folds a LoRA adapter (PEFT layout) into its base model and saves a Hugging Face folder.
+Folds a LoRA adapter (PEFT layout) into its base model and saves a Hugging Face folder. The adapter may
+be a LoRA training run (ragen train lora.rank=64 ...): its folder or its checkpoint/ folder.
+e.g. ragen sft merge adapter=runs/lora-run out=runs/lora-run-merged
 
 fields (default):
 ${describeConfigFields(sftMergeSchema)}`,
@@ -371,17 +377,37 @@ export async function sftTrain(config: SftTrainConfig): Promise<{ out: string; l
 }
 
 export async function sftMerge(config: SftMergeConfig): Promise<string> {
-  const model = config.model === EMBEDDED_MODEL ? config.model : localOrHub(config.model);
+  const adapterDir = adapterFolderOf(fromCwd(config.adapter));
+  const base = config.model ?? readAdapterConfig(adapterDir).baseModel;
+  if (!base)
+    throw fieldError("model", `${adapterDir}'s adapter_config.json names no base model: pass model=<base>`);
+  const model = base === EMBEDDED_MODEL ? base : localOrHub(base);
   const policy = await loadPolicy(model, await backendFor(config.device));
   const out = fromCwd(config.out);
   try {
-    const adapters = loadLoraAdapter(policy.model, fromCwd(config.adapter));
+    const adapters = loadLoraAdapter(policy.model, adapterDir);
     await saveMergedPolicy(policy, out, adapters);
   } finally {
     policy.model.dispose();
   }
-  console.log(`merged ${config.adapter} into ${config.model}; saved ${out}`);
+  console.log(`merged ${adapterDir} into ${base}; saved ${out}`);
   return out;
+}
+
+/**
+ * The folder holding the adapter files: `dir` itself (an adapter, a LoRA run's checkpoint/), or the
+ * checkpoint of the training run `dir` is.
+ */
+function adapterFolderOf(dir: string): string {
+  if (existsSync(join(dir, ADAPTER_CONFIG_FILE))) return dir;
+  const checkpoint = findCheckpoint(dir);
+  if (checkpoint && existsSync(join(checkpoint.dir, ADAPTER_CONFIG_FILE))) return checkpoint.dir;
+  throw fieldError(
+    "adapter",
+    checkpoint
+      ? `${dir} is a run that trained every weight: its model is ${join(checkpoint.dir, "actor")}, nothing to merge`
+      : `${dir} has no ${ADAPTER_CONFIG_FILE}: not a LoRA adapter, nor a LoRA training run or its checkpoint`,
+  );
 }
 
 /** A model reference: a folder relative to where the command was typed if one is there, else a Hub id. */
