@@ -4,6 +4,7 @@
  * storage, and a killed run resumes from its last checkpoint. No file or process I/O here: the storage,
  * the model loader and the progress stream come from the caller (see "@ragen/trainer/node").
  */
+import { usesCritic } from "@ragen/algos-ppo";
 import type { ProgressStream } from "@ragen/logging";
 import { LocalModelPolicy, runRollout, type TrajectoryBatch, trainingRows } from "@ragen/rollout";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
@@ -147,8 +148,10 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   if (usesLora(settings)) {
     await attachActorAdapters(actor, settings, checkpoint);
     const { rank, alpha, targetModules, critic } = settings.lora;
+    const loraCritic =
+      critic && settings.algorithm === "starpo" && usesCritic(settings.starpo.advantageEstimator);
     say(
-      `LoRA rank ${rank}, alpha ${alpha} on ${targetModules.join(",")}${critic ? " (the critic's too)" : ""}: the actor trains ${(parameterCount(actor) / 1e6).toFixed(2)}M parameters; the reference is the start model with the adapters off`,
+      `LoRA rank ${rank}, alpha ${alpha} on ${targetModules.join(",")}${loraCritic ? " (the critic's too)" : ""}: the actor trains ${(parameterCount(actor) / 1e6).toFixed(2)}M parameters; the reference is the start model with the adapters off`,
     );
   }
   const updater = await createUpdater({
