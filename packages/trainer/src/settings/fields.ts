@@ -425,7 +425,8 @@ export const SETTINGS_FIELDS: SettingsFields = {
     entropyCoeff: number("Stage 2: entropy bonus", ASTARPO_BOUNDS.entropyCoeff),
     miniBatchSize: integer("Stage 2: trajectories per optimiser step", 1, SIZE_LIMITS.rolloutsPerStep),
     microBatchSize: integer("Stage 2: trajectories per forward/backward", 1, SIZE_LIMITS.rolloutsPerStep),
-  },  lora: {
+  },
+  lora: {
     rank: integer(
       "LoRA rank of the actor's adapters, StarPO and A*-PO (0: off, every weight trains; RAGEN's LoRA runs: 64). The KL's reference is then the base model with the adapters off, and checkpoints hold the adapter in PEFT's layout",
       0,

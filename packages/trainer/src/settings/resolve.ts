@@ -27,9 +27,9 @@ import {
 } from "./fields.js";
 import {
   ALGORITHM_PROFILES,
-  LORA_PROFILE,
   autoProfile,
   canonicalProfile,
+  LORA_PROFILE,
   PROFILE_ALIASES,
   PROFILES,
   type Profile,
