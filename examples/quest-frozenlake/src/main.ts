@@ -77,6 +77,10 @@ export async function trainQuest(args: readonly string[], cwd: string): Promise<
     throw new ConfigError("settings", [
       { field: "algorithm", message: "this script trains with StarPO; `ragen train` runs A*-PO too" },
     ]);
+  if (settings.lora.rank > 0)
+    throw new ConfigError("settings", [
+      { field: "lora.rank", message: "this script trains every weight; `ragen train` trains LoRA adapters" },
+    ]);
   // seeds=0,1,2: the same run for each seed, one folder each, and a summary across them.
   if (settings.seeds !== null) {
     let last: TrainingSummary | undefined;

@@ -2,6 +2,16 @@
 
 export { type EnvBaselines, measureBaselines } from "./run/baselines.js";
 export {
+  attachActorAdapters,
+  checkLoraResume,
+  createLoraCritic,
+  criticCheckpointWeights,
+  type LoraCheckpointState,
+  loraCheckpointState,
+  loraOptions,
+  usesLora,
+} from "./run/lora.js";
+export {
   checkMemoryFit,
   longestSequence,
   type MemorySettings,
