@@ -64,7 +64,8 @@ export class Conversation {
       throw new RangeError(`recordResponse(): ${tokens.length} tokens but ${logProbs.length} log-probs`);
     turn.tokens = tokens;
     turn.logProbs = logProbs;
-    turn.response = this.tokenizer.decode(tokens, { skipSpecialTokens: true });
+    // A model's padding rows decode to nothing (the text is then malformed: a format penalty, not a crash).
+    turn.response = this.tokenizer.decode(tokens, { skipSpecialTokens: true, skipUnknownIds: true });
     return this.responsePrefix + turn.response;
   }
 

@@ -199,6 +199,17 @@ describe("runRollout rewards and records", () => {
     expect(batch.trajectories[0]!.finishReason).toBe("context");
   });
 
+  it("reads a sampled id no token has (a model's padding row) as no text, keeping the exact ids", async () => {
+    const answer = scripted(tokenizer, " go </think> <answer> Right </answer>", true);
+    const padding = tokenizer.vocabSize + 7;
+    const tokens = Int32Array.from([padding, ...answer.tokens]);
+    const policy = new ScriptedPolicy(() => ({ tokens, logProbs: new Float32Array(tokens.length) }));
+    const batch = await runRollout(twoEnvs(), policy, tokenizer, { maxNewTokens: 32, maxTurns: 1 });
+    const trajectory = batch.trajectories[0]!;
+    expect(trajectory.turns[0]!.actions).toEqual(["Right"]);
+    expect([...trajectory.tokens]).toContain(padding);
+  });
+
   it("rejects a policy that breaks its contract with a clear error", async () => {
     const short = new ScriptedPolicy(() => ({ tokens: Int32Array.of(1, 2), logProbs: Float32Array.of(0) }));
     await expect(runRollout(twoEnvs(), short, tokenizer, { maxNewTokens: 8 })).rejects.toThrow(RolloutError);

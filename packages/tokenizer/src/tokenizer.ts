@@ -22,6 +22,11 @@ export interface EncodeOptions {
 export interface DecodeOptions {
   /** Leave special tokens (eos, im_start, ...) out of the text. Default false. */
   skipSpecialTokens?: boolean;
+  /**
+   * Leave out ids no token has instead of throwing: a model's padding rows (Qwen2.5 has 151,936 rows for
+   * 151,665 tokens) can be sampled, and model output must never crash a rollout. Default false.
+   */
+  skipUnknownIds?: boolean;
 }
 
 interface AddedTokenSplitters {
@@ -201,7 +206,8 @@ export class Tokenizer {
   }
 
   private bytesOf(ids: Iterable<number>, options: DecodeOptions): Uint8Array {
-    return this.tokenBytes.concat(ids, this.includeFilter(options), (id) => {
+    const known = options.skipUnknownIds ? [...ids].filter((id) => this.tokenBytes.has(id)) : ids;
+    return this.tokenBytes.concat(known, this.includeFilter(options), (id) => {
       throw new TokenizerError(`unknown token id ${id} (vocabulary size ${this.vocabSize})`);
     });
   }

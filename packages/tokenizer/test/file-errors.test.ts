@@ -127,6 +127,11 @@ describe("bad tokenizer files get errors naming the file and the problem", () =>
     expect(() => trained.tokenizer.decode([1, 99_999])).toThrow(TokenizerError);
     expect(() => trained.tokenizer.decode([1.5])).toThrow(/unknown token id 1\.5/);
   });
+
+  it("leaves unknown ids out when told to (a model's padding rows, sampled)", () => {
+    const known = trained.tokenizer.decode([1, 2]);
+    expect(trained.tokenizer.decode([1, 99_999, 2, -1], { skipUnknownIds: true })).toBe(known);
+  });
 });
 
 describe("bad input is quoted escaped and cut short, never echoed raw to the terminal", () => {
