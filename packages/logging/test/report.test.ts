@@ -8,6 +8,7 @@ import {
   findContradictions,
   findEchoGroups,
   jaccard,
+  lineChart,
   niceTicks,
 } from "../src/index.js";
 import { RUN_FILES, RunLogger, TrajectoryLog, writeReport } from "../src/node/index.js";
@@ -138,6 +139,14 @@ describe("case-study heuristics", () => {
   it("picks round axis ticks", () => {
     expect(niceTicks(0, 1)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
     expect(niceTicks(0, 19)).toEqual([0, 5, 10, 15]);
+  });
+
+  it("draws a chart whose values differ only by rounding (a mean one ulp from its max)", () => {
+    expect(niceTicks(-0.30000000000000004, -0.3)).toEqual([-0.30000000000000004]);
+    const flat = (y: number) => ({ label: String(y), points: [{ x: 1, y }] });
+    const svg = lineChart("Reward", [flat(-0.3), flat(-0.30000000000000004)]);
+    expect(svg).toContain("<svg");
+    expect(svg.match(/class="tick"/g)?.length ?? 0).toBeLessThan(20);
   });
 });
 

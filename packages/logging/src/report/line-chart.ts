@@ -21,14 +21,20 @@ export const PALETTE = [
 
 /** About `count` round tick values covering [min, max] (1, 2, 5 times a power of ten). */
 export function niceTicks(min: number, max: number, count = 5): number[] {
-  if (!(max > min)) return [min];
+  // A span within rounding of its values (a mean one ulp from its max) has no step that moves a tick.
+  if (!(max > min) || isFlat(min, max)) return [min];
   const raw = (max - min) / count;
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
   const ticks: number[] = [];
-  for (let t = Math.ceil(min / step) * step; t <= max + step * 1e-9; t += step)
-    ticks.push(Number(t.toPrecision(12)));
+  for (let i = Math.ceil(min / step); i * step <= max + step * 1e-9 && ticks.length <= 2 * count + 2; i++)
+    ticks.push(Number((i * step).toPrecision(12)));
   return ticks;
+}
+
+/** Whether [min, max] is narrower than the precision the values are printed with. */
+function isFlat(min: number, max: number): boolean {
+  return max - min <= 1e-12 * Math.max(Math.abs(min), Math.abs(max));
 }
 
 /**
@@ -58,7 +64,7 @@ export function lineChart(
   let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
   if (!finite.length) [x0, x1, y0, y1] = [0, 1, 0, 1];
   if (x0 === x1) [x0, x1] = [x0 - 1, x1 + 1];
-  if (y0 === y1) [y0, y1] = [y0 - 0.5, y1 + 0.5];
+  if (isFlat(y0, y1)) [y0, y1] = [y0 - 0.5, y1 + 0.5];
   const pad = (y1 - y0) * 0.05;
   [y0, y1] = [y0 - pad, y1 + pad];
   const sx = (x: number) => margin.left + ((x - x0) / (x1 - x0)) * plotW;
