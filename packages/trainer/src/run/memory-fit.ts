@@ -27,19 +27,21 @@ export type MemorySettings = Pick<
 const MEASURED_SEEDS = 4;
 
 /**
- * The most tokens one trajectory of these settings can hold, measured with the run's tokenizer on its
- * envs' real prompts: the first prompt, then each further turn's text with a full-length response
- * before it, up to the turns the env's action budget allows.
+ * The most tokens one trained sequence of these settings can hold, measured with the run's tokenizer on
+ * its envs' real prompts: the first prompt, then each further turn's text with a full-length response
+ * before it, up to the turns the env's action budget allows (or the history window keeps), and never
+ * more than rollout.maxSequenceLength.
  */
 export function longestSequence(settings: MemorySettings, tokenizer: Tokenizer): number {
-  const { maxTurns, maxActionsPerTurn, maxNewTokens, enableThinking } = settings.rollout;
+  const { maxTurns, maxActionsPerTurn, maxNewTokens, enableThinking, historyWindow, maxSequenceLength } =
+    settings.rollout;
   const format = { enableThinking, maxActionsPerTurn, maxResponseLength: maxNewTokens };
   // Any token that does not stop generation stands in for a response.
   const filler = Int32Array.from({ length: maxNewTokens }, () => tokenizer.encode("a")[0] ?? 0);
   let longest = 0;
   for (const tag of settings.envs) {
     const budget = actionBudget(tag, settings.rollout);
-    const turns = Math.max(1, Math.min(maxTurns, budget));
+    const turns = Math.max(1, Math.min(maxTurns, budget, historyWindow ?? maxTurns));
     for (let seed = VALIDATION_SEED; seed < VALIDATION_SEED + MEASURED_SEEDS; seed++) {
       const env = createEnv(tag);
       const observation = env.reset(seed);
@@ -57,7 +59,7 @@ export function longestSequence(settings: MemorySettings, tokenizer: Tokenizer):
       longest = Math.max(longest, first + (turns - 1) * perTurn + maxNewTokens);
     }
   }
-  return longest;
+  return Math.min(longest, maxSequenceLength);
 }
 
 /** estimateTrainingMemory's options for a run: its micro- and mini-batches, LoRA, critic and reference. */

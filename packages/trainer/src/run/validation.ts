@@ -19,17 +19,24 @@ import { progressBar } from "./progress.js";
 import { toTrajectoryRecord } from "./records.js";
 import type { MetricsHistoryRow } from "./storage.js";
 
-/** The rollout options of the settings, for training (`seed`: the step's) or validation sampling. */
+/**
+ * The rollout options of the settings, for training (`seed`: the step's) or validation, which samples
+ * with its own temperature, topP and topK.
+ */
 export function rolloutOptions(
   settings: TrainingSettings,
   mode: "train" | "val",
   seed: number,
 ): RolloutOptions {
-  const { prefixCaching: _cached, temperature, ...rollout } = settings.rollout;
+  const { prefixCaching: _cached, historyWindow, temperature, topP, topK, ...rollout } = settings.rollout;
+  const sampling = mode === "val" ? settings.validation : { temperature, topP, topK };
   return {
     mode,
     ...rollout,
-    temperature: mode === "val" ? settings.validation.temperature : temperature,
+    ...(historyWindow === null ? {} : { historyWindow }),
+    temperature: sampling.temperature,
+    topP: sampling.topP,
+    topK: sampling.topK,
     seed,
   };
 }
@@ -72,11 +79,12 @@ export function validationSeeds(settings: TrainingSettings, envTag: string): num
   return validationManager(settings).seedsOf(envTag, "val");
 }
 
+/** Every validation seed is a group of `validation.samples` envs: batchMetrics' pass@k is over them. */
 export function validationManager(settings: TrainingSettings): EnvManager {
   const groups = settings.validation.groupsPerEnv;
   return new EnvManager({
     envGroups: groups * validationEnvs(settings).length,
-    groupSize: 1,
+    groupSize: settings.validation.samples,
     tags: validationEnvs(settings).map((tag) => ({ tag, nGroups: groups })),
   });
 }
@@ -84,11 +92,11 @@ export function validationManager(settings: TrainingSettings): EnvManager {
 export interface ValidationResult {
   batch: TrajectoryBatch;
   records: TrajectoryRecord[];
-  /** val-env/{Tag}/success, ... and timing_s/testing. */
+  /** val-env/{Tag}/success, .../pass@k (k = validation.samples), ... and timing_s/testing. */
   metrics: Record<string, number>;
 }
 
-/** Every env of every validation tag played once, all together. */
+/** Every env of every validation tag played `validation.samples` times, all together. */
 export async function validate(
   manager: EnvManager,
   policy: Policy,

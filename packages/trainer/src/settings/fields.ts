@@ -26,7 +26,7 @@ import {
   type StarPOConfig,
 } from "@ragen/algos-ppo";
 import { type LoraTarget, QWEN2_LINEAR_MODULES, type ValueHeadInit } from "@ragen/models";
-import { ROLLOUT_DEFAULTS } from "@ragen/rollout";
+import { type ContextOverflow, type RewardPlacement, ROLLOUT_DEFAULTS } from "@ragen/rollout";
 
 /** The model trained when none is named: the tiny checkpoint shipped with the project. */
 export const EMBEDDED_MODEL = "embedded";
@@ -63,11 +63,21 @@ export interface RolloutSettings {
   maxActionsPerTurn: number;
   maxNewTokens: number;
   temperature: number;
+  topP: number;
+  topK: number;
   enableThinking: boolean;
   formatPenalty: number;
   penalizeExtraActions: boolean;
+  rewardPlacement: RewardPlacement;
+  /** Turns kept in each prompt; null keeps them all. */
+  historyWindow: number | null;
+  maxSequenceLength: number;
+  contextOverflow: ContextOverflow;
   prefixCaching: boolean;
 }
+
+/** RAGEN's actor_rollout_ref.rollout.max_model_len: the job's default context limit. */
+export const RAGEN_MAX_MODEL_LEN = 3600;
 
 /** A training run's settings, resolved: every field set. Each can be overridden as `section.field=value`. */
 export interface TrainingSettings {
@@ -94,8 +104,12 @@ export interface TrainingSettings {
   validation: {
     envs: string[] | null;
     groupsPerEnv: number;
+    /** Episodes per validation env (pass@k's k). */
+    samples: number;
     every: number;
     temperature: number;
+    topP: number;
+    topK: number;
   };
   rollout: RolloutSettings;
   starpo: StarPOSettings;
@@ -124,8 +138,13 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
   deviceMemoryGiB: null,
   algorithm: "starpo",
   train: { envGroups: 8, groupsPerEnv: null, groupSize: 16, tokenBudget: 0 },
-  validation: { envs: null, groupsPerEnv: 128, every: 10, temperature: 0.5 },
-  rollout: { ...ROLLOUT_DEFAULTS, prefixCaching: true },
+  validation: { envs: null, groupsPerEnv: 128, samples: 1, every: 10, temperature: 0.5, topP: 1, topK: 0 },
+  rollout: {
+    ...ROLLOUT_DEFAULTS,
+    historyWindow: null,
+    maxSequenceLength: RAGEN_MAX_MODEL_LEN,
+    prefixCaching: true,
+  },
   starpo: {
     advantageEstimator: "gae",
     ...withoutKeys(STARPO_DEFAULTS, ["temperature", "shuffleSeed"]),
@@ -255,8 +274,21 @@ export const SETTINGS_FIELDS: SettingsFields = {
       1,
       SIZE_LIMITS.rolloutsPerStep,
     ),
+    samples: integer(
+      "Episodes per validation env (RAGEN's es_manager.val.group_size): each seed is played k times, val-env/<Tag>/pass@k is the share of seeds one of them solved, success the mean over all episodes",
+      1,
+      1024,
+    ),
     every: integer("Validate every N steps (and before the first and after the last)"),
     temperature: number("Sampling temperature of validation", { minimum: 0 }),
+    topP: number(
+      "Nucleus cut of validation sampling: draw from the most likely tokens holding this share of the probability (1: all; RAGEN's val_kwargs.top_p)",
+      { exclusiveMinimum: 0, maximum: 1 },
+    ),
+    topK: integer(
+      "Top-k cut of validation sampling: draw from the k most likely tokens (0: all; RAGEN's val_kwargs.top_k -1)",
+      0,
+    ),
   },
   rollout: {
     maxTurns: integer("Turns per episode (RAGEN's max_turn)", 1, SIZE_LIMITS.maxTurns),
@@ -271,6 +303,14 @@ export const SETTINGS_FIELDS: SettingsFields = {
       STARPO_BOUNDS.temperature,
       "the update's log-probs are of softmax(logits / temperature), which greedy sampling at 0 does not have; validation.temperature=0 validates greedily",
     ),
+    topP: number(
+      "Nucleus cut of training rollouts: draw from the most likely tokens holding this share of the probability (1: all; RAGEN's top_p). The old log-probs stay those of the whole softmax(logits / temperature), which the update recomputes, as RAGEN's actor does",
+      { exclusiveMinimum: 0, maximum: 1 },
+    ),
+    topK: integer(
+      "Top-k cut of training rollouts: draw from the k most likely tokens (0: all; RAGEN's top_k -1); old log-probs as for topP",
+      0,
+    ),
     enableThinking: flag("Responses start with <think>"),
     formatPenalty: number(
       "Reward added for a turn whose tags did not match, named an invalid action or had none valid",
@@ -278,6 +318,24 @@ export const SETTINGS_FIELDS: SettingsFields = {
     ),
     penalizeExtraActions: flag(
       "Also penalise actions beyond maxActionsPerTurn (RAGEN cuts them off without a penalty)",
+    ),
+    rewardPlacement: oneOf(
+      ["trajectory", "turn"],
+      "trajectory: the episode's reward (turn rewards and format penalties) on its last sampled token (RAGEN's use_turn_scores false); turn: each turn's reward on that turn's last sampled token",
+    ),
+    historyWindow: {
+      schema: { type: ["integer", "null"], minimum: 1, maximum: SIZE_LIMITS.maxTurns },
+      description:
+        "Turns each prompt shows, the current one included (RAGEN's max_context_window; null: the whole chat, RAGEN's -1). An episode whose prompts dropped turns is trained as one sequence per sampled context, each turn after exactly the prompt it was sampled from, so the old log-probs stay those of the trained context (A*-PO needs the whole chat: no window shorter than maxTurns)",
+    },
+    maxSequenceLength: integer(
+      "The most tokens one turn's context may hold, prompt and response together (RAGEN's max_model_len); at most the model's max_position_embeddings",
+      2,
+      1_048_576,
+    ),
+    contextOverflow: oneOf(
+      ["truncate", "error"],
+      "A turn whose prompt plus maxNewTokens would pass maxSequenceLength: truncate ends that episode before the turn (finish reason context), error stops the run naming the env and turn (RAGEN hands the limit to vLLM, which cuts such a response short and stops the run on a prompt already past it)",
     ),
     prefixCaching: flag("Reuse each turn's cached prompt prefix from the previous turn"),
   },

@@ -121,6 +121,7 @@ export async function resolveSettings(input: SettingsInput = {}): Promise<Resolv
     );
   }
   checkEnvTags(settings, merged, layers, input);
+  checkRolloutCombinations(settings, merged, layers, input);
   if (input.training !== false) {
     checkTrainingGroups(settings, merged, layers, input);
     checkStarPOCombinations(settings, merged, layers, input);
@@ -317,6 +318,39 @@ function checkEnvTags(
     return [locate({ field, message, allowed: [...known].sort() }, merged.origins, layers)];
   });
   if (issues.length > 0) throw new ConfigError(subjectOf(input), issues);
+}
+
+/** Rollout and validation options that are each valid but refuse each other or the algorithm. */
+function checkRolloutCombinations(
+  settings: TrainingSettings,
+  merged: Merged,
+  layers: readonly Layer[],
+  input: SettingsInput,
+): void {
+  const { rollout, validation } = settings;
+  const issues: ConfigIssue[] = [];
+  if (validation.samples > 1 && validation.temperature === 0)
+    issues.push({
+      field: "validation.samples",
+      message: `${validation.samples} greedy samples (validation.temperature=0) are the same episode ${validation.samples} times: sample above temperature 0 or keep validation.samples=1`,
+    });
+  const episodes = validation.groupsPerEnv * (validation.envs ?? settings.envs).length * validation.samples;
+  if (episodes > SIZE_LIMITS.rolloutsPerStep)
+    issues.push({
+      field: "validation.samples",
+      message: `${validation.groupsPerEnv} seeds per env x ${validation.samples} samples make ${episodes} validation episodes; at most ${SIZE_LIMITS.rolloutsPerStep} fit one batch`,
+    });
+  const dropsTurns = rollout.historyWindow !== null && rollout.historyWindow < rollout.maxTurns;
+  if (input.training !== false && settings.algorithm === "apo" && dropsTurns)
+    issues.push({
+      field: "rollout.historyWindow",
+      message: `${rollout.historyWindow} turns of ${rollout.maxTurns} split an episode into several training sequences, and A*-PO regresses one log-ratio summed over the whole episode: set rollout.historyWindow=null (or at least rollout.maxTurns) with algorithm=apo`,
+    });
+  if (issues.length > 0)
+    throw new ConfigError(
+      subjectOf(input),
+      issues.map((issue) => locate(issue, merged.origins, layers)),
+    );
 }
 
 /** StarPO options that are each valid but refuse each other (StarPO checks them too, once built). */
