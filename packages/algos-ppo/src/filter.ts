@@ -8,8 +8,12 @@ import { groupIndices, meanOf, sampleStd } from "./stats.js";
 export type FilterStrategy = "top_k" | "top_p" | "min_p";
 export const FILTER_STRATEGIES = ["top_k", "top_p", "min_p"] as const satisfies readonly FilterStrategy[];
 
-/** A group's score: the sample std of its members' values (their spread) or their mean. */
-export type GroupStatistic = "std" | "mean";
+/**
+ * A group's score: the sample std of its members' values (their spread), its square (RAGEN-2's
+ * reward_variance: the same order, but top_p's share of the summed scores keeps fewer low-spread
+ * groups), or their mean.
+ */
+export type GroupStatistic = "std" | "variance" | "mean";
 
 /** A score this close to 0 counts as 0 (RAGEN-2's). */
 export const ZERO_SCORE = 1e-10;
@@ -105,7 +109,12 @@ export function filterByUncertainty(
       order,
       members,
       quotaKey: options.quotaKeys ? options.quotaKeys[members[0]!]! : "",
-      score: statistic === "std" ? sampleStd(scored) : meanOf(scored),
+      score:
+        statistic === "std"
+          ? sampleStd(scored)
+          : statistic === "variance"
+            ? sampleStd(scored) ** 2
+            : meanOf(scored),
       std: sampleStd(values),
       max: maxOf(values),
       mean: meanOf(values),

@@ -36,10 +36,20 @@ import { type LrSchedule, learningRateFactor, scheduleNeedsRunLength } from "./s
 export type { AdvantageEstimator } from "./batch-advantages.js";
 export { warmupFactor } from "./schedule.js";
 
-/** What a filter ranks groups by: their rewards' spread or mean, their entropy's mean or spread, their length. */
-export type FilterMetric = "reward_std" | "reward_mean" | "entropy" | "entropy_std" | "length";
+/**
+ * What a filter ranks groups by: their rewards' spread (std, or its square, RAGEN-2's reward_variance) or
+ * mean, their entropy's mean or spread, their length.
+ */
+export type FilterMetric =
+  | "reward_std"
+  | "reward_variance"
+  | "reward_mean"
+  | "entropy"
+  | "entropy_std"
+  | "length";
 export const FILTER_METRICS = [
   "reward_std",
+  "reward_variance",
   "reward_mean",
   "entropy",
   "entropy_std",
@@ -555,6 +565,7 @@ export class StarPO {
   ): Promise<Pick<UncertaintyFilterOptions, "scores" | "statistic">> {
     const metric = this.config.filterMetric;
     if (metric === "reward_std") return {};
+    if (metric === "reward_variance") return { statistic: "variance" };
     if (metric === "reward_mean") return { statistic: "mean" };
     if (metric === "length") return { scores: trajectories.map((t) => t.responseLength), statistic: "mean" };
     const start = performance.now();

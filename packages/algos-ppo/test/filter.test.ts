@@ -97,6 +97,16 @@ describe("filterByUncertainty: RAGEN-2's strategies", () => {
     expect(all.keptGroups).toEqual([11, 13, 12, 10]);
   });
 
+  it("top_p over variances (RAGEN-2's reward_variance) weighs low-spread groups less than over stds", () => {
+    // Variances 0, 2, 0.125, 2: 0.9 of 4.125 is 3.7 (less 0.01), which 11 and 13 already hold.
+    const variance = filterByUncertainty(rewards, groupIds, {
+      strategy: "top_p",
+      rolloutFilterRatio: 0.9,
+      statistic: "variance",
+    });
+    expect(variance.keptGroups).toEqual([11, 13]);
+  });
+
   it("top_p keeps nothing when no group has spread, and refuses to rank from the lowest", () => {
     const flat = filterByUncertainty([1, 1, 0, 0], [0, 0, 1, 1], {
       strategy: "top_p",

@@ -112,6 +112,7 @@ export {
 } from "./settings/profiles.js";
 export {
   RAGEN_BASE_VALUES,
+  RAGEN_LORA_VALUES,
   RAGEN_SOURCES,
   RAGEN2_CHANGED_VALUES,
   type RagenValue,

@@ -5,6 +5,7 @@ import {
   describeProfileChoice,
   PROFILES,
   RAGEN_BASE_VALUES,
+  RAGEN_LORA_VALUES,
   RAGEN2_CHANGED_VALUES,
   type RagenValue,
   ragen2Values,
@@ -114,6 +115,18 @@ describe("profiles ragen and ragen2", () => {
       expect(valueAt(ragen2.settings, field), field).not.toEqual(valueAt(ragen.settings, field));
   });
 
+  it("a LoRA run gets RAGEN's LoRA learning rates, unless the model is small", async () => {
+    const lora = await resolveSettings({
+      overrides: ["profile=ragen", "lora.rank=64"],
+      parameterCount: QWEN_05B_PARAMETERS,
+    });
+    expect(lora.settings.starpo).toMatchObject({ actorLr: 1e-5, criticLr: 1e-4 });
+    const full = await resolveSettings({ overrides: ["profile=ragen"], parameterCount: QWEN_05B_PARAMETERS });
+    expect(full.settings.starpo).toMatchObject({ actorLr: 1e-6, criticLr: 1e-5 });
+    const small = await resolveSettings({ overrides: ["lora.rank=8"], parameterCount: 800_000 });
+    expect(small.settings.starpo.actorLr).toBe(5e-4);
+  });
+
   it("a tiny model under profile=ragen still gets the small-model learning rates, and says so", async () => {
     const resolved = await resolveSettings({
       overrides: ["profile=ragen"],
@@ -133,7 +146,11 @@ describe("profiles ragen and ragen2", () => {
       "utf8",
     );
     const format = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
-    for (const { field, value, ragenKey } of [...RAGEN_BASE_VALUES, ...RAGEN2_CHANGED_VALUES])
+    for (const { field, value, ragenKey } of [
+      ...RAGEN_BASE_VALUES,
+      ...RAGEN2_CHANGED_VALUES,
+      ...RAGEN_LORA_VALUES,
+    ])
       expect(guide, field).toContain(`| \`${field}\` | \`${format(value)}\` | \`${ragenKey}\` |`);
   });
 });

@@ -425,7 +425,7 @@ export const SETTINGS_FIELDS: SettingsFields = {
     ),
     filterMetric: oneOf(
       FILTER_METRICS,
-      "What groups are scored by: reward_std (RAGEN; RAGEN-2's reward_variance), reward_mean, entropy (mean of the actor's per-trajectory token entropy; one more forward), entropy_std, length (mean response tokens)",
+      "What groups are scored by: reward_std (RAGEN), reward_variance (RAGEN-2: the same order, but top_p's share of the summed scores differs), reward_mean, entropy (mean of the actor's per-trajectory token entropy; one more forward), entropy_std, length (mean response tokens)",
     ),
     filterIncludeZero: flag(
       "Groups scoring 0 (e.g. no reward spread) may be kept (RAGEN-2's rollout_filter_include_zero); false drops them first",

@@ -4,7 +4,7 @@
  * algorithm, and a config file and the command line still win over it.
  */
 import { EMBEDDED_MODEL, type SettingsLayer, type TrainingSettings } from "./fields.js";
-import { RAGEN_BASE_VALUES, ragen2Values, settingsLayerOf } from "./ragen-configs.js";
+import { RAGEN_BASE_VALUES, RAGEN_LORA_VALUES, ragen2Values, settingsLayerOf } from "./ragen-configs.js";
 
 export interface Profile {
   description: string;
@@ -95,12 +95,12 @@ export const SMALL_MODEL_PROFILE: Profile = {
 };
 
 /**
- * LoRA runs (lora.rank above 0): RAGEN's actor learning rate with LoRA, ten times its full fine-tune's,
+ * LoRA runs (lora.rank above 0): RAGEN's learning rates with LoRA, ten times its full fine-tune's,
  * since only the small adapters move. The small-model profile, laid over it, keeps its own rates.
  */
 export const LORA_PROFILE: Profile = {
-  description: "LoRA runs (lora.rank above 0): RAGEN's actor learning rate with LoRA, 1e-5",
-  settings: { starpo: { actorLr: 1e-5 } },
+  description: "LoRA runs (lora.rank above 0): RAGEN's learning rates with LoRA, actor 1e-5 and critic 1e-4",
+  settings: settingsLayerOf(RAGEN_LORA_VALUES),
 };
 
 /** Defaults that depend on the algorithm: A*-PO samples one response per start state (stage 2). */

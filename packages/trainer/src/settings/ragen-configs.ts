@@ -134,14 +134,94 @@ export const RAGEN_BASE_VALUES: readonly RagenValue[] = [
   {
     field: "starpo.lrWarmupSteps",
     value: 0,
-    ragenKey: "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio: 0 (verl)",
+    ragenKey: "actor_rollout_ref.actor.optim.lr_warmup_steps (verl)",
   },
+  {
+    field: "starpo.lrWarmupRatio",
+    value: 0,
+    ragenKey: "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio (verl)",
+  },
+  {
+    field: "starpo.lrSchedule",
+    value: "constant",
+    ragenKey: "actor_rollout_ref.actor.optim.warmup_style (verl)",
+  },
+  { field: "starpo.highLevelGamma", value: 0.95, ragenKey: "algorithm.high_level_gamma (with bi_level_gae)" },
+  { field: "starpo.normAdvByStd", value: true, ragenKey: "algorithm.norm_adv_by_std_in_grpo (verl)" },
+  {
+    field: "starpo.rewardNormGrouping",
+    value: "state",
+    ragenKey: "agent_proxy.reward_normalization.grouping",
+  },
+  {
+    field: "starpo.rewardNormMethod",
+    value: "identity",
+    ragenKey: "agent_proxy.reward_normalization.method",
+  },
+  { field: "starpo.klInReward", value: false, ragenKey: "algorithm.use_kl_in_reward (verl)" },
+  { field: "starpo.klRewardType", value: "kl", ragenKey: "algorithm.kl_penalty" },
+  { field: "starpo.klController", value: "fixed", ragenKey: "algorithm.kl_ctrl.type" },
+  { field: "starpo.klTargetKl", value: 0.1, ragenKey: "algorithm.kl_ctrl.target_kl (verl)" },
+  { field: "starpo.klHorizon", value: 10_000, ragenKey: "algorithm.kl_ctrl.horizon (verl)" },
+  {
+    field: "starpo.filterStrategy",
+    value: "top_k",
+    ragenKey: "(a share of the groups: rollout_filter_ratio)",
+  },
+  {
+    field: "starpo.filterKeep",
+    value: "highest",
+    ragenKey: "actor_rollout_ref.rollout.rollout_filter_type: std",
+  },
+  {
+    field: "starpo.filterMetric",
+    value: "reward_std",
+    ragenKey: "actor_rollout_ref.rollout.rollout_filter_type: std",
+  },
+  {
+    field: "starpo.filterIncludeZero",
+    value: true,
+    ragenKey: "(groups without spread rank last, and may be kept)",
+  },
+  { field: "starpo.filterLossScaling", value: "none", ragenKey: "(the loss is not rescaled)" },
+  {
+    field: "lora.alpha",
+    value: 64,
+    ragenKey: "lora.alpha (config/base-lora.yaml)",
+    note: "base.yaml keeps LoRA off (lora.rank 0) with alpha 16; RAGEN's LoRA config, base-lora.yaml, uses rank 64 and alpha 64",
+  },
+  { field: "lora.critic", value: true, ragenKey: "critic.model.lora_rank (follows lora.rank)" },
+];
+
+/**
+ * RAGEN's LoRA config (config/base-lora.yaml at 5eb79b8): its learning rates, which a run with lora.rank
+ * above 0 gets (LORA_PROFILE); rank and alpha are its suggested lora.rank=64 lora.alpha=64.
+ */
+export const RAGEN_LORA_VALUES: readonly RagenValue[] = [
+  { field: "starpo.actorLr", value: 1e-5, ragenKey: "actor_rollout_ref.actor.optim.lr" },
+  { field: "starpo.criticLr", value: 1e-4, ragenKey: "critic.optim.lr" },
 ];
 
 /** Where RAGEN-2's base config differs from RAGEN's (the rest is the same). */
 export const RAGEN2_CHANGED_VALUES: readonly RagenValue[] = [
   { field: "model", value: "Qwen/Qwen2.5-3B-Instruct", ragenKey: "model_path" },
   { field: "rollout.maxActionsPerTurn", value: 2, ragenKey: "agent_proxy.max_actions_per_turn" },
+  {
+    field: "starpo.filterStrategy",
+    value: "top_p",
+    ragenKey: "actor_rollout_ref.rollout.rollout_filter_strategy",
+  },
+  {
+    field: "starpo.filterMetric",
+    value: "reward_variance",
+    ragenKey: "actor_rollout_ref.rollout.rollout_filter_metric",
+  },
+  {
+    field: "starpo.rolloutFilterRatio",
+    value: 0.9,
+    ragenKey: "actor_rollout_ref.rollout.rollout_filter_value",
+    note: "with top_p: the groups with the largest scores that hold 90% of the summed scores (rollout_filter_top_p_prob_mode: linear)",
+  },
   {
     field: "validation.groupsPerEnv",
     value: 512,
