@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "@ragen/envs";
 import { QWEN2_5_0_5B_INSTRUCT_CONFIG } from "@ragen/models";
-import { type WebGpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
+import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import { Tokenizer } from "@ragen/tokenizer";
 import { describe, expect, it } from "vitest";
 import {
@@ -10,12 +10,11 @@ import {
   longestSequence,
   MemoryRunStorage,
   resolveSettings,
-  runTraining,
   SMOKE_RUN_SETTINGS,
   trainingMemoryOptions,
 } from "../src/index.js";
 import { deviceMemoryBudget, EMBEDDED_MODEL_DIR } from "../src/node.js";
-import { memoryPolicyLoader } from "./helpers/memory-policy.js";
+import { trainInMemory } from "./helpers/memory-policy.js";
 
 const GiB = 2 ** 30;
 const tokenizer = Tokenizer.fromFiles(
@@ -117,13 +116,7 @@ describe("a run that does not fit", () => {
       overrides: [...SMOKE_RUN_SETTINGS, "envs=Bandit", "model=tiny"],
       parameterCount: 1e5,
     });
-    const run = runTraining({
-      settings,
-      sources,
-      backend: await webGpuBackend(),
-      storage,
-      loadPolicy: memoryPolicyLoader(storage, settings.envs),
-      say: () => {},
+    const run = trainInMemory({ settings, sources }, storage, {
       deviceMemory: { bytes: 1024, source: "deviceMemoryGiB" },
     });
     await expect(run).rejects.toThrow(/deviceMemoryGiB allows 0\.0 GiB/);

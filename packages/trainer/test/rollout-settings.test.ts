@@ -13,12 +13,11 @@ import {
   MemoryRunStorage,
   resolveSettings,
   rolloutOptions,
-  runTraining,
   SMOKE_RUN_SETTINGS,
   trainingManager,
   trainingSeed,
 } from "../src/index.js";
-import { memoryPolicyLoader } from "./helpers/memory-policy.js";
+import { memoryPolicyLoader, trainInMemory } from "./helpers/memory-policy.js";
 
 /** Seconds-long runs that train every rollout (no filter) in one optimiser step. */
 const SMOKE = [
@@ -36,14 +35,7 @@ const settingsOf = async (overrides: string[]) =>
 async function train(overrides: string[]) {
   const { settings, sources } = await settingsOf(overrides);
   const storage = new MemoryRunStorage("run");
-  await runTraining({
-    settings,
-    sources,
-    backend: await webGpuBackend(),
-    storage,
-    loadPolicy: memoryPolicyLoader(storage, settings.envs),
-    say: () => {},
-  });
+  await trainInMemory({ settings, sources }, storage);
   const records = (split: "train" | "val", step: number) =>
     storage.trajectories.filter((t) => t.split === split && t.step === step);
   return { settings, storage, step1: storage.rows[1]!.metrics, records };

@@ -1,7 +1,7 @@
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { MemoryRunStorage, resolveSettings, runTraining, SMOKE_RUN_SETTINGS } from "../src/index.js";
-import { memoryPolicyLoader } from "./helpers/memory-policy.js";
+import { memoryPolicyLoader, trainInMemory } from "./helpers/memory-policy.js";
 
 /** Settings that make a run take seconds on a software GPU. */
 const SMOKE = [...SMOKE_RUN_SETTINGS, "validation.every=2", "envs=Bandit", "model=tiny"];
@@ -17,14 +17,7 @@ async function train(storage: MemoryRunStorage, overrides: string[]) {
     overrides: [...SMOKE, ...overrides],
     parameterCount: 1e5,
   });
-  return runTraining({
-    settings,
-    sources,
-    backend: await webGpuBackend(),
-    storage,
-    loadPolicy: memoryPolicyLoader(storage, settings.envs),
-    say: () => {},
-  });
+  return trainInMemory({ settings, sources }, storage);
 }
 
 describe("runTraining on a storage in memory (no files: the browser path)", () => {

@@ -4,8 +4,15 @@
  */
 import { Qwen2Model } from "@ragen/models";
 import { tinyModel } from "@ragen/sft";
-import type { Backend } from "@ragen/tensor-webgpu";
-import type { LoadedPolicy, MemoryRunStorage, PolicyLoader } from "../../src/index.js";
+import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
+import {
+  type LoadedPolicy,
+  type MemoryRunStorage,
+  type PolicyLoader,
+  runTraining,
+  type TrainingRun,
+  type TrainingSummary,
+} from "../../src/index.js";
 
 export function memoryPolicyLoader(storage: MemoryRunStorage, envTags: readonly string[]): PolicyLoader {
   return async (name: string, backend: Backend): Promise<LoadedPolicy> => {
@@ -25,4 +32,21 @@ export function memoryPolicyLoader(storage: MemoryRunStorage, envTags: readonly 
       identity: async () => `${name}#memory`,
     };
   };
+}
+
+/** Runs a training on `storage` with the in-memory model, quietly, as a browser page would. */
+export async function trainInMemory(
+  { settings, sources }: Pick<TrainingRun, "settings" | "sources">,
+  storage: MemoryRunStorage,
+  extra: Partial<TrainingRun> = {},
+): Promise<TrainingSummary> {
+  return runTraining({
+    settings,
+    sources,
+    backend: await webGpuBackend(),
+    storage,
+    loadPolicy: memoryPolicyLoader(storage, settings.envs),
+    say: () => {},
+    ...extra,
+  });
 }
