@@ -6,7 +6,6 @@ export {
   checkLoraResume,
   createLoraCritic,
   criticCheckpointWeights,
-  type LoraCheckpointState,
   loraCheckpointState,
   loraOptions,
   usesLora,
@@ -24,6 +23,7 @@ export { findResumePoint, nextCheckpointStep } from "./run/resume-point.js";
 export type {
   CheckpointParts,
   CheckpointState,
+  LoraCheckpointState,
   MetricsHistoryRow,
   RunLogs,
   RunStorage,

@@ -4,18 +4,10 @@
  * change, so the KL's reference is the actor with its adapters switched off and a checkpoint needs only
  * the adapters: a LoRA run resumes on the start model (settings.model) with them put back.
  */
-import { type LoraOptions, type LoraTarget, type Qwen2Model, Qwen2ValueModel } from "@ragen/models";
+import { type LoraOptions, type Qwen2Model, Qwen2ValueModel } from "@ragen/models";
 import { noGrad, type Tensor, tensor, writeSlice } from "@ragen/tensor-webgpu";
 import type { TrainingSettings } from "../settings/fields.js";
-import type { StoredCheckpoint } from "./storage.js";
-
-/** The LoRA settings a checkpoint was trained with, kept in its state to check a resume against. */
-export interface LoraCheckpointState {
-  rank: number;
-  alpha: number;
-  targets: LoraTarget[];
-  critic: boolean;
-}
+import type { LoraCheckpointState, StoredCheckpoint } from "./storage.js";
 
 /** Whether the run trains LoRA adapters rather than every weight. */
 export function usesLora(settings: Pick<TrainingSettings, "lora">): boolean {

@@ -5,10 +5,17 @@
  */
 import type { VStarCache } from "@ragen/algos-apo";
 import type { TrajectoryRecord } from "@ragen/logging";
-import type { Qwen2Config, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
+import type { LoraTarget, Qwen2Config, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
-import type { LoraCheckpointState } from "./lora.js";
 import type { LoadedPolicy } from "./policy.js";
+
+/** The LoRA settings a checkpoint was trained with, kept in its state to check a resume against. */
+export interface LoraCheckpointState {
+  rank: number;
+  alpha: number;
+  targets: LoraTarget[];
+  critic: boolean;
+}
 
 export interface CheckpointState {
   /** The last completed training step. */
