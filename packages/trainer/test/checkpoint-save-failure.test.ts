@@ -28,7 +28,12 @@ describe("a checkpoint save that fails", () => {
     writeFileSync(join(old, "actor", "config.json"), "{}");
     writeFileSync(join(old, "optimizers.safetensors"), Buffer.from([2, 0, 0, 0, 0, 0, 0, 0, 123, 125]));
     writeFileSync(join(old, "state.json"), JSON.stringify({ step: 1, trainResets: 1, model: "m" }));
-    const parts = { tokenizerFiles: { tokenizer: "{}" }, optimizers: {} } as unknown as CheckpointParts;
+    // A full fine-tune's actor (no LoRA adapters): its weights are the first file written.
+    const parts = {
+      actor: {},
+      tokenizerFiles: { tokenizer: "{}" },
+      optimizers: {},
+    } as unknown as CheckpointParts;
     await expect(saveCheckpoint(outDir, parts, { step: 2, trainResets: 2, model: "m" })).rejects.toThrow(
       /saving the checkpoint failed: ENOSPC on .*checkpoint\.partial[/\\]actor[/\\]model\.safetensors/,
     );
