@@ -37,7 +37,7 @@ export function longestSequence(settings: MemorySettings, tokenizer: Tokenizer):
     settings.rollout;
   const format = { enableThinking, maxActionsPerTurn, maxResponseLength: maxNewTokens };
   // Any token that does not stop generation stands in for a response.
-  const filler = Int32Array.from({ length: maxNewTokens }, () => tokenizer.encode("a")[0] ?? 0);
+  const filler = new Int32Array(maxNewTokens).fill(tokenizer.encode("a")[0] ?? 0);
   let longest = 0;
   for (const tag of settings.envs) {
     const budget = actionBudget(tag, settings.rollout);
