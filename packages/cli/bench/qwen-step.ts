@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { estimateTrainingMemory, QWEN2_5_0_5B_INSTRUCT_CONFIG } from "@ragen/models";
+import { type TrainingSettings, trainingMemoryOptions } from "@ragen/trainer";
 import { writeRandomQwenFolder } from "../scripts/random-qwen-folder.js";
 
 const GiB = 2 ** 30;
@@ -104,18 +105,12 @@ const step = rows.find((row) => row.step === 1);
 if (!step) throw new Error(`${outDir}/metrics.jsonl has no row for step 1`);
 const metric = (name: string): number | undefined => step[name];
 const longest = metric("perf/max_sequence_length") ?? 0;
-const estimate = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, {
-  microBatch: Math.min(STEP_SETTINGS.envGroups * STEP_SETTINGS.groupSize, 4),
-  batch: STEP_SETTINGS.envGroups * STEP_SETTINGS.groupSize,
-  seqLen: Math.max(1, longest),
-  lora: { rank: STEP_SETTINGS.loraRank },
-  critic: true,
-  rollout: {
-    batch: STEP_SETTINGS.envGroups * STEP_SETTINGS.groupSize,
-    promptLength: Math.max(1, longest - STEP_SETTINGS.maxNewTokens),
-    newTokens: STEP_SETTINGS.maxNewTokens,
-  },
-});
+// The run's own settings, as it saved them, through the same options its start-up check used.
+const saved = JSON.parse(readFileSync(join(outDir, "config.json"), "utf8")) as { settings: TrainingSettings };
+const estimate = estimateTrainingMemory(
+  QWEN2_5_0_5B_INSTRUCT_CONFIG,
+  trainingMemoryOptions(saved.settings, Math.max(1, longest)),
+);
 const phases = ["gen", "ref", "values", "adv", "update_critic", "update_actor", "step"] as const;
 const result = {
   settings: { ...STEP_SETTINGS, extra },
