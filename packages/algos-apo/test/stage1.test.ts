@@ -34,7 +34,9 @@ describe("estimateVStarForStates", () => {
       options(policy, { onProgress: (done, total) => progress.push([done, total]) }),
     );
     const stage2 = new EnvManager({ ...ENVS, groupSize: 1 });
-    const visited = [0, 1].flatMap(() => stage2.reset("train").map((slot) => stateKey(slot.tag, slot.seed)));
+    const visited: string[] = [];
+    for (let reset = 0; reset < 2; reset++)
+      visited.push(...(await stage2.reset("train")).map((slot) => stateKey(slot.tag, slot.seed)));
     expect([...estimates.entries.keys()]).toEqual(visited);
     expect(visited[0]).toBe("Bandit:10000");
     expect(visited.at(-1)).toBe("BanditTest:10005");

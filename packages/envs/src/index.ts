@@ -50,11 +50,13 @@ export {
   UnknownEnvError,
   unregisterEnv,
 } from "./registry.js";
+export * from "./remote/index.js";
 export { Rng } from "./rng.js";
 export * from "./sokoban/index.js";
 export { type CellStyle, escapeXml, gridSvg, textPanelSvg } from "./svg.js";
 export type {
   ActionPolicy,
+  AsyncEnv,
   Env,
   EnvPreset,
   EnvSpec,

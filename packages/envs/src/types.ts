@@ -49,6 +49,31 @@ export interface Env<Config = unknown, Info extends StepInfo = StepInfo> {
   availableActions(): string[];
 }
 
+/**
+ * An env whose episodes run elsewhere (an env server over HTTP, a worker): `Env`'s contract with
+ * `reset`, `step` and `render` returning promises. `step` still never rejects because of the action
+ * text — a malformed action is an invalid no-op the server reports — but it does reject when the env
+ * cannot be reached (the clients throw a `RemoteEnvError` once their retries are spent).
+ */
+export interface AsyncEnv<Config = unknown, Info extends StepInfo = StepInfo> {
+  /** The registry name of the env it plays, or the name its client was given. */
+  readonly name: string;
+  readonly config: Readonly<Config>;
+  /** Fixed action names, or null when actions are free-form. */
+  readonly actions: readonly string[] | null;
+  /** The rules and symbols, written for an agent. */
+  readonly instructions: string;
+  /** True once the episode has ended. */
+  readonly done: boolean;
+  /** Start a new episode from `seed`; resolves to the first observation. */
+  reset(seed: number): Promise<string>;
+  step(action: string): Promise<StepResult<Info>>;
+  /** The current state as text. */
+  render(): Promise<string>;
+  /** Frees what the env holds elsewhere (a server-side session); the env is unusable afterwards. */
+  close?(): Promise<void>;
+}
+
 /** Chooses actions for an env; used for oracle baselines, random baselines and SFT data. */
 export type ActionPolicy<E extends Env = Env> = (env: E, rng: Rng) => string;
 

@@ -15,8 +15,10 @@ describe("README.md", () => {
     expect(updateReadme(readme)).toBe(readme);
   });
 
-  const snippets = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
-    .map((m) => m[1]!)
+  // A block under a "<!-- snippet: typecheck-only (...) -->" or "skip" marker needs what a test lacks.
+  const snippets = [...readme.matchAll(/(<!-- snippet: [\w-]+ \(.*\) -->\n)?```ts\n([\s\S]*?)```/g)]
+    .filter((m) => m[1] === undefined)
+    .map((m) => m[2]!)
     .filter((code) => code.includes('from "@ragen/envs"'));
 
   it("has runnable snippets", () => {

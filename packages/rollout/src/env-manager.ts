@@ -1,4 +1,11 @@
-import { actionBudget, createEnv, type Env } from "@ragen/envs";
+import {
+  type AsyncEnv,
+  actionBudget,
+  connectEnv,
+  createEnv,
+  type Env,
+  type EnvServerAddress,
+} from "@ragen/envs";
 
 /** RAGEN's base of training seeds; each reset moves it on by envGroups. */
 export const TRAIN_SEED_BASE = 10000;
@@ -14,6 +21,12 @@ export interface EnvTagGroups {
   config?: object;
   /** Overrides the tag's action budget per trajectory (`actionBudget(tag)` of @ragen/envs). */
   maxActionsPerTraj?: number;
+  /**
+   * Play this tag's episodes on an env server (e.g. `ragen serve-env <tag>`) instead of in process, one
+   * server session per env. The server must serve the same tag and config: the prompts' instructions
+   * and actions come from the local registry's env.
+   */
+  server?: EnvServerAddress;
 }
 
 export interface EnvManagerConfig {
@@ -31,7 +44,7 @@ export interface EnvSlot {
   /** Envs of a group share a seed, so they start from the same state. */
   groupId: number;
   tag: string;
-  env: Env;
+  env: Env | AsyncEnv;
   maxActionsPerTraj: number;
   seed: number;
   observation: string;
@@ -88,13 +101,23 @@ export class EnvManager {
         throw new EnvManagerConfigError(
           `maxActionsPerTraj of ${spec.tag} must be a positive integer, got ${budget}`,
         );
+      const local = spec.server ? createEnv(spec.tag, spec.config) : undefined;
+      const makeEnv = (): Env | AsyncEnv =>
+        spec.server && local
+          ? connectEnv(spec.server, {
+              name: local.name,
+              config: local.config as object,
+              instructions: local.instructions,
+              actions: local.actions,
+            })
+          : createEnv(spec.tag, spec.config);
       for (let g = 0; g < spec.nGroups; g++, groupId++) {
         for (let member = 0; member < groupSize; member++) {
           this.slots.push({
             index: this.slots.length,
             groupId,
             tag: spec.tag,
-            env: createEnv(spec.tag, spec.config),
+            env: makeEnv(),
             maxActionsPerTraj: budget,
             seed: 0,
             observation: "",
@@ -137,29 +160,34 @@ export class EnvManager {
     return [...groups].map((groupId) => base + groupId);
   }
 
-  /** Resets every env for a new batch of episodes; returns the slots. */
-  reset(mode: RolloutMode): EnvSlot[] {
+  /**
+   * Resets every env for a new batch of episodes; returns the slots. Remote envs reset together; each
+   * slot keeps its own reply, so the batch does not depend on which server answers first.
+   */
+  async reset(mode: RolloutMode): Promise<EnvSlot[]> {
     const base = this.nextSeedBase(mode);
     if (mode === "train") this.trainCounter += this.config.envGroups;
-    for (const slot of this.slots) {
-      slot.seed = base + slot.groupId;
-      slot.observation = slot.env.reset(slot.seed);
-      slot.actionsUsed = 0;
-      slot.done = false;
-      slot.success = false;
-      slot.validActions = 0;
-      slot.effectiveActions = 0;
-    }
+    await Promise.all(
+      this.slots.map(async (slot) => {
+        slot.seed = base + slot.groupId;
+        slot.actionsUsed = 0;
+        slot.done = false;
+        slot.success = false;
+        slot.validActions = 0;
+        slot.effectiveActions = 0;
+        slot.observation = await slot.env.reset(slot.seed);
+      }),
+    );
     return this.slots;
   }
 
   /** Runs `actions` in order until the episode ends or the trajectory's budget is used. */
-  step(slot: EnvSlot, actions: readonly string[]): TurnOutcome {
+  async step(slot: EnvSlot, actions: readonly string[]): Promise<TurnOutcome> {
     let reward = 0;
     const executed: string[] = [];
     for (const action of actions) {
       if (slot.done || slot.actionsUsed >= slot.maxActionsPerTraj) break;
-      const result = slot.env.step(action);
+      const result = await slot.env.step(action);
       executed.push(action);
       slot.actionsUsed++;
       reward += result.reward;
@@ -170,6 +198,25 @@ export class EnvManager {
       if (result.done) slot.done = true;
     }
     return { reward, executed, observation: slot.observation, done: slot.done };
+  }
+
+  /**
+   * One turn of several envs: each slot's actions run in order as `step` runs them, the slots side by
+   * side (remote envs wait on their servers together). The outcomes come back in the order of `turns`.
+   */
+  async stepAll(turns: readonly { slot: EnvSlot; actions: readonly string[] }[]): Promise<TurnOutcome[]> {
+    const seen = new Set<EnvSlot>();
+    for (const { slot } of turns) {
+      if (seen.has(slot))
+        throw new EnvManagerConfigError(`stepAll(): env ${slot.index} appears twice in one turn`);
+      seen.add(slot);
+    }
+    return Promise.all(turns.map(({ slot, actions }) => this.step(slot, actions)));
+  }
+
+  /** Ends what the envs hold elsewhere (remote sessions); in-process envs hold nothing. */
+  async close(): Promise<void> {
+    await Promise.all(this.slots.map((slot) => ("close" in slot.env ? slot.env.close?.() : undefined)));
   }
 
   /** Actions the trajectory may still take. */

@@ -32,6 +32,26 @@ export {
   turnText,
 } from "./prompt.js";
 export {
+  type AdapterPlacement,
+  AdapterPublisher,
+  type AdapterPublisherOptions,
+  type AdapterServerKind,
+  adapterId,
+} from "./remote/adapter-publisher.js";
+export { AdapterPublishError, RemotePolicyError, UnknownAdapterError } from "./remote/errors.js";
+export { type RemotePolicyOptions, type RemoteRequest, RemoteTokenPolicy } from "./remote/remote-policy.js";
+export {
+  type ReplicaLease,
+  ReplicaPool,
+  type ReplicaPoolOptions,
+  type ReplicaStatus,
+} from "./remote/replica-pool.js";
+export { SglangGeneratePolicy, type SglangGeneratePolicyOptions } from "./remote/sglang-generate-policy.js";
+export {
+  VllmCompletionsPolicy,
+  type VllmCompletionsPolicyOptions,
+} from "./remote/vllm-completions-policy.js";
+export {
   batchMetrics,
   type ContextOverflow,
   ContextOverflowError,

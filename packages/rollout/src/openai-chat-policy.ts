@@ -1,4 +1,5 @@
 import type { Tokenizer } from "@ragen/tokenizer";
+import { HttpRequestFailure, type HttpResponse, MAX_ERROR_BODY_CHARS, requestText, sleep } from "./http.js";
 import type { Policy, PolicyOutput, PolicyPrompt, PolicySampling } from "./policy.js";
 
 export interface OpenAIChatPolicyOptions {
@@ -48,7 +49,6 @@ export class OpenAIPolicyError extends Error {
   }
 }
 
-const MAX_ERROR_BODY_CHARS = 300;
 /** Far above any chat completion's JSON, far below what would strain memory. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
@@ -129,91 +129,43 @@ export class OpenAIChatPolicy implements Policy {
   }
 
   private async post(body: object, batch: AbortSignal): Promise<unknown> {
-    const fetchImpl = this.options.fetch ?? fetch;
-    const timeoutMs = this.options.timeoutMs ?? 60_000;
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
-    const stop = () => controller.abort();
-    batch.addEventListener("abort", stop);
+    let response: HttpResponse;
     try {
-      if (batch.aborted) throw cancelled(this.url);
-      const response = await fetchImpl(this.url, {
+      response = await requestText({
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
-        },
-        body: JSON.stringify(body),
-        signal: controller.signal,
+        url: this.url,
+        body,
+        ...(this.options.apiKey ? { apiKey: this.options.apiKey } : {}),
+        timeoutMs: this.options.timeoutMs ?? 60_000,
+        maxResponseBytes: this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+        signal: batch,
+        ...(this.options.fetch ? { fetch: this.options.fetch } : {}),
       });
-      const text = await this.readBody(response, controller.signal);
-      if (!response.ok) {
-        const retryable = response.status === 429 || response.status >= 500;
-        throw new OpenAIPolicyError(
-          `POST ${this.url} failed with HTTP ${response.status}: ${text.slice(0, MAX_ERROR_BODY_CHARS)}`,
-          response.status,
-          retryable,
-        );
-      }
-      try {
-        return JSON.parse(text);
-      } catch {
-        throw new OpenAIPolicyError(
-          `POST ${this.url} returned a body that is not JSON: ${text.slice(0, MAX_ERROR_BODY_CHARS)}`,
-          response.status,
-          false,
-        );
-      }
     } catch (error) {
-      if (error instanceof OpenAIPolicyError) throw error;
-      if (batch.aborted) throw cancelled(this.url);
-      if (controller.signal.aborted)
-        throw new OpenAIPolicyError(`POST ${this.url} timed out after ${timeoutMs} ms`, undefined, true);
-      throw new OpenAIPolicyError(`POST ${this.url} failed: ${describeFailure(error)}`, undefined, true);
-    } finally {
-      clearTimeout(timer);
-      batch.removeEventListener("abort", stop);
+      if (!(error instanceof HttpRequestFailure)) throw error;
+      if (error.kind === "cancelled") throw cancelled(this.url);
+      // A runaway body is the server's answer, not a passing fault: retrying would read it again.
+      if (error.kind === "too-large") throw new OpenAIPolicyError(error.message, error.status, false);
+      throw new OpenAIPolicyError(error.message, undefined, true);
     }
-  }
-
-  /** The body as text, read as a stream and given up past maxResponseBytes. */
-  private async readBody(response: Response, signal: AbortSignal): Promise<string> {
-    const limit = this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    const tooLong = () =>
-      new OpenAIPolicyError(
-        `POST ${this.url} returned a body longer than maxResponseBytes (${limit} bytes); stopped reading it`,
-        response.status,
+    const { status, text } = response;
+    if (!response.ok) {
+      const retryable = status === 429 || status >= 500;
+      throw new OpenAIPolicyError(
+        `POST ${this.url} failed with HTTP ${status}: ${text.slice(0, MAX_ERROR_BODY_CHARS)}`,
+        status,
+        retryable,
+      );
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new OpenAIPolicyError(
+        `POST ${this.url} returned a body that is not JSON: ${text.slice(0, MAX_ERROR_BODY_CHARS)}`,
+        status,
         false,
       );
-    const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-    if (declared > limit) {
-      await response.body?.cancel().catch(() => {});
-      throw tooLong();
     }
-    if (!response.body) return response.text();
-    const reader = response.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    try {
-      for (;;) {
-        if (signal.aborted) throw signal.reason;
-        const { done, value } = await reader.read();
-        if (done) break;
-        total += value.byteLength;
-        if (total > limit) throw tooLong();
-        chunks.push(value);
-      }
-    } catch (error) {
-      await reader.cancel().catch(() => {});
-      throw error;
-    }
-    const bytes = new Uint8Array(total);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    return new TextDecoder().decode(bytes);
   }
 
   private countUsage(reply: unknown): void {
@@ -247,14 +199,6 @@ export class OpenAIChatPolicy implements Policy {
   }
 }
 
-/** fetch's own message ("fetch failed") hides the reason; the cause names it (ECONNREFUSED, ENOTFOUND...). */
-function describeFailure(error: unknown): string {
-  const message = (error as Error).message;
-  const cause = (error as { cause?: unknown }).cause;
-  const reason = cause instanceof Error ? cause.message || (cause as { code?: string }).code : undefined;
-  return reason && reason !== message ? `${message} (${reason})` : message;
-}
-
 /** The error of a request given up because another request of the batch failed first. */
 function cancelled(url: string): OpenAIPolicyError {
   return new OpenAIPolicyError(
@@ -262,17 +206,4 @@ function cancelled(url: string): OpenAIPolicyError {
     undefined,
     false,
   );
-}
-
-/** Waits `ms`, or less when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done);
-  });
 }

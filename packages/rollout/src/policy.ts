@@ -8,6 +8,11 @@ export interface PolicyPrompt {
   messages: ChatMessage[];
   /** The text the response is expected to continue from. */
   responsePrefix: string;
+  /**
+   * The episode this prompt continues, when the caller tracks one: remote policies send an episode's
+   * turns to the same server while it is up, so the server's prefix cache holds its history.
+   */
+  episodeId?: string;
 }
 
 export interface PolicySampling {

@@ -1,7 +1,7 @@
 import type { Tokenizer } from "@ragen/tokenizer";
 import { Conversation } from "./conversation.js";
-import type { EnvManager, EnvSlot, RolloutMode } from "./env-manager.js";
-import { deservesFormatPenalty, parseResponse } from "./parse.js";
+import type { EnvManager, EnvSlot, RolloutMode, TurnOutcome } from "./env-manager.js";
+import { deservesFormatPenalty, type ParsedResponse, parseResponse } from "./parse.js";
 import type { Policy, PolicyOutput } from "./policy.js";
 import { instructionText, type PromptFormat } from "./prompt.js";
 import {
@@ -170,6 +170,15 @@ interface EnvRun {
   finishReason?: FinishReason;
 }
 
+/** A turn whose response is parsed and whose actions are not yet played. */
+interface PendingTurn {
+  run: EnvRun;
+  output: PolicyOutput;
+  observation: string;
+  response: string;
+  parsed: ParsedResponse;
+}
+
 /**
  * Runs one batch of multi-turn episodes: every env still playing generates together each turn, the
  * answers are parsed and executed, and finished envs drop out. Malformed text never throws: it is a
@@ -192,7 +201,7 @@ export async function runRollout(
     maxResponseLength: options.maxNewTokens,
     historyWindow: options.historyWindow,
   };
-  const runs: EnvRun[] = manager.reset(mode).map((slot) => ({
+  const runs: EnvRun[] = (await manager.reset(mode)).map((slot) => ({
     slot,
     conversation: new Conversation(
       tokenizer,
@@ -239,6 +248,8 @@ export async function runRollout(
           tokens,
           messages: run.conversation.messages(),
           responsePrefix: run.conversation.responsePrefix,
+          // Seeds of training resets never repeat, so seed and slot name one episode.
+          episodeId: `${run.slot.seed}:${run.slot.index}`,
         });
       }
       if (ready.length === 0) break;
@@ -250,13 +261,19 @@ export async function runRollout(
         seed: turnSeed(options.seed ?? 0, turn),
       });
       checkOutputs(outputs, ready.length);
-      for (const [i, run] of ready.entries()) playTurn(run, outputs[i]!);
+      const turns = ready.map((run, i) => readResponse(run, outputs[i]!));
+      // Every env's actions at once (remote envs wait on their servers together); the outcomes come
+      // back in slot order, so the batch is the same whichever env answers first.
+      const outcomes = await manager.stepAll(
+        turns.map(({ run, parsed }) => ({ slot: run.slot, actions: parsed.actions })),
+      );
+      for (const [i, turn] of turns.entries()) recordTurn(turn, outcomes[i]!);
       options.onTurn?.(turn, runs.filter((run) => run.finishReason === undefined).length);
     }
   }
   for (const run of runs) run.finishReason ??= "max-turns";
 
-  function playTurn(run: EnvRun, output: PolicyOutput): void {
+  function readResponse(run: EnvRun, output: PolicyOutput): PendingTurn {
     const { slot, conversation } = run;
     const observation = slot.observation;
     const response = conversation.recordResponse(output.tokens, output.logProbs);
@@ -265,7 +282,12 @@ export async function runRollout(
       maxActionsPerTurn,
       enableThinking: format.enableThinking,
     });
-    const outcome = manager.step(slot, parsed.actions);
+    return { run, output, observation, response, parsed };
+  }
+
+  function recordTurn(turn: PendingTurn, outcome: TurnOutcome): void {
+    const { run, output, observation, response, parsed } = turn;
+    const { slot, conversation } = run;
     const penalized = deservesFormatPenalty(parsed, { penalizeExtraActions: options.penalizeExtraActions });
     const reward = outcome.reward + (penalized ? formatPenalty : 0);
     conversation.recordReward(reward);

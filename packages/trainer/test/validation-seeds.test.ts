@@ -7,7 +7,7 @@ describe("validation seeds", () => {
     const [first, second] = validationEnvs(settings);
     // What validation really plays: reset the manager in val mode and read each slot's seed.
     const played = new Map<string, number[]>();
-    for (const slot of validationManager(settings).reset("val")) {
+    for (const slot of await validationManager(settings).reset("val")) {
       played.set(slot.tag, [...(played.get(slot.tag) ?? []), slot.seed]);
     }
     expect(validationSeeds(settings, first!)).toEqual(played.get(first!));

@@ -29,6 +29,14 @@ const SUBCOMMANDS: Record<string, { summary: string; run: (args: string[]) => Pr
     summary: "list the envs and presets (--budgets: oracle and random success)",
     run: async (args) => (await import("./envs.js")).envsCommand(args),
   },
+  "serve-policy": {
+    summary: "serve a model through vLLM's token-in/token-out HTTP API (completions, LoRA adapters)",
+    run: async (args) => (await import("./serve-policy.js")).servePolicyCommand(args),
+  },
+  "serve-env": {
+    summary: "serve an env or preset over HTTP (OpenEnv shape) for runs on other machines",
+    run: async (args) => (await import("./serve-env.js")).serveEnvCommand(args),
+  },
 };
 
 function usage(): string {

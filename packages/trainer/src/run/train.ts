@@ -257,6 +257,8 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   } finally {
     await logs.close();
     updater.dispose();
+    // Remote env sessions end with the run; a server already gone has nothing left to free.
+    await Promise.allSettled([trainManager.close(), valManager.close()]);
   }
 
   const summary: TrainingSummary = {

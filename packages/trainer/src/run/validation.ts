@@ -46,10 +46,22 @@ export function trainingSeed(settings: TrainingSettings, step: number): number {
   return settings.seed * 1_000_003 + step;
 }
 
-/** The training envs' tags with their groups per step: train.groupsPerEnv, or envGroups split evenly. */
+/**
+ * The training envs' tags with their groups per step: train.groupsPerEnv, or envGroups split evenly;
+ * a tag with a server in envServers plays there.
+ */
 export function trainingGroups(settings: TrainingSettings): EnvTagGroups[] {
   const even = settings.train.envGroups / settings.envs.length;
-  return settings.envs.map((tag) => ({ tag, nGroups: settings.train.groupsPerEnv?.[tag] ?? even }));
+  return settings.envs.map((tag) =>
+    withServer(settings, { tag, nGroups: settings.train.groupsPerEnv?.[tag] ?? even }),
+  );
+}
+
+/** `groups` with the env server envServers names for its tag, if any. */
+function withServer(settings: TrainingSettings, groups: EnvTagGroups): EnvTagGroups {
+  // Settings saved before envServers existed have no such field.
+  const server = settings.envServers?.[groups.tag];
+  return server ? { ...groups, server } : groups;
 }
 
 /** The training envs: envGroups groups of groupSize envs, each group sharing a start state. */
@@ -85,7 +97,7 @@ export function validationManager(settings: TrainingSettings): EnvManager {
   return new EnvManager({
     envGroups: groups * validationEnvs(settings).length,
     groupSize: settings.validation.samples,
-    tags: validationEnvs(settings).map((tag) => ({ tag, nGroups: groups })),
+    tags: validationEnvs(settings).map((tag) => withServer(settings, { tag, nGroups: groups })),
   });
 }
 

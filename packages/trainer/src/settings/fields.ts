@@ -25,6 +25,7 @@ import {
   STARPO_DEFAULTS,
   type StarPOConfig,
 } from "@ragen/algos-ppo";
+import { ENV_SERVER_PROTOCOLS, type EnvServerAddress } from "@ragen/envs";
 import { type LoraTarget, QWEN2_LINEAR_MODULES, type ValueHeadInit } from "@ragen/models";
 import { type ContextOverflow, type RewardPlacement, ROLLOUT_DEFAULTS } from "@ragen/rollout";
 
@@ -85,6 +86,8 @@ export interface TrainingSettings {
   profile: string;
   model: string;
   envs: string[];
+  /** Env servers by tag: those tags' episodes run there, not in process; null: every env in process. */
+  envServers: Record<string, EnvServerAddress> | null;
   steps: number;
   seed: number;
   /** Several seeds, run one after another into `<outDir>/seed-<N>`, with a summary across them. */
@@ -129,6 +132,7 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
   profile: "auto",
   model: EMBEDDED_MODEL,
   envs: ["FrozenLakeGridCoord", "Bandit"],
+  envServers: null,
   steps: 200,
   seed: 0,
   seeds: null,
@@ -225,6 +229,22 @@ export const SETTINGS_FIELDS: SettingsFields = {
     description: '"embedded", a local Hugging Face folder or a Hub repo id',
   },
   envs: tags("Env tags (presets) or env names trained on; the groups are split between them"),
+  envServers: {
+    schema: {
+      type: ["object", "null"],
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        required: ["url", "protocol"],
+        properties: {
+          url: { type: "string", pattern: "^https?://" },
+          protocol: { enum: [...ENV_SERVER_PROTOCOLS] },
+        },
+      },
+    },
+    description:
+      "Env servers by tag, as Tag=URL,Tag=URL (an OpenEnv-shaped server such as ragen serve-env Tag) or in a file Tag: {url, protocol: openenv | agentgym}: that tag's training and validation episodes run there (null: every env in process)",
+  },
   steps: integer("Training steps (one rollout batch and one update each)", 0, 100_000),
   seed: integer("Seed of sampling, initialisation and shuffling", 0, Number.MAX_SAFE_INTEGER),
   seeds: {

@@ -176,6 +176,7 @@ function profileLayer(source: string, profile: Profile): Layer {
 function coerce(values: Record<string, unknown>): Record<string, unknown> {
   if ("envs" in values) values.envs = parseList(values.envs);
   if ("seeds" in values) values.seeds = parseSeedList(values.seeds);
+  if ("envServers" in values) values.envServers = parseEnvServers(values.envServers);
   const train = values.train as Record<string, unknown> | undefined;
   if (isPlainObject(train) && "groupsPerEnv" in train)
     train.groupsPerEnv = parseTagValues("train.groupsPerEnv", train.groupsPerEnv);
@@ -298,7 +299,10 @@ function subjectOf(input: SettingsInput): string {
   return input.file ? `config in ${input.file.path}` : "settings";
 }
 
-/** Every tag in envs and validation.envs is a registered env or preset, so a typo fails before anything runs. */
+/**
+ * Every tag in envs and validation.envs is a registered env or preset, and every tag of envServers is
+ * one of them, so a typo fails before anything runs.
+ */
 function checkEnvTags(
   settings: TrainingSettings,
   merged: Merged,
@@ -317,6 +321,21 @@ function checkEnvTags(
     const message = `${unknown.map((tag) => JSON.stringify(tag)).join(", ")} ${unknown.length === 1 ? "is" : "are"} not a registered env or preset`;
     return [locate({ field, message, allowed: [...known].sort() }, merged.origins, layers)];
   });
+  // A server for a tag the run never plays is most likely a misspelt tag.
+  const played = new Set([...settings.envs, ...(settings.validation.envs ?? [])]);
+  const unplayed = Object.keys(settings.envServers ?? {}).filter((tag) => !played.has(tag));
+  if (unplayed.length > 0)
+    issues.push(
+      locate(
+        {
+          field: "envServers",
+          message: `${unplayed.map((tag) => JSON.stringify(tag)).join(", ")} ${unplayed.length === 1 ? "is" : "are"} not among envs or validation.envs`,
+          allowed: [...played],
+        },
+        merged.origins,
+        layers,
+      ),
+    );
   if (issues.length > 0) throw new ConfigError(subjectOf(input), issues);
 }
 
@@ -437,6 +456,33 @@ function inFieldOrder(settings: TrainingSettings): TrainingSettings {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/**
+ * `Tag=URL,Tag=URL` as a map of servers; a server given as a bare URL, or without a protocol, speaks
+ * OpenEnv (what `ragen serve-env` serves). Anything else is left for the schema to refuse.
+ */
+function parseEnvServers(value: unknown): unknown {
+  let servers = value;
+  if (typeof value === "string") {
+    servers = Object.fromEntries(
+      value.split(",").map((pair) => {
+        const eq = pair.indexOf("=");
+        return eq < 0 ? [pair.trim(), ""] : [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
+      }),
+    );
+  }
+  if (!isPlainObject(servers)) return servers;
+  return Object.fromEntries(
+    Object.entries(servers).map(([tag, server]) => [
+      tag,
+      typeof server === "string"
+        ? { url: server, protocol: "openenv" }
+        : isPlainObject(server) && !("protocol" in server)
+          ? { ...server, protocol: "openenv" }
+          : server,
+    ]),
+  );
 }
 
 /** `seeds=0,1,2` (or one number) as a list of numbers; anything else is left for the schema to refuse. */

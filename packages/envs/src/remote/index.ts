@@ -1,0 +1,15 @@
+export { AgentGymClient, type AgentGymClientOptions } from "./agentgym-client.js";
+export {
+  connectEnv,
+  ENV_SERVER_PROTOCOLS,
+  type EnvServerAddress,
+  type EnvServerProtocol,
+} from "./connect.js";
+export {
+  type HttpOptions,
+  REMOTE_ENV_DEFAULTS,
+  RemoteEnvError,
+  type RemoteEnvErrorKind,
+} from "./http.js";
+export { OpenEnvClient, type OpenEnvClientOptions, type RemoteEnvDescription } from "./openenv-client.js";
+export { toStepInfo } from "./reply.js";
