@@ -257,17 +257,20 @@ export function whitenMasked(
  * batch that mixes tasks of different reward scales, whitening over the whole batch measures each
  * task's returns against the others' mean, so a low-paying task's every response looks bad. With
  * `scale: "batch"` each key is only centred on its own mean and one scale is taken over the whole
- * centred batch, so a task with a small reward spread keeps small advantages (and small steps).
+ * centred batch, so a task with a small reward spread keeps small advantages (and small steps). With
+ * `scale: "none"` each key is only centred: advantages stay in reward units, so a batch whose rewards
+ * barely differ makes a small step instead of being scaled up to the size of one with real signal.
  */
 export function whitenMaskedByKey(
   values: readonly Float32Array[],
   masks: readonly ArrayLike<number>[],
   keys: ArrayLike<string>,
-  options: { scale?: "key" | "batch" } = {},
+  options: { scale?: "key" | "batch" | "none" } = {},
 ): Float32Array[] {
   if (keys.length !== values.length)
     throw new RangeError(`whitenMaskedByKey: ${values.length} sequences but ${keys.length} keys`);
-  const perKeyScale = (options.scale ?? "key") === "key";
+  const scale = options.scale ?? "key";
+  const perKeyScale = scale === "key";
   const out: Float32Array[] = new Array(values.length);
   for (const members of groupIndices(keys).values()) {
     const seqs = members.map((i) => values[i]!);
@@ -277,7 +280,7 @@ export function whitenMaskedByKey(
       out[i] = done[k]!;
     });
   }
-  return perKeyScale ? out : whitenMasked(out, masks);
+  return scale === "batch" ? whitenMasked(out, masks) : out;
 }
 
 /** x - mean over masked tokens; unmasked tokens become 0. */

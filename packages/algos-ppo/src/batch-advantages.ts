@@ -38,7 +38,7 @@ export interface BatchAdvantageOptions {
   normAdvByStd: boolean;
   /** Critic-based estimators: whiten within each env (tags) rather than over the batch. */
   whitenPerEnv: boolean;
-  whitenScale: "env" | "batch";
+  whitenScale: "env" | "batch" | "none";
 }
 
 /** Per-trajectory group ids and env tags, as the estimators and the per-env whitening group by them. */
@@ -67,7 +67,7 @@ export function batchAdvantages(
         : biLevelGaeAdvantages(batch, values, options);
     const advantages = options.whitenPerEnv
       ? whitenMaskedByKey(raw.advantages, batch.masks, keys.tags, {
-          scale: options.whitenScale === "batch" ? "batch" : "key",
+          scale: options.whitenScale === "env" ? "key" : options.whitenScale,
         })
       : whitenMasked(raw.advantages, batch.masks);
     return { advantages, returns: raw.returns };

@@ -139,9 +139,11 @@ export interface StarPOConfig {
   /**
    * With whitenPerEnv, the scale: "env" divides each env's advantages by its own spread; "batch" only
    * centres each env on its own mean and divides by the spread of the whole centred batch, so an env
-   * whose rewards barely differ keeps small advantages.
+   * whose rewards barely differ keeps small advantages; "none" only centres each env: advantages in reward
+   * units, so a batch whose rewards barely differ (every FrozenLake group failed, Bandit's differ by a
+   * format penalty) is not scaled up into a full-size step of noise.
    */
-  whitenScale?: "env" | "batch";
+  whitenScale?: "env" | "batch" | "none";
   /**
    * Both optimisers' learning rates rise linearly over this many optimiser steps. Adam's first steps move
    * every parameter by about the learning rate whatever its gradient's size, while the fresh critic's

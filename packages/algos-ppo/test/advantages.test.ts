@@ -196,6 +196,27 @@ describe("whitenMaskedByKey", () => {
     expect(out[0]![0]! / out[1]![0]!).toBeCloseTo(10, 4);
     expect(out[1]![0]).toBeGreaterThan(0);
   });
+
+  it('with scale "none" only centres each key: a batch whose rewards barely differ keeps small advantages', () => {
+    const masks = [
+      [1, 1],
+      [1, 1],
+      [1, 1],
+      [1, 1],
+    ];
+    const keys = ["A", "B", "A", "B"];
+    const strong = [f32([1, 1]), f32([0.1, 0.1]), f32([0, 0]), f32([0, 0])];
+    const weak = [f32([0.01, 0.01]), f32([0.1, 0.1]), f32([0, 0]), f32([0, 0])];
+    const centred = whitenMaskedByKey(strong, masks, keys, { scale: "none" });
+    expectClose(centred[0]!, [0.5, 0.5]);
+    expectClose(centred[1]!, [0.05, 0.05]);
+    expectClose(centred[2]!, [-0.5, -0.5]);
+    expectClose(centred[3]!, [-0.05, -0.05]);
+    // Whitened, A's tiny difference in the weak batch is blown up to the size of the strong batch's.
+    const whitened = (batch: Float32Array[]) => whitenMaskedByKey(batch, masks, keys, { scale: "batch" });
+    expect(Math.abs(whitened(weak)[0]![0]!)).toBeGreaterThan(0.1);
+    expect(whitenMaskedByKey(weak, masks, keys, { scale: "none" })[0]![0]).toBeCloseTo(0.005, 6);
+  });
 });
 
 describe("biLevelGaeAdvantages", () => {

@@ -25,10 +25,13 @@ const settingsFor = async (overrides: string[]) =>
   (await resolveSettings({ overrides, parameterCount: 494_032_768 })).settings;
 
 describe("longestSequence", () => {
-  it("is the first prompt plus a full response for a one-action env, and grows by turns for a multi-turn one", async () => {
-    const bandit = await settingsFor(["envs=Bandit", "rollout.maxNewTokens=40"]);
-    const banditLonger = await settingsFor(["envs=Bandit", "rollout.maxNewTokens=80"]);
+  it("grows by a full response and the next state's text per turn, for a one-action env too", async () => {
+    const bandit = await settingsFor(["envs=Bandit", "rollout.maxNewTokens=40", "rollout.maxTurns=1"]);
+    const banditLonger = await settingsFor(["envs=Bandit", "rollout.maxNewTokens=80", "rollout.maxTurns=1"]);
     expect(longestSequence(banditLonger, tokenizer) - longestSequence(bandit, tokenizer)).toBe(40);
+    // A turn that names no action spends none of Bandit's one-action budget: every turn can be played.
+    const bandit3 = await settingsFor(["envs=Bandit", "rollout.maxNewTokens=40", "rollout.maxTurns=3"]);
+    expect(longestSequence(bandit3, tokenizer)).toBeGreaterThan(longestSequence(bandit, tokenizer) + 2 * 40);
     const lake1 = await settingsFor(["envs=FrozenLake", "rollout.maxNewTokens=40", "rollout.maxTurns=1"]);
     const lake3 = await settingsFor(["envs=FrozenLake", "rollout.maxNewTokens=40", "rollout.maxTurns=3"]);
     const perTurn = (longestSequence(lake3, tokenizer) - longestSequence(lake1, tokenizer)) / 2;
@@ -40,7 +43,9 @@ describe("longestSequence", () => {
       "rollout.maxNewTokens=40",
       "rollout.maxTurns=3",
     ]);
-    expect(longestSequence(both, tokenizer)).toBe(longestSequence(lake3, tokenizer));
+    expect(longestSequence(both, tokenizer)).toBe(
+      Math.max(longestSequence(lake3, tokenizer), longestSequence(bandit3, tokenizer)),
+    );
   });
 });
 

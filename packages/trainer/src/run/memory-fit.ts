@@ -29,8 +29,10 @@ const MEASURED_SEEDS = 4;
 /**
  * The most tokens one trained sequence of these settings can hold, measured with the run's tokenizer on
  * its envs' real prompts: the first prompt, then each further turn's text with a full-length response
- * before it, up to the turns the env's action budget allows (or the history window keeps), and never
- * more than rollout.maxSequenceLength.
+ * before it, up to rollout.maxTurns (or the turns the history window keeps), and never more than
+ * rollout.maxSequenceLength. The action budget does not shorten it: a turn whose answer names no action
+ * spends none of the budget, so a one-action env (Bandit) whose model has not learned the format yet
+ * plays every turn — a random 0.5B model's Bandit episodes ran 5 turns, 1,107 tokens.
  */
 export function longestSequence(settings: MemorySettings, tokenizer: Tokenizer): number {
   const { maxTurns, maxActionsPerTurn, maxNewTokens, enableThinking, historyWindow, maxSequenceLength } =
@@ -41,7 +43,7 @@ export function longestSequence(settings: MemorySettings, tokenizer: Tokenizer):
   let longest = 0;
   for (const tag of settings.envs) {
     const budget = actionBudget(tag, settings.rollout);
-    const turns = Math.max(1, Math.min(maxTurns, budget, historyWindow ?? maxTurns));
+    const turns = Math.max(1, Math.min(maxTurns, historyWindow ?? maxTurns));
     for (let seed = VALIDATION_SEED; seed < VALIDATION_SEED + MEASURED_SEEDS; seed++) {
       const env = createEnv(tag);
       const observation = env.reset(seed);

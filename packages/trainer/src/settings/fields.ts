@@ -461,8 +461,8 @@ export const SETTINGS_FIELDS: SettingsFields = {
       "Whiten GAE advantages within each env (verl whitens the whole batch, judging a low-paying env against a high-paying one)",
     ),
     whitenScale: oneOf(
-      ["env", "batch"],
-      "With whitenPerEnv: each env's own spread (env), or each env centred and one spread for the batch (batch)",
+      ["env", "batch", "none"],
+      "With whitenPerEnv: each env's own spread (env), each env centred and one spread for the batch (batch), or each env only centred, advantages in reward units (none)",
     ),
     criticHeadInit: oneOf(
       ["normal", "zero"],
