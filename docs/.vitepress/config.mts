@@ -72,6 +72,7 @@ export default defineConfig({
             { text: "The Quest homework", link: "/guide/quest-homework" },
             { text: "Performance", link: "/guide/performance" },
             { text: "Reliability", link: "/guide/reliability" },
+            { text: "Remote rollouts on vLLM", link: "/guide/remote-rollouts" },
           ],
         },
         { text: "Packages", items: pagesIn("packages") },

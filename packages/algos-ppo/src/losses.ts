@@ -50,6 +50,12 @@ export interface PolicyLossInputs {
   oldLogProbs: Tensor;
   advantages: Tensor;
   mask: Tensor;
+  /**
+   * Detached per-token weights on the surrogate (none: 1): the truncated importance weight
+   * min(pi_old / mu, C) when another engine sampled with log-probs mu, so the update corrects for the
+   * difference between the sampler and the trainer's own old policy pi_old.
+   */
+  importanceWeights?: Tensor;
 }
 
 export interface PolicyLossOptions {
@@ -94,7 +100,11 @@ export function ppoPolicyLoss(
   const pessimistic = maximum(unclipped, clipped);
   const dualBound = scale(negAdvantages, dualClip);
   const negative = less(advantages, 0);
-  const perToken = where(negative, minimum(pessimistic, dualBound), pessimistic);
+  const clippedPerToken = where(negative, minimum(pessimistic, dualBound), pessimistic);
+  // The weight scales the whole clipped term, so the clip still acts on the trainer's own ratio.
+  const perToken = inputs.importanceWeights
+    ? mul(clippedPerToken, inputs.importanceWeights)
+    : clippedPerToken;
   const loss = aggregateLoss(perToken, mask, aggregation);
   const metrics = noGrad(() => ({
     "actor/pg_loss": affine(loss, 1, 0),

@@ -653,6 +653,9 @@ export class StarPO {
         advantages: tensor(extra.advantages, shape, { backend }),
         mask: tensor(packed.mask, shape, { backend }),
         refLogProbs: extra.refLogProbs ? tensor(extra.refLogProbs, shape, { backend }) : undefined,
+        importanceWeights: packed.importanceWeights
+          ? tensor(packed.importanceWeights, shape, { backend })
+          : undefined,
       },
       {
         clipRatioLow: c.clipRatioLow,

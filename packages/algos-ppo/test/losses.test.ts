@@ -69,6 +69,23 @@ describe("ppoPolicyLoss", () => {
     expect(await loss.item()).toBeCloseTo((-1.1 - 1.2 - 0.5 + 3 + 0.8 + 2.4) / 6, 5);
   });
 
+  it("scales each token's clipped term by its importance weight, a constant of the gradient", async () => {
+    const weights = [2, 0.5, 1, 1, 1, 0.25, 7];
+    const inputs = { ...make(), importanceWeights: t([weights]) };
+    const { loss } = ppoPolicyLoss(inputs);
+    expect(await loss.item()).toBeCloseTo((-1.1 * 2 - 1.28 * 0.5 - 0.5 + 3 + 0.8 + 2.4 * 0.25) / 6, 5);
+    backward(loss);
+    expectClose(await inputs.logProbs.grad!.floats(), [
+      (-1.1 * 2) / 6,
+      0,
+      -0.5 / 6,
+      0,
+      0,
+      (2.4 * 0.25) / 6,
+      0,
+    ]);
+  });
+
   it("rejects a dual clip that is not above 1", () => {
     expect(() => ppoPolicyLoss(make(), { dualClip: 1 })).toThrow(RangeError);
   });

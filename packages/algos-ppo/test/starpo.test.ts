@@ -192,6 +192,27 @@ describe("StarPO.update", () => {
     expect(metrics["critic/advantages/min"]).toBeLessThan(0);
   });
 
+  it("weighs each token's policy-gradient term by the trajectories' importance weights", async () => {
+    const run = async (weights: number | undefined) => {
+      const actor = Qwen2Model.random(tiny, 3, cpu);
+      const trainer = new StarPO({ actor, config: { actorLr: 1e-2, entropyCoeff: 0, weightDecay: 0 } });
+      const batch = await contrastingBatch(actor);
+      if (weights !== undefined)
+        for (const t of batch.trajectories)
+          t.importanceWeights = new Float32Array(t.tokens.length).fill(weights);
+      const metrics = await trainer.update(batch);
+      return { metrics, rewarded: await logProbOf(actor, PROMPT, REWARDED) };
+    };
+    const plain = await run(undefined);
+    const ones = await run(1);
+    expect(ones.rewarded).toBeCloseTo(plain.rewarded, 6);
+    const halves = await run(0.5);
+    expect(halves.metrics["actor/pg_loss"]).toBeCloseTo(plain.metrics["actor/pg_loss"]! / 2, 5);
+    // Weight 0 removes the term: nothing moves the policy (no entropy bonus, KL or weight decay).
+    const before = await logProbOf(Qwen2Model.random(tiny, 3, cpu), PROMPT, REWARDED);
+    expect((await run(0)).rewarded).toBeCloseTo(before, 6);
+  });
+
   it("trains actor and critic with GAE and reports finite metrics under RAGEN's names", async () => {
     const actor = Qwen2Model.random(tiny, 4, cpu);
     const critic = Qwen2ValueModel.random(tiny, 5, cpu);

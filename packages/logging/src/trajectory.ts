@@ -35,6 +35,8 @@ export interface TrajectoryRecord {
   turns: TurnRecord[];
   totalReward: number;
   success: boolean;
+  /** The version of the weights that sampled it, where the run numbers them (remote rollouts' adapter versions). */
+  policyVersion?: number;
 }
 
 /**
@@ -88,6 +90,7 @@ export function isTrajectoryRecord(v: unknown): v is TrajectoryRecord {
     Array.isArray(v.turns) &&
     v.turns.every(isTurnRecord) &&
     isNumber(v.totalReward) &&
-    typeof v.success === "boolean"
+    typeof v.success === "boolean" &&
+    (v.policyVersion === undefined || isInteger(v.policyVersion))
   );
 }

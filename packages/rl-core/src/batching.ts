@@ -18,6 +18,11 @@ export interface PackedBatch {
   tokenRewards: Float32Array;
   /** Real (unpadded) positions per row: tokens.length - 1. */
   lengths: Int32Array;
+  /**
+   * Each target's weight on the policy-gradient term (Trajectory.importanceWeights; 1 for rows without),
+   * or undefined when no row has weights.
+   */
+  importanceWeights: Float32Array | undefined;
 }
 
 /** Packs trajectories into right-padded rows; see PackedBatch for the alignment. */
@@ -43,6 +48,9 @@ export function packTrajectories(trajectories: readonly Trajectory[]): PackedBat
     oldLogProbs: new Float32Array(batch * seqLen),
     tokenRewards: new Float32Array(batch * seqLen),
     lengths: new Int32Array(batch),
+    importanceWeights: trajectories.some((t) => t.importanceWeights)
+      ? new Float32Array(batch * seqLen).fill(1)
+      : undefined,
   };
   trajectories.forEach((t, b) => {
     const n = t.tokens.length - 1;
@@ -53,6 +61,7 @@ export function packTrajectories(trajectories: readonly Trajectory[]): PackedBat
     packed.mask.set(t.lossMask.subarray(1), row);
     packed.oldLogProbs.set(t.oldLogProbs.subarray(1), row);
     packed.tokenRewards.set(t.tokenRewards.subarray(1), row);
+    if (t.importanceWeights) packed.importanceWeights!.set(t.importanceWeights.subarray(1), row);
   });
   return packed;
 }

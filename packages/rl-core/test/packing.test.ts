@@ -30,6 +30,20 @@ describe("packTrajectories", () => {
     const input = inputOf(packed);
     expect([input.batch, input.seqLen]).toEqual([2, 4]);
     expect(input.ids).toBe(packed.inputIds);
+    // No row has importance weights: the batch has none either.
+    expect(packed.importanceWeights).toBeUndefined();
+  });
+
+  it("packs importance weights aligned to the targets, 1 for a row without them", () => {
+    const packed = packTrajectories([
+      trajectory({ tokens: Int32Array.from([20, 21, 22]), lossMask: Uint8Array.from([0, 1, 1]) }),
+      trajectory({
+        tokens: Int32Array.from([10, 11, 12, 13]),
+        lossMask: Uint8Array.from([0, 0, 1, 1]),
+        importanceWeights: Float32Array.from([1, 1, 0.5, 2]),
+      }),
+    ]);
+    expect(Array.from(packed.importanceWeights!)).toEqual([1, 1, 1, 1, 0.5, 2]);
   });
 
   it("refuses an empty batch, a trajectory of under 2 tokens and a sampled first token", () => {

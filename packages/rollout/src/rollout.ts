@@ -131,6 +131,17 @@ export interface Trajectory {
   /** Sampled tokens over all turns. */
   responseLength: number;
   finishReason: FinishReason;
+  /**
+   * The version of the weights that sampled it, where the caller numbers them (a remote rollout's adapter
+   * version; 0: the base model). Unset: the weights being trained.
+   */
+  policyVersion?: number;
+  /**
+   * A weight on each sampled token's policy-gradient term, aligned to `tokens` (1 where unset): the
+   * truncated importance weight between the trainer's and the sampler's log-probs when another engine
+   * sampled. Set on the rows an update trains (trainingRows'), not on an episode it splits.
+   */
+  importanceWeights?: Float32Array;
 }
 
 export interface TrajectoryBatch {
@@ -381,6 +392,11 @@ export function trainingRows(trajectories: readonly Trajectory[]): Trajectory[] 
   if (!trajectories.some((t) => t.trainingSequences)) return [...trajectories];
   return trajectories.flatMap((t) => {
     if (!t.trainingSequences) return [t];
+    // The weights follow the whole chat's positions, which no training sequence shares.
+    if (t.importanceWeights)
+      throw new RolloutError(
+        `trajectory ${t.index} (${t.tag}:${t.seed}) has importanceWeights and trainingSequences: set the weights on trainingRows' rows`,
+      );
     const { trainingSequences: _, ...episode } = t;
     return t.trainingSequences.map((sequence) => {
       const turns = t.turns.slice(sequence.firstTurn, sequence.lastTurn + 1);

@@ -128,6 +128,12 @@ describe("training sequences under a history window", () => {
     }
     // Metrics count episodes, not rows.
     expect(batch.metrics["train/FrozenLakeDeterministic/num_actions"]).toBe(2);
+    // The rows carry the episode's version; importance weights belong on rows, not on the split episode.
+    expect(trainingRows([{ ...trajectory, policyVersion: 3 }]).map((row) => row.policyVersion)).toEqual([
+      3, 3, 3,
+    ]);
+    const weighted = { ...trajectory, importanceWeights: new Float32Array(trajectory.tokens.length).fill(1) };
+    expect(() => trainingRows([weighted])).toThrow(RolloutError);
   });
 
   it("recomputes the sampler's log-probs on every trained sequence of a real model", async () => {

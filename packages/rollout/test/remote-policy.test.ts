@@ -587,6 +587,25 @@ describe("AdapterPublisher", () => {
     expect(error.message).toContain("max-lora-rank");
   });
 
+  it("unloads every version of a name the replicas list, and leaves other names alone", async () => {
+    const loadedA = new Set(["agent@1", "agent@3", "other@2", "agent@x"]);
+    const loadedB = new Set(["agent@2"]);
+    const a = await fakeServer(adminHandler("vllm", loadedA));
+    const b = await fakeServer(adminHandler("vllm", loadedB));
+    const publisher = new AdapterPublisher({ replicas: [a.url, b.url], server: "vllm" });
+    expect(await publisher.unloadAll("agent")).toEqual(["agent@1", "agent@2", "agent@3"]);
+    expect([...loadedA].sort()).toEqual(["agent@x", "other@2"]);
+    expect([...loadedB]).toEqual([]);
+    expect(await publisher.unloadAll("agent")).toEqual([]);
+    // A replica whose listing fails is an error naming it.
+    const broken = await fakeServer((_, res) => json(res, 500, { error: { message: "down" } }));
+    const error = await new AdapterPublisher({ replicas: [broken.url], server: "vllm" })
+      .unloadAll("agent")
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(AdapterPublishError);
+    expect(error.message).toContain(broken.url);
+  });
+
   it("refuses a load the server does not list afterwards", async () => {
     const server = await fakeServer((request, res) => {
       if (request.path === "/v1/models") return json(res, 200, { object: "list", data: [{ id: "base" }] });

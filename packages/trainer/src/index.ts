@@ -17,8 +17,26 @@ export {
   trainingMemoryOptions,
 } from "./run/memory-fit.js";
 export { MemoryRunStorage } from "./run/memory-storage.js";
+export {
+  AdapterVersions,
+  correctForSampler,
+  emptyTally,
+  freshTrajectories,
+  type MismatchTally,
+  type SamplerCorrection,
+  type SamplerCorrectionOptions,
+  targetLogProbs,
+  truncatedImportanceWeights,
+} from "./run/off-policy.js";
 export { type LoadedPolicy, type PolicyLoader, parameterCount } from "./run/policy.js";
 export { toTrajectoryRecord } from "./run/records.js";
+export {
+  adapterNameFor,
+  type RemoteBatch,
+  RemoteRollouts,
+  type RemoteRolloutsContext,
+  usesRemoteEngine,
+} from "./run/remote-rollouts.js";
 export { findResumePoint, nextCheckpointStep } from "./run/resume-point.js";
 export type {
   CheckpointParts,
@@ -85,6 +103,8 @@ export {
   type FieldSpec,
   LIBRARY_DEFAULTS,
   type LoraSettings,
+  ROLLOUT_ENGINES,
+  type RolloutEngine,
   type RolloutSettings,
   SECTIONS,
   SETTINGS_FIELDS,
@@ -121,6 +141,7 @@ export {
 } from "./settings/ragen-configs.js";
 export {
   type ResolvedSettings,
+  remoteRolloutProblems,
   resolveSettings,
   type SettingSource,
   type SettingsFile,

@@ -29,6 +29,7 @@ export {
   resolveRunSettings,
 } from "./node/run-settings.js";
 export {
+  ADAPTERS_DIR,
   NodeRunStorage,
   type NodeRunStorageOptions,
   prepareRunFolder,

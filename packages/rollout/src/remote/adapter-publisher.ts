@@ -135,6 +135,31 @@ export class AdapterPublisher {
     if (failures.length > 0) throw failures[0];
   }
 
+  /**
+   * Unloads every version of `name` the replicas list in `GET /v1/models`, whoever loaded it: a run that
+   * starts again (resumed, or killed and rerun) takes its earlier attempt's versions off, since a load
+   * of a name already there is taken as done and would keep the old weights under the new version.
+   * Returns the served names found, sorted.
+   */
+  async unloadAll(name: string): Promise<string[]> {
+    const listed = await Promise.all(
+      this.replicas.map(async (replica) => {
+        const models = await this.call(replica, `${name}@*`, "GET", PATHS[this.options.server].models);
+        if (models.status !== 200)
+          throw new AdapterPublishError(
+            `${replica}: GET ${PATHS[this.options.server].models} failed with HTTP ${models.status}: ${errorBodyMessage(models.text)}`,
+            `${name}@*`,
+            replica,
+            models.status,
+          );
+        return servedIds(models.text).filter((id) => splitAdapterId(id)[0] === name);
+      }),
+    );
+    const found = [...new Set(listed.flat())].sort();
+    for (const adapter of found) await this.unload(adapter);
+    return found;
+  }
+
   private async loadOn(placement: AdapterPlacement): Promise<void> {
     const { adapter, replica } = placement;
     const remotePath = this.remotePathOf(placement);
@@ -164,15 +189,7 @@ export class AdapterPublisher {
         load.status,
       );
     const models = await this.call(replica, adapter, "GET", paths.models);
-    let listed: unknown[] = [];
-    try {
-      listed = ((JSON.parse(models.text) as { data?: { id?: unknown }[] }).data ?? []).map(
-        (model) => model.id,
-      );
-    } catch {
-      // Not JSON: reported below as not listed.
-    }
-    if (models.status !== 200 || !listed.includes(adapter))
+    if (models.status !== 200 || !servedIds(models.text).includes(adapter))
       throw new AdapterPublishError(
         `${replica}: adapter "${adapter}" was loaded but GET ${paths.models} does not list it (HTTP ${models.status}: ${errorBodyMessage(models.text)})`,
         adapter,
@@ -223,6 +240,18 @@ export class AdapterPublisher {
 /** The served name of version `version` of adapter `name`. */
 export function adapterId(name: string, version: number): string {
   return `${name}@${version}`;
+}
+
+/** The model ids a `GET /v1/models` body lists; none when it is not that shape. */
+function servedIds(text: string): string[] {
+  try {
+    const data = (JSON.parse(text) as { data?: { id?: unknown }[] }).data;
+    return Array.isArray(data)
+      ? data.map((model) => model?.id).filter((id): id is string => typeof id === "string")
+      : [];
+  } catch {
+    return [];
+  }
 }
 
 function splitAdapterId(adapter: string): [string | undefined, number] {

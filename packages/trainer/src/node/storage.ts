@@ -3,11 +3,22 @@
  * trajectories.jsonl, config.json and summary.json written atomically, the checkpoint swapped in with
  * renames, report.html and A*-PO's vstar.jsonl.
  */
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
+import { join, resolve } from "node:path";
 import { VStarFileCache } from "@ragen/algos-apo/node";
 import { RUN_FILES, RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
-import type { Qwen2Config } from "@ragen/models";
+import { type LoraAdapters, QWEN2_LINEAR_MODULES, type Qwen2Config } from "@ragen/models";
+import { writeLoraAdapterFiles } from "@ragen/models/node";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import type {
   CheckpointParts,
@@ -28,6 +39,8 @@ import { acquireRunLock, type RunLock } from "./run-lock.js";
 
 /** Where A*-PO's stage 1 keeps its estimates, inside the run folder. */
 export const VSTAR_CACHE_FILE = "vstar.jsonl";
+/** Where remote rollouts' adapter versions are written for the servers to load, inside the run folder. */
+export const ADAPTERS_DIR = "adapters";
 
 export interface NodeRunStorageOptions {
   /** Where each step's console line goes (default process.stdout); null silences it. */
@@ -157,6 +170,49 @@ export class NodeRunStorage implements RunStorage {
 
   openVStarCache() {
     return VStarFileCache.open(join(this.location, VSTAR_CACHE_FILE));
+  }
+
+  async writeAdapter(id: string, adapters: LoraAdapters, baseModel: string): Promise<string> {
+    const final = resolve(this.location, ADAPTERS_DIR, id);
+    const partial = `${final}.partial`;
+    const previous = `${final}.previous`;
+    rmSync(partial, { recursive: true, force: true });
+    try {
+      mkdirSync(partial, { recursive: true });
+      // The checkpoint's writer: a server loads these folders as it loads a LoRA run's checkpoint.
+      await writeLoraAdapterFiles(partial, adapters, {
+        rank: adapters.options.rank,
+        alpha: adapters.options.alpha,
+        targets: [...(adapters.options.targets ?? QWEN2_LINEAR_MODULES)],
+        baseModel,
+      });
+    } catch (error) {
+      rmSync(partial, { recursive: true, force: true });
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new Error(
+        `writing adapter ${id} failed: ${code ? `${code} on ${(error as NodeJS.ErrnoException).path ?? partial}` : (error as Error).message}`,
+        { cause: error },
+      );
+    }
+    // A resumed run writes a version its earlier attempt wrote too: swapped in whole, as a checkpoint.
+    rmSync(previous, { recursive: true, force: true });
+    if (existsSync(final)) renameSync(final, previous);
+    renameSync(partial, final);
+    rmSync(previous, { recursive: true, force: true });
+    return final;
+  }
+
+  listAdapters(): string[] {
+    const dir = join(this.location, ADAPTERS_DIR);
+    if (!existsSync(dir)) return [];
+    // A write killed midway leaves only its .partial or .previous: listed by its id, so it can be removed.
+    return [...new Set(readdirSync(dir).map((name) => name.replace(/\.(partial|previous)$/, "")))].sort();
+  }
+
+  removeAdapter(id: string): void {
+    const final = join(this.location, ADAPTERS_DIR, id);
+    for (const path of [final, `${final}.partial`, `${final}.previous`])
+      rmSync(path, { recursive: true, force: true });
   }
 }
 

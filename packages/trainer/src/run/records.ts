@@ -41,5 +41,6 @@ export function toTrajectoryRecord(
     turns,
     totalReward: trajectory.reward,
     success: trajectory.success,
+    ...(trajectory.policyVersion === undefined ? {} : { policyVersion: trajectory.policyVersion }),
   };
 }

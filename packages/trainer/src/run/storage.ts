@@ -5,7 +5,7 @@
  */
 import type { VStarCache } from "@ragen/algos-apo";
 import type { TrajectoryRecord } from "@ragen/logging";
-import type { LoraTarget, Qwen2Config, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
+import type { LoraAdapters, LoraTarget, Qwen2Config, Qwen2Model, Qwen2ValueModel } from "@ragen/models";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import type { LoadedPolicy } from "./policy.js";
 
@@ -105,4 +105,14 @@ export interface RunStorage {
   writeReport(title: string, options?: { validationEpisodes?: number }): string;
   /** A*-PO's V* estimates, kept with the run so that a resumed run does not sample them again. */
   openVStarCache(): VStarCache & { close(): void };
+  /**
+   * Writes `adapters` in PEFT's layout as the folder `<location>/adapters/<id>/`, atomically (a reader
+   * finds the old folder or the new one whole), and returns its absolute path: what inference servers
+   * load (remote rollouts). Storage without folders has none, and cannot serve remote engines.
+   */
+  writeAdapter?(id: string, adapters: LoraAdapters, baseModel: string): Promise<string>;
+  /** The adapter folders written and not removed, by id. */
+  listAdapters?(): string[];
+  /** Removes adapter folder `id`; one that is not there is fine. */
+  removeAdapter?(id: string): void;
 }

@@ -6,17 +6,24 @@
  */
 import { usesCritic } from "@ragen/algos-ppo";
 import type { ProgressStream } from "@ragen/logging";
-import { LocalModelPolicy, runRollout, type TrajectoryBatch, trainingRows } from "@ragen/rollout";
+import {
+  LocalModelPolicy,
+  type Policy,
+  runRollout,
+  type TrajectoryBatch,
+  trainingRows,
+} from "@ragen/rollout";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import type { TrainingSettings } from "../settings/fields.js";
 import { checkSettingsFit } from "../settings/fit.js";
 import { describeProfileChoice } from "../settings/print.js";
-import type { SettingSource } from "../settings/resolve.js";
+import { remoteRolloutProblems, type SettingSource } from "../settings/resolve.js";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { attachActorAdapters, checkLoraResume, loraCheckpointState, usesLora } from "./lora.js";
 import { checkMemoryFit, longestSequence } from "./memory-fit.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
 import { toTrajectoryRecord } from "./records.js";
+import { RemoteRollouts, usesRemoteEngine } from "./remote-rollouts.js";
 import { findResumePoint } from "./resume-point.js";
 import type { RunStorage } from "./storage.js";
 import { lastLogged, summaryRows, type TrainingSummary } from "./summary.js";
@@ -113,6 +120,9 @@ export async function runTraining(run: TrainingRun): Promise<TrainingSummary> {
 async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> {
   const wallStart = performance.now();
   const { settings, storage, backend, progress } = run;
+  // Settings resolved from a file or the command line were checked already; these may come from code.
+  const remoteProblem = remoteRolloutProblems(settings)[0];
+  if (remoteProblem) throw new Error(`${remoteProblem.field}: ${remoteProblem.message}`);
   const say = run.say ?? ((line: string) => console.log(line));
   const checkpoint = findResumePoint(storage, settings, say);
   checkLoraResume(settings, checkpoint, storage.location);
@@ -169,10 +179,15 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   const trainManager = trainingManager(settings);
   if (checkpoint) trainManager.restoreTrainResets(checkpoint.state.trainResets);
   const valManager = validationManager(settings);
-  const policy = new LocalModelPolicy(actor, tokenizer, { prefixCaching: settings.rollout.prefixCaching });
 
   // A run without a checkpoint starts over: its rows (if a kill came before the first checkpoint) go.
   const lastDone = checkpoint?.state.step ?? -1;
+  // Remote engines sample on inference servers with the actor's adapter as of each version (started in
+  // the loop's try, so a failed start still closes what the run opened); the local one samples the actor.
+  let remote: RemoteRollouts | undefined;
+  let policy: Policy = new LocalModelPolicy(actor, tokenizer, {
+    prefixCaching: settings.rollout.prefixCaching,
+  });
   const logs = storage.openLogs(lastDone);
   const reportOptions = { validationEpisodes: settings.validation.groupsPerEnv };
   storage.writeJson(RUN_DOCUMENTS.settings, saved);
@@ -186,12 +201,15 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   else if (checkpoint) say(`resuming ${storage.location} after step ${checkpoint.state.step}`);
 
   const title = `${settings.profile === "embedded" ? "Quest" : "Training"} — ${settings.model}`;
+  // Where the training seeds stand after the last trained batch: a producer sampling ahead has moved
+  // the env manager further, and a resumed run must sample those batches again.
+  let trainResets = trainManager.trainResets;
   const saveAt = (step: number) =>
     storage.saveCheckpoint(
       { actor, actorConfig: loaded.config, tokenizerFiles: loaded.tokenizerFiles, critic, optimizers },
       {
         step,
-        trainResets: trainManager.trainResets,
+        trainResets,
         model: settings.model,
         ...(updater.state ? { algorithm: updater.state() } : {}),
         ...(usesLora(settings) ? { lora: loraCheckpointState(settings) } : {}),
@@ -200,7 +218,16 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
 
   let lastStep = Math.max(lastDone, 0);
   let nonFiniteSteps = 0;
+  let finished = false;
   try {
+    if (usesRemoteEngine(settings)) {
+      remote = await RemoteRollouts.start(
+        { settings, storage, actor, tokenizer, manager: trainManager, startVersion: lastStep, say },
+        lastStep + 1,
+        settings.steps,
+      );
+      policy = remote.validationPolicy;
+    }
     if (lastDone < 0) {
       const val = await validate(valManager, policy, tokenizer, settings, 0, progress);
       logs.appendTrajectories(val.records);
@@ -210,21 +237,43 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       // Timed apart from the step (timing_s/vstar), so the two add up to the run's time.
       const stage1 = await updater.beforeStep(trainManager.trainResets);
       const stepStart = performance.now();
-      const rollout = await runRollout(
-        trainManager,
-        policy,
-        tokenizer,
-        rolloutOptions(settings, "train", trainingSeed(settings, step)),
-      );
-      const genSeconds = (performance.now() - stepStart) / 1000;
-      const updateMetrics = await updater.update(rollout);
+      let rollout: TrajectoryBatch;
+      let genSeconds: number;
+      let updateMetrics: Record<string, number>;
+      const remoteMetrics: Record<string, number> = {};
+      if (remote) {
+        const sampled = await remote.take(step);
+        rollout = sampled.batch;
+        genSeconds = sampled.genSeconds;
+        trainResets = sampled.trainResets;
+        Object.assign(remoteMetrics, {
+          "rollout/adapter_version": sampled.version,
+          "rollout/versions_in_flight": sampled.versionsInFlight,
+          "timing_s/wait_rollout": sampled.waitSeconds,
+        });
+        const corrected = await remote.correct(rollout);
+        Object.assign(remoteMetrics, corrected.metrics);
+        // Every trajectory too stale to train leaves nothing to update on; the version moves on alike.
+        updateMetrics = corrected.batch.trajectories.length > 0 ? await updater.update(corrected.batch) : {};
+        Object.assign(remoteMetrics, await remote.publish(step));
+      } else {
+        rollout = await runRollout(
+          trainManager,
+          policy,
+          tokenizer,
+          rolloutOptions(settings, "train", trainingSeed(settings, step)),
+        );
+        genSeconds = (performance.now() - stepStart) / 1000;
+        trainResets = trainManager.trainResets;
+        updateMetrics = await updater.update(rollout);
+      }
       const badLosses = nonFiniteLosses(updateMetrics);
       nonFiniteSteps = badLosses.length > 0 ? nonFiniteSteps + 1 : 0;
       if (nonFiniteSteps >= MAX_NON_FINITE_LOSS_STEPS)
         throw new Error(
           `step ${step}: ${badLosses.map((name) => `${name} = ${updateMetrics[name]}`).join(", ")} — the loss has not been finite for ${nonFiniteSteps} steps in a row; lower the learning rate or resume from the last checkpoint`,
         );
-      const metrics: Record<string, number> = { ...rollout.metrics, ...updateMetrics };
+      const metrics: Record<string, number> = { ...rollout.metrics, ...updateMetrics, ...remoteMetrics };
       // Stage-1 metrics (A*-PO) go with the step they were estimated for.
       Object.assign(metrics, stage1);
       // Stage 1 reports what it sampled in this call; states a killed run sampled come from the cache.
@@ -254,7 +303,11 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       }
     }
     if (settings.steps === 0 && lastDone < 0) await saveAt(0);
+    finished = true;
   } finally {
+    // A finished run (a token budget may end it early) lets a batch being sampled ahead complete; a
+    // failed one does not wait for it.
+    await remote?.close({ wait: finished });
     await logs.close();
     updater.dispose();
     // Remote env sessions end with the run; a server already gone has nothing left to free.

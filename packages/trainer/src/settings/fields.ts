@@ -75,7 +75,23 @@ export interface RolloutSettings {
   maxSequenceLength: number;
   contextOverflow: ContextOverflow;
   prefixCaching: boolean;
+  /** Where training and validation episodes are sampled: this process, or inference servers. */
+  engine: RolloutEngine;
+  /** The inference servers' root URLs (remote engines). */
+  servers: string[] | null;
+  /** The base model's name on the servers; null: `model` as written. */
+  servedModel: string | null;
+  /** The most adapter versions a trained trajectory may lag the learner (k); 0: synchronous. */
+  maxStaleness: number;
+  /** C of the truncated importance weight min(pi_old / mu, C). */
+  importanceCap: number;
+  /** The folder each replica loads an adapter version from (AdapterPublisher's remotePath template). */
+  adapterPath: string;
 }
+
+/** Where rollouts are sampled: `local` on the learner's own weights, or vLLM / SGLang servers. */
+export type RolloutEngine = "local" | "vllm" | "sglang";
+export const ROLLOUT_ENGINES = ["local", "vllm", "sglang"] as const satisfies readonly RolloutEngine[];
 
 /** RAGEN's actor_rollout_ref.rollout.max_model_len: the job's default context limit. */
 export const RAGEN_MAX_MODEL_LEN = 3600;
@@ -148,6 +164,15 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
     historyWindow: null,
     maxSequenceLength: RAGEN_MAX_MODEL_LEN,
     prefixCaching: true,
+    engine: "local",
+    servers: null,
+    servedModel: null,
+    maxStaleness: 1,
+    // Truncated importance sampling (TIS) of Yao et al. 2025, "Your Efficient RL Framework Secretly
+    // Brings You Off-Policy RL Training" (fengyao.notion.site/off-policy-rl), caps the weight at a
+    // constant C; 2 is the cap ms-swift defaults to (rollout_importance_sampling_threshold).
+    importanceCap: 2,
+    adapterPath: "{localPath}",
   },
   starpo: {
     advantageEstimator: "gae",
@@ -358,6 +383,40 @@ export const SETTINGS_FIELDS: SettingsFields = {
       "A turn whose prompt plus maxNewTokens would pass maxSequenceLength: truncate ends that episode before the turn (finish reason context), error stops the run naming the env and turn (RAGEN hands the limit to vLLM, which cuts such a response short and stops the run on a prompt already past it)",
     ),
     prefixCaching: flag("Reuse each turn's cached prompt prefix from the previous turn"),
+    engine: oneOf(
+      ROLLOUT_ENGINES,
+      "Where training and validation episodes are sampled: local (this process, on the weights being trained), or vllm / sglang servers (rollout.servers) that sample with the newest LoRA adapter the run published after each update. A remote engine needs lora.rank above 0 (only adapters can be swapped into a running server) and algorithm starpo; see docs/guide/remote-rollouts.md",
+    ),
+    servers: {
+      schema: {
+        type: ["array", "null"],
+        items: { type: "string", pattern: "^https?://" },
+        minItems: 1,
+        uniqueItems: true,
+      },
+      description:
+        "The inference servers (replicas) of a remote engine as URL,URL, e.g. http://10.0.0.5:8000,http://10.0.0.6:8000: each serves the base model and loads every adapter version; an episode stays on one replica while it is up (null: none, for the local engine)",
+    },
+    servedModel: {
+      schema: { type: ["string", "null"], minLength: 1 },
+      description:
+        "The base model's name on the servers (vLLM's served model name, requests' model field; null: the model setting as written)",
+    },
+    maxStaleness: integer(
+      "Remote engines: the most adapter versions a trained trajectory may lag the learner (k). 0: synchronous, each batch sampled with the newest adapter; k ≥ 1: the next batches are sampled while the learner updates (at most k finished batches wait), and older trajectories are dropped (rollout/stale_dropped)",
+      0,
+      64,
+    ),
+    importanceCap: number(
+      "Remote engines: C of the truncated importance weight min(π_old / μ, C) on each sampled token's policy-gradient term, where μ is the server's log-prob and π_old the learner's own under the adapter version that sampled it (TIS, Yao et al. 2025)",
+      { minimum: 1 },
+      "a cap below 1 would shrink the tokens on which the engines agree (weight 1)",
+    ),
+    adapterPath: {
+      schema: { type: "string", minLength: 1 },
+      description:
+        "Remote engines: the folder each replica loads an adapter version from, a template over {localPath} (the version's folder <outDir>/adapters/<name>@<version>, absolute), {name}, {version}, {adapter}, {replica}, {index} (default {localPath}: the servers see the run folder, shared storage)",
+    },
   },
   starpo: {
     advantageEstimator: oneOf(

@@ -125,6 +125,12 @@ export async function resolveSettings(input: SettingsInput = {}): Promise<Resolv
   if (input.training !== false) {
     checkTrainingGroups(settings, merged, layers, input);
     checkStarPOCombinations(settings, merged, layers, input);
+    const remote = remoteRolloutProblems(settings);
+    if (remote.length > 0)
+      throw new ConfigError(
+        subjectOf(input),
+        remote.map((issue) => locate(issue, merged.origins, layers)),
+      );
   }
   return {
     settings: inFieldOrder(settings),
@@ -182,6 +188,8 @@ function coerce(values: Record<string, unknown>): Record<string, unknown> {
     train.groupsPerEnv = parseTagValues("train.groupsPerEnv", train.groupsPerEnv);
   const validation = values.validation as Record<string, unknown> | undefined;
   if (isPlainObject(validation) && "envs" in validation) validation.envs = parseList(validation.envs);
+  const rollout = values.rollout as Record<string, unknown> | undefined;
+  if (isPlainObject(rollout) && "servers" in rollout) rollout.servers = parseList(rollout.servers);
   const lora = values.lora as Record<string, unknown> | undefined;
   if (isPlainObject(lora) && "targetModules" in lora)
     lora.targetModules = parseLoraTargets(lora.targetModules);
@@ -398,6 +406,33 @@ function checkStarPOCombinations(
       subjectOf(input),
       issues.map((issue) => locate(issue, merged.origins, layers)),
     );
+}
+
+/**
+ * Why a remote rollout engine cannot train with these settings (none for the local engine): it needs
+ * servers, LoRA adapters (a running server swaps in adapters, not whole weights) and StarPO. Checked when
+ * the settings are resolved, and again by runTraining for settings built in code.
+ */
+export function remoteRolloutProblems(settings: TrainingSettings): ConfigIssue[] {
+  const { engine, servers } = settings.rollout;
+  if (engine === "local") return [];
+  const issues: ConfigIssue[] = [];
+  if (!servers?.length)
+    issues.push({
+      field: "rollout.servers",
+      message: `rollout.engine=${engine} samples on inference servers: name them, e.g. rollout.servers=http://10.0.0.5:8000,http://10.0.0.6:8000`,
+    });
+  if (settings.lora.rank === 0)
+    issues.push({
+      field: "lora.rank",
+      message: `0 with rollout.engine=${engine}: the servers keep the base model and load each update as a LoRA adapter, and only adapters can be swapped into a running server; set lora.rank above 0 (RAGEN's LoRA runs: 64), or rollout.engine=local`,
+    });
+  if (settings.algorithm === "apo")
+    issues.push({
+      field: "algorithm",
+      message: `apo with rollout.engine=${engine}: A*-PO's stage 1 samples the frozen start model in this process, and its regression has no importance ratio to correct for a sampler that lags the learner; use algorithm=starpo, or rollout.engine=local`,
+    });
+  return issues;
 }
 
 /** train.groupsPerEnv names each training env once and sums to envGroups; or envGroups splits evenly. */

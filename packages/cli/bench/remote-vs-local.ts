@@ -1,0 +1,121 @@
+/**
+ * Does an asynchronous remote run learn as well as a local one? Trains the same LoRA job twice on the
+ * same seeds — sampled in process (rollout.engine=local), and on `ragen serve-policy` behind vLLM's API
+ * with the next batch sampled during each update (rollout.engine=vllm, rollout.maxStaleness=1) — and
+ * prints both validation curves, the remote run's staleness and log-prob mismatch, and the wall time of
+ * each. The server is this project's own model, started as a child process as a vLLM replica would be.
+ *
+ *   pnpm --filter @ragen/cli bench:remote-vs-local [-- work=/tmp/remote-vs-local key=value ...]
+ *
+ * Extra key=values go to both runs (e.g. steps=40 lora.rank=16 model=<folder>); `staleness=0` compares
+ * the synchronous remote run instead. The default is the Quest job on the embedded model with rank-8
+ * adapters: a CPU with lavapipe runs it, slowly.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseMetricsJsonl } from "@ragen/logging";
+
+const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
+const args = process.argv.slice(2);
+const option = (name: string) => args.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+const work = option("work") ?? "/tmp/remote-vs-local";
+const staleness = option("staleness") ?? "1";
+const extra = args.filter((a) => !a.startsWith("work=") && !a.startsWith("staleness="));
+const model = extra.find((a) => a.startsWith("model="))?.slice(6) ?? "embedded";
+
+const common = ["train", "lora.rank=8", "lora.alpha=16", "checkpointEvery=0", ...extra];
+
+/** Runs `node bin.js ...argv` with its output shown; resolves with the seconds it took. */
+function run(argv: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn(process.execPath, [bin, ...argv], { stdio: "inherit" });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0
+        ? resolve((performance.now() - start) / 1000)
+        : reject(new Error(`ragen ${argv[0]} exited with ${code}`)),
+    );
+  });
+}
+
+/** Starts `ragen serve-policy` and resolves with the child and the URL it printed. */
+function serve(): Promise<{ child: ChildProcess; url: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, "serve-policy", `model=${model}`, "port=0"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const url = / at (http:\/\/\S+) /.exec(out)?.[1];
+      if (url) resolve({ child, url });
+    });
+    child.on("exit", (code) => reject(new Error(`ragen serve-policy exited with ${code}`)));
+  });
+}
+
+/** step -> the validation metrics of that step, and the remote metrics of each training step. */
+function curves(dir: string) {
+  const rows = parseMetricsJsonl(readFileSync(join(dir, "metrics.jsonl"), "utf8"));
+  const validation = rows
+    .filter((row) => Object.keys(row.metrics).some((key) => key.startsWith("val-env/")))
+    .map((row) => ({
+      step: row.step,
+      success: Object.fromEntries(
+        Object.entries(row.metrics)
+          .filter(([key]) => /^val-env\/[^/]+\/success$/.test(key))
+          .map(([key, value]) => [key.split("/")[1]!, value]),
+      ),
+    }));
+  return { rows, validation };
+}
+
+rmSync(work, { recursive: true, force: true });
+mkdirSync(work, { recursive: true });
+const localDir = join(work, "local");
+const remoteDir = join(work, `remote-k${staleness}`);
+
+console.log(`local engine -> ${localDir}`);
+const localSeconds = await run([...common, `outDir=${localDir}`]);
+const { child, url } = await serve();
+let remoteSeconds: number;
+try {
+  console.log(`\nremote engine on ${url}, rollout.maxStaleness=${staleness} -> ${remoteDir}`);
+  remoteSeconds = await run([
+    ...common,
+    `outDir=${remoteDir}`,
+    "rollout.engine=vllm",
+    `rollout.servers=${url}`,
+    `rollout.maxStaleness=${staleness}`,
+  ]);
+} finally {
+  child.kill("SIGTERM");
+}
+
+const local = curves(localDir);
+const remote = curves(remoteDir);
+const envs = Object.keys(local.validation[0]?.success ?? {});
+console.log(`\nvalidation success (local | remote, k = ${staleness})`);
+console.log(["step", ...envs.flatMap((env) => [`${env} local`, `${env} remote`])].join("\t"));
+for (const point of local.validation) {
+  const other = remote.validation.find((p) => p.step === point.step);
+  console.log(
+    [
+      point.step,
+      ...envs.flatMap((env) => [point.success[env]?.toFixed(3) ?? "", other?.success[env]?.toFixed(3) ?? ""]),
+    ].join("\t"),
+  );
+}
+const trained = remote.rows.filter((row) => row.step > 0);
+const mean = (key: string) =>
+  trained.reduce((sum, row) => sum + (row.metrics[key] ?? 0), 0) / Math.max(trained.length, 1);
+console.log(
+  `\nremote: staleness ${mean("rollout/staleness").toFixed(2)} versions on average, ` +
+    `${trained.reduce((n, row) => n + (row.metrics["rollout/stale_dropped"] ?? 0), 0)} trajectories dropped, ` +
+    `log-prob mismatch ${mean("rollout/logprob_mismatch_mean").toExponential(2)} mean / ` +
+    `${Math.max(...trained.map((row) => row.metrics["rollout/logprob_mismatch_max"] ?? 0)).toExponential(2)} max`,
+);
+console.log(`wall time: local ${localSeconds.toFixed(0)} s, remote ${remoteSeconds.toFixed(0)} s`);
