@@ -23,7 +23,7 @@ describe("quest.yaml", () => {
 
   it("leaves the learning rates to the model's size", async () => {
     const { settings, sources } = await resolveRunSettings({ configFile: questYaml, cwd });
-    expect(settings.starpo.actorLr).toBe(5e-4);
+    expect(settings.starpo.actorLr).toBe(2.5e-4);
     expect(sources["starpo.actorLr"]).toBe("profile small-model");
   });
 

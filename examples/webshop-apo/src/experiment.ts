@@ -28,7 +28,7 @@ export const WEBSHOP_APO_EXPERIMENT: ArmExperiment = {
     "rollout.maxNewTokens=48",
     "checkpointEvery=5",
     // The tiny model's learning rates, kept whatever model=... names: with a pretrained model, pass its
-    // own (see the README). A*-PO's is the actor's, not the small-model profile's 5e-4.
+    // own (see the README). A*-PO's is the actor's, not the small-model profile's apo.lr 5e-4.
     "starpo.actorLr=2e-4",
     "starpo.criticLr=1e-3",
     "apo.lr=2e-4",

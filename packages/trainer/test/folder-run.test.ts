@@ -54,7 +54,7 @@ describe("a run in a folder", () => {
     expect(findCheckpoint(outDir)?.state).toMatchObject({ step: 1, trainResets: 1 });
     // A tiny model loaded from a folder trains at the small-model rates and KL term, as the embedded one does.
     const saved = JSON.parse(readFileSync(join(outDir, "config.json"), "utf8"));
-    expect(saved.settings.starpo).toMatchObject({ actorLr: 5e-4, criticLr: 1e-3, klCoeff: 0.03 });
+    expect(saved.settings.starpo).toMatchObject({ actorLr: 2.5e-4, criticLr: 1e-3, klCoeff: 0.03 });
     expect(saved.sources["starpo.actorLr"]).toBe("profile small-model");
     expect(saved.sources.steps).toBe("command line");
 

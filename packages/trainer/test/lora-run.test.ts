@@ -65,7 +65,7 @@ describe("LoRA settings", () => {
     expect(lora.sources["starpo.actorLr"]).toBe("profile lora");
     // The small-model profile keeps its own rates; the command line wins over both.
     const small = await resolveSettings({ parameterCount: 1e5, overrides: ["lora.rank=8"] });
-    expect(small.settings.starpo.actorLr).toBe(5e-4);
+    expect(small.settings.starpo.actorLr).toBe(2.5e-4);
     const mine = await resolveSettings({
       parameterCount: 5e8,
       overrides: ["lora.rank=64", "starpo.actorLr=3e-5"],

@@ -124,7 +124,7 @@ describe("profiles ragen and ragen2", () => {
     const full = await resolveSettings({ overrides: ["profile=ragen"], parameterCount: QWEN_05B_PARAMETERS });
     expect(full.settings.starpo).toMatchObject({ actorLr: 1e-6, criticLr: 1e-5 });
     const small = await resolveSettings({ overrides: ["lora.rank=8"], parameterCount: 800_000 });
-    expect(small.settings.starpo.actorLr).toBe(5e-4);
+    expect(small.settings.starpo.actorLr).toBe(2.5e-4);
   });
 
   it("a tiny model under profile=ragen still gets the small-model learning rates, and says so", async () => {
@@ -132,12 +132,12 @@ describe("profiles ragen and ragen2", () => {
       overrides: ["profile=ragen"],
       parameterCount: SMALL_MODEL_PARAMETERS - 1,
     });
-    expect(resolved.settings.starpo.actorLr).toBe(5e-4);
+    expect(resolved.settings.starpo.actorLr).toBe(2.5e-4);
     const lines = describeProfileChoice(resolved);
     expect(lines[0]).toMatch(
       /^profile ragen: model=Qwen\/Qwen2\.5-0\.5B-Instruct steps=200 train\.envGroups=8 /,
     );
-    expect(lines.some((line) => line.startsWith("profile small-model: starpo.actorLr=0.0005"))).toBe(true);
+    expect(lines.some((line) => line.startsWith("profile small-model: starpo.actorLr=0.00025"))).toBe(true);
   });
 
   it("the profiles guide lists every value with RAGEN's key", () => {

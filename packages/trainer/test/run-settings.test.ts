@@ -90,7 +90,7 @@ describe("run settings in Node", () => {
   it("give a model folder of a small model the small-model rates, by size not by name", async () => {
     const { settings, sources } = await resolveRunSettings({ overrides: ["model=ckpt"], cwd: root });
     expect(settings.model).toBe(tiny);
-    expect(settings.starpo).toMatchObject({ actorLr: 5e-4, criticLr: 1e-3, klCoeff: 0.03 });
+    expect(settings.starpo).toMatchObject({ actorLr: 2.5e-4, criticLr: 1e-3, klCoeff: 0.03 });
     expect(sources["starpo.klCoeff"]).toBe("profile small-model");
   });
 

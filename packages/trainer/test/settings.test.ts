@@ -48,7 +48,7 @@ describe("library defaults", () => {
     const help = describeSettings();
     for (const path of paths) expect(help).toMatch(new RegExp(`^  ${path.replace(".", "\\.")} `, "m"));
     expect(help).toMatch(/starpo\.ppoMiniBatchSize\s+32\s+.*\[embedded: 8; ragen: 32; ragen2: 32\]/);
-    expect(help).toMatch(/starpo\.actorLr\s+0\.000001\s+.*models under 50M parameters: 0\.0005/);
+    expect(help).toMatch(/starpo\.actorLr\s+0\.000001\s+.*models under 50M parameters: 0\.00025/);
   });
 });
 
@@ -71,7 +71,7 @@ describe("resolveSettings", () => {
 
   it("gives models under 50M parameters the small-model rates; others RAGEN's", async () => {
     const small = await resolveSettings({ parameterCount: () => SMALL_MODEL_PARAMETERS - 1 });
-    expect(small.settings.starpo).toMatchObject({ actorLr: 5e-4, criticLr: 1e-3, klCoeff: 0.03 });
+    expect(small.settings.starpo).toMatchObject({ actorLr: 2.5e-4, criticLr: 1e-3, klCoeff: 0.03 });
     expect(small.settings.apo.lr).toBe(5e-4);
     expect(small.sources["starpo.actorLr"]).toBe("profile small-model");
     const large = await resolveSettings({ parameterCount: SMALL_MODEL_PARAMETERS });
@@ -275,7 +275,7 @@ describe("formatResolvedSettings", () => {
     });
     const text = formatResolvedSettings(resolved);
     expect(text).toMatch(/^steps: 3 # command line$/m);
-    expect(text).toMatch(/^ {2}actorLr: 0\.0005 # profile small-model$/m);
+    expect(text).toMatch(/^ {2}actorLr: 0\.00025 # profile small-model$/m);
     const again = await resolveSettings({ file: { path: "printed.yaml", values: parse(text) } });
     expect(again.settings).toEqual(resolved.settings);
   });

@@ -73,9 +73,9 @@ describe("in-reward KL and the learning-rate schedule through ragen train", () =
     // Two updates of two optimiser steps: the last step of the first starts at 1/4 of the run and ends
     // at 1/2 (half of the 0.9 warm-up); the last of the second starts at 3/4, past the warm-up.
     const cosine = (share: number) => (1 + Math.cos(Math.PI * share)) / 2;
-    expect(first["actor/lr"]).toBeCloseTo(5e-4 * (0.5 / 0.9) * cosine(0.25), 12);
+    expect(first["actor/lr"]).toBeCloseTo(2.5e-4 * (0.5 / 0.9) * cosine(0.25), 12);
     expect(first["critic/lr"]).toBeCloseTo(1e-3 * (0.5 / 0.9) * cosine(0.25), 12);
-    expect(second["actor/lr"]).toBeCloseTo(5e-4 * cosine(0.75), 12);
+    expect(second["actor/lr"]).toBeCloseTo(2.5e-4 * cosine(0.75), 12);
 
     // Killed after step 2's update, before its row and checkpoint: the run resumes from step 1's.
     const killed = new KilledOnce(2);
