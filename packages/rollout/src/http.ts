@@ -3,6 +3,7 @@
  * and an outside signal that cancels it. Failures come back as one typed error whose `kind` says which
  * of those ended it, so each caller maps them onto its own errors and retry rules.
  */
+import { readBodyWithin } from "@ragen/envs";
 
 /** timeout: the deadline passed; network: no answer (refused, reset, DNS); too-large: the body passed the cap; cancelled: the outside signal. */
 export type HttpFailureKind = "timeout" | "network" | "too-large" | "cancelled";
@@ -78,43 +79,19 @@ export async function requestText(request: HttpRequest): Promise<HttpResponse> {
 }
 
 /** The body as text, read as a stream and given up past maxResponseBytes. */
-async function readBounded(response: Response, signal: AbortSignal, request: HttpRequest): Promise<string> {
+function readBounded(response: Response, signal: AbortSignal, request: HttpRequest): Promise<string> {
   const limit = request.maxResponseBytes;
-  const tooLong = () =>
-    new HttpRequestFailure(
-      `${request.method} ${request.url} returned a body longer than maxResponseBytes (${limit} bytes); stopped reading it`,
-      "too-large",
-      response.status,
-    );
-  const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-  if (declared > limit) {
-    await response.body?.cancel().catch(() => {});
-    throw tooLong();
-  }
-  if (!response.body) return response.text();
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    for (;;) {
-      if (signal.aborted) throw signal.reason;
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > limit) throw tooLong();
-      chunks.push(value);
-    }
-  } catch (error) {
-    await reader.cancel().catch(() => {});
-    throw error;
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
+  return readBodyWithin(
+    response,
+    limit,
+    signal,
+    () =>
+      new HttpRequestFailure(
+        `${request.method} ${request.url} returned a body longer than maxResponseBytes (${limit} bytes); stopped reading it`,
+        "too-large",
+        response.status,
+      ),
+  );
 }
 
 /** fetch's own message ("fetch failed") hides the reason; the cause names it (ECONNREFUSED, ENOTFOUND...). */

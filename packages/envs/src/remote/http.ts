@@ -134,7 +134,7 @@ async function requestOnce(options: HttpOptions, request: JsonRequest, attempt: 
     const limit = options.maxResponseBytes ?? REMOTE_ENV_DEFAULTS.maxResponseBytes;
     let text: string;
     try {
-      text = await readLimited(response, limit, controller.signal);
+      text = await readBodyWithin(response, limit, controller.signal, () => TOO_LARGE);
     } catch (error) {
       if (error === TOO_LARGE)
         throw fail(`reply longer than maxResponseBytes (${limit} bytes); stopped reading it`, "too-large");
@@ -154,12 +154,20 @@ async function requestOnce(options: HttpOptions, request: JsonRequest, attempt: 
 
 const TOO_LARGE = Symbol("too large");
 
-/** The body as text, read as a stream and given up (by throwing TOO_LARGE) past `limit` bytes. */
-async function readLimited(response: Response, limit: number, signal: AbortSignal): Promise<string> {
+/**
+ * The body as text, read as a stream and given up past `limit` bytes (throwing `tooLarge()`), so an
+ * endless or runaway reply cannot fill memory. Shared with the remote policies of @ragen/rollout.
+ */
+export async function readBodyWithin(
+  response: Response,
+  limit: number,
+  signal: AbortSignal,
+  tooLarge: () => unknown,
+): Promise<string> {
   const declared = Number(response.headers.get("content-length") ?? Number.NaN);
   if (declared > limit) {
     await response.body?.cancel().catch(() => {});
-    throw TOO_LARGE;
+    throw tooLarge();
   }
   if (!response.body) return "";
   const reader = response.body.getReader();
@@ -171,7 +179,7 @@ async function readLimited(response: Response, limit: number, signal: AbortSigna
       const { done, value } = await reader.read();
       if (done) break;
       total += value.byteLength;
-      if (total > limit) throw TOO_LARGE;
+      if (total > limit) throw tooLarge();
       chunks.push(value);
     }
   } catch (error) {

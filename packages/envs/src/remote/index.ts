@@ -10,6 +10,7 @@ export {
   REMOTE_ENV_DEFAULTS,
   RemoteEnvError,
   type RemoteEnvErrorKind,
+  readBodyWithin,
 } from "./http.js";
 export { OpenEnvClient, type OpenEnvClientOptions, type RemoteEnvDescription } from "./openenv-client.js";
 export { toStepInfo } from "./reply.js";
