@@ -57,7 +57,9 @@ async function fakeServer(answer: (request: SeenRequest, index: number) => Reply
 }
 
 /** Fast retries, so the error tests take milliseconds. */
-const QUICK = { timeoutMs: 200, maxRetries: 2, retryDelayMs: 1 };
+// Short waits between retries, but a deadline no busy test machine reaches by accident: a reply that took
+// longer than it would be retried, and the requests asserted would differ. Timeouts are tested apart.
+const QUICK = { timeoutMs: 10_000, maxRetries: 2, retryDelayMs: 1 };
 
 /**
  * An AgentGym env server as agentenv-textcraft and agentenv-babyai shape it, playing FrozenLake: `id`
