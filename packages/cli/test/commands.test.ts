@@ -48,7 +48,7 @@ describe("ragen", () => {
   it("lists every config field with its default in train --help", async () => {
     expect(await runRagen(["train", "--help"])).toBe(0);
     expect(printed(logs)).toMatch(
-      /starpo\.actorLr\s+0\.000001\s+Actor learning rate .*; models under 50M parameters: 0\.0005\]/,
+      /starpo\.actorLr\s+0\.000001\s+Actor learning rate .*; models under 50M parameters: 0\.00025\]/,
     );
     expect(printed(logs)).toMatch(/^ {2}ragen +RAGEN's base config/m);
     expect(printed(logs)).toMatch(/^ {2}auto +embedded for models under 50M parameters/m);
