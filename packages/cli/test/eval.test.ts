@@ -13,24 +13,12 @@ import {
 } from "@ragen/trainer/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runRagen } from "../src/commands/main.js";
+import { quiet } from "./support/quiet.js";
 
 const root = mkdtempSync(join(tmpdir(), "ragen-eval-"));
 const modelDir = join(root, "model");
 const runDir = join(root, "run");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
-  const spies = [
-    vi.spyOn(console, "log").mockImplementation(() => {}),
-    vi.spyOn(process.stderr, "write").mockImplementation(() => true),
-    vi.spyOn(process.stdout, "write").mockImplementation(() => true),
-  ];
-  try {
-    return await fn();
-  } finally {
-    for (const spy of spies) spy.mockRestore();
-  }
-};
 
 const settings = [...SMOKE_RUN_SETTINGS, "envs=FrozenLake,Bandit", "validation.groupsPerEnv=3"];
 

@@ -14,23 +14,11 @@ import { type LoadedPolicy, SMOKE_RUN_SETTINGS } from "@ragen/trainer";
 import { findCheckpoint, loadPolicy, resolveRunSettings, trainInFolder } from "@ragen/trainer/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runRagen } from "../src/commands/main.js";
+import { quiet } from "./support/quiet.js";
 
 const root = mkdtempSync(join(tmpdir(), "ragen-lora-run-"));
 const modelDir = join(root, "model");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
-  const spies = [
-    vi.spyOn(console, "log").mockImplementation(() => {}),
-    vi.spyOn(process.stderr, "write").mockImplementation(() => true),
-    vi.spyOn(process.stdout, "write").mockImplementation(() => true),
-  ];
-  try {
-    return await fn();
-  } finally {
-    for (const spy of spies) spy.mockRestore();
-  }
-};
 
 const train = (outDir: string, steps: number) =>
   quiet(async () =>

@@ -22,8 +22,9 @@ import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
 import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { adapterNameFor, type LoadedPolicy, SMOKE_RUN_SETTINGS, type TrainingSummary } from "@ragen/trainer";
 import { ADAPTERS_DIR, loadPolicy, resolveRunSettings, trainInFolder } from "@ragen/trainer/node";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PolicyServer, startPolicyServer } from "../src/policy-server.js";
+import { quiet } from "./support/quiet.js";
 
 const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 const root = mkdtempSync(join(tmpdir(), "ragen-remote-rollouts-"));
@@ -51,19 +52,6 @@ const ONE_ENV = [
   "starpo.lrWarmupSteps=0",
   "checkpointEvery=1",
 ];
-
-const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
-  const spies = [
-    vi.spyOn(console, "log").mockImplementation(() => {}),
-    vi.spyOn(process.stderr, "write").mockImplementation(() => true),
-    vi.spyOn(process.stdout, "write").mockImplementation(() => true),
-  ];
-  try {
-    return await fn();
-  } finally {
-    for (const spy of spies) spy.mockRestore();
-  }
-};
 
 const train = (overrides: string[]): Promise<TrainingSummary> =>
   quiet(async () => trainInFolder(await resolveRunSettings({ cwd: root, overrides })));
