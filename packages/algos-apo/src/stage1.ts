@@ -131,6 +131,11 @@ export async function estimateVStarForStates(options: VStarEstimationOptions): P
       const byGroup = groupTrajectories(batch.trajectories, envGroups);
       for (const [g, key] of keys.entries()) {
         if (found[g]) continue;
+        const lost = batch.lost?.find((episode) => episode.groupId === g);
+        if (lost)
+          throw new Error(
+            `estimateVStarForStates: group ${g} of reset ${reset} (${stateKey(key.tag, key.seed)}) has no estimate, as its env server failed: ${lost.reason}; a rerun samples it again, and the states already estimated are kept in the cache`,
+          );
         const trajectories = byGroup[g]!;
         const stray = trajectories.find((t) => t.tag !== key.tag || t.seed !== key.seed);
         if (stray || trajectories.length !== samples)

@@ -1,6 +1,19 @@
-import { createEnv, OpenEnvClient, RemoteEnvError } from "@ragen/envs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checkRemoteEnv, createEnv, OpenEnvClient, RemoteEnvError } from "@ragen/envs";
+import { parseMetricsJsonl } from "@ragen/logging";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
-import { resolveSettings, trainingGroups, validate, validationManager } from "@ragen/trainer";
+import {
+  resolveSettings,
+  SMOKE_RUN_SETTINGS,
+  trainingGroups,
+  validate,
+  validationManager,
+} from "@ragen/trainer";
+import { resolveRunSettings, trainInFolder } from "@ragen/trainer/node";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runRagen } from "../src/commands/main.js";
 import { type RunningEnvServer, serveEnvCommand, startEnvServer } from "../src/commands/serve-env.js";
@@ -82,6 +95,29 @@ describe("ragen serve-env's server driven by OpenEnvClient", () => {
     await b.step("Left");
     expect(await a.render()).toBe(local.render());
   });
+});
+
+describe("the Env contract over HTTP", () => {
+  for (const tag of ["FrozenLake", "Bandit", "SimpleSokoban", "Countdown", "WebShop"]) {
+    it(`ragen serve-env ${tag} through OpenEnvClient passes the conformance checker, and no session is left`, async () => {
+      const server = await serve(tag);
+      const local = createEnv(tag);
+      const report = await checkRemoteEnv(
+        () =>
+          new OpenEnvClient({
+            url: server.url,
+            name: local.name,
+            config: local.config as object,
+            instructions: local.instructions,
+            actions: local.actions,
+          }),
+        { name: local.name, seeds: [0, 42] },
+      );
+      expect(report.problems).toEqual([]);
+      expect(report.steps).toBeGreaterThan(50);
+      expect(server.sessions).toBe(0);
+    }, 60_000);
+  }
 });
 
 describe("ragen serve-env's errors", () => {
@@ -249,4 +285,89 @@ describe("envServers in a training run's settings", () => {
     await manager.close();
     expect(server.sessions).toBe(0);
   });
+});
+
+/**
+ * A proxy in front of `target` that dies after forwarding `steps` POST /step requests: it stops
+ * listening and cuts every connection, as a killed env server does.
+ */
+async function dyingProxy(target: string, steps: number) {
+  let forwarded = 0;
+  const upstream = new URL(target);
+  const proxy = createServer((req, res) => {
+    if (req.method === "POST" && req.url === "/step" && ++forwarded > steps) {
+      proxy.close();
+      proxy.closeAllConnections();
+      req.socket.destroy();
+      return;
+    }
+    const forward = httpRequest(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        path: req.url,
+        method: req.method,
+        headers: req.headers,
+      },
+      (reply) => {
+        res.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(res);
+      },
+    );
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  const { port } = proxy.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, closed: () => !proxy.listening, close: () => proxy.close() };
+}
+
+describe("an env server killed in the middle of a training run", () => {
+  it("costs the episodes it was playing, said as it happens, and the run goes on with the other env", async () => {
+    const server = await serve("FrozenLakeGridCoord");
+    const proxy = await dyingProxy(server.url, 3);
+    const root = mkdtempSync(join(tmpdir(), "ragen-env-server-killed-"));
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      const summary = await trainInFolder(
+        await resolveRunSettings({
+          cwd: root,
+          overrides: [
+            ...SMOKE_RUN_SETTINGS,
+            "model=embedded",
+            "envs=FrozenLakeGridCoord,Bandit",
+            `envServers=FrozenLakeGridCoord=${proxy.url}`,
+            // Long enough for the warm-started model's answers to name actions, so the envs are stepped.
+            "rollout.maxNewTokens=48",
+            "steps=2",
+            "outDir=run",
+          ],
+        }),
+      );
+      expect(proxy.closed()).toBe(true);
+      expect(summary.steps).toBe(2);
+      const rows = parseMetricsJsonl(readFileSync(join(root, "run", "metrics.jsonl"), "utf8"));
+      expect(rows.map((row) => row.step)).toEqual([0, 1, 2]);
+      // FrozenLake's groups left the batches once its server was gone; Bandit's trained and validated.
+      const last = rows.at(-1)!.metrics;
+      expect(last["train/env_lost"]).toBe(2);
+      expect(last["train/env_lost_dropped"]).toBe(2);
+      expect(last["train/FrozenLakeGridCoord/success"]).toBeUndefined();
+      expect(last["train/Bandit/success"]).toBeTypeOf("number");
+      expect(last["val-env/env_lost"]).toBeGreaterThan(0);
+      expect(last["val-env/Bandit/success"]).toBeTypeOf("number");
+      expect(Number.isFinite(last["actor/pg_loss"])).toBe(true);
+      const said = lines.filter((line) => line.includes("lost their env server"));
+      expect(said.length).toBeGreaterThan(0);
+      expect(said[0]).toMatch(
+        new RegExp(
+          `FrozenLakeGridCoord env \\(seed \\d+\\) lost during step \\d+: .*127\\.0\\.0\\.1:${new URL(proxy.url).port}`,
+        ),
+      );
+    } finally {
+      proxy.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

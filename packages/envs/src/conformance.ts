@@ -66,9 +66,9 @@ export const HOSTILE_ACTIONS: readonly string[] = [
   "eval(1)",
 ];
 
-const DEFAULT_SEEDS = [0, 1, 2, 7, 42, 123, 10_000, -5, 2 ** 40];
+export const DEFAULT_SEEDS = [0, 1, 2, 7, 42, 123, 10_000, -5, 2 ** 40];
 
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   const text = JSON.stringify(value);
   return text === undefined ? String(value) : text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
@@ -99,7 +99,8 @@ export function svgProblems(svg: string): string[] {
   return problems;
 }
 
-class Checker {
+/** Collects the problems a check finds; shared by the in-process and the remote checkers. */
+export class Checker {
   readonly problems: string[] = [];
   steps = 0;
 
@@ -114,6 +115,34 @@ class Checker {
     } catch (error) {
       this.expect(false, `${what} threw: ${(error as Error).message ?? String(error)}`);
       return undefined;
+    }
+  }
+
+  /** `attempt` for a promise: a rejection is a problem, not a throw. */
+  async attemptAsync<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn();
+    } catch (error) {
+      this.expect(false, `${what} threw: ${(error as Error).message ?? String(error)}`);
+      return undefined;
+    }
+  }
+
+  /** The static surface every env shows before its first reset. */
+  checkSurface(env: Pick<Env, "name" | "instructions" | "config" | "actions">, registeredName: string): void {
+    this.expect(env.name === registeredName, `env.name is "${env.name}", registered as "${registeredName}"`);
+    this.expect(
+      typeof env.instructions === "string" && env.instructions.trim().length > 0,
+      "instructions are empty",
+    );
+    this.expect(env.config !== null && typeof env.config === "object", "config is not an object");
+    if (env.actions !== null) {
+      this.expect(
+        Array.isArray(env.actions) && env.actions.length > 0,
+        "actions is neither null nor a non-empty list",
+      );
+      const lower = env.actions.map((a) => a.toLowerCase());
+      this.expect(new Set(lower).size === lower.length, "action names are not unique (case-insensitively)");
     }
   }
 
@@ -182,21 +211,7 @@ export function checkEnv(nameOrPreset: string, options: CheckEnvOptions = {}): C
   });
   if (!env) return report();
 
-  // Static surface.
-  check.expect(env.name === spec.name, `env.name is "${env.name}", registered as "${spec.name}"`);
-  check.expect(
-    typeof env.instructions === "string" && env.instructions.trim().length > 0,
-    "instructions are empty",
-  );
-  check.expect(env.config !== null && typeof env.config === "object", "config is not an object");
-  if (env.actions !== null) {
-    check.expect(
-      Array.isArray(env.actions) && env.actions.length > 0,
-      "actions is neither null nor a non-empty list",
-    );
-    const lower = env.actions.map((a) => a.toLowerCase());
-    check.expect(new Set(lower).size === lower.length, "action names are not unique (case-insensitively)");
-  }
+  check.checkSurface(env, spec.name);
 
   // Before the first reset, step is an invalid no-op that reports done.
   const early = check.attempt("step before reset", () => env.step("anything"));

@@ -20,6 +20,7 @@ export {
   HOSTILE_ACTIONS,
   svgProblems,
 } from "./conformance.js";
+export { type CheckRemoteEnvOptions, checkRemoteEnv } from "./conformance-remote.js";
 export * from "./countdown/index.js";
 export {
   BUILTIN_POLICIES,

@@ -5,6 +5,7 @@ import {
   createEnv,
   type Env,
   type EnvServerAddress,
+  RemoteEnvError,
 } from "@ragen/envs";
 
 /** RAGEN's base of training seeds; each reset moves it on by envGroups. */
@@ -53,6 +54,11 @@ export interface EnvSlot {
   success: boolean;
   validActions: number;
   effectiveActions: number;
+  /**
+   * Why this episode's env was lost (its server failed past its retries), naming the env, the seed and
+   * the request; the episode ended there. Unset while the env answers.
+   */
+  lost?: string;
 }
 
 /** What one turn's actions did. */
@@ -175,10 +181,26 @@ export class EnvManager {
         slot.success = false;
         slot.validActions = 0;
         slot.effectiveActions = 0;
-        slot.observation = await slot.env.reset(slot.seed);
+        slot.lost = undefined;
+        try {
+          slot.observation = await slot.env.reset(slot.seed);
+        } catch (error) {
+          this.lose(slot, error, "reset");
+        }
       }),
     );
     return this.slots;
+  }
+
+  /**
+   * Ends `slot`'s episode when `error` is a remote env's failure (its server down, timing out or
+   * answering nonsense past the retries): one lost server costs its episodes, not the run. Anything else
+   * is a bug and is thrown on.
+   */
+  private lose(slot: EnvSlot, error: unknown, during: string): void {
+    if (!(error instanceof RemoteEnvError)) throw error;
+    slot.lost = `${slot.tag} env (seed ${slot.seed}) lost during ${during}: ${error.message}`;
+    slot.done = true;
   }
 
   /** Runs `actions` in order until the episode ends or the trajectory's budget is used. */
@@ -187,7 +209,13 @@ export class EnvManager {
     const executed: string[] = [];
     for (const action of actions) {
       if (slot.done || slot.actionsUsed >= slot.maxActionsPerTraj) break;
-      const result = await slot.env.step(action);
+      let result: Awaited<ReturnType<Env["step"]>>;
+      try {
+        result = await slot.env.step(action);
+      } catch (error) {
+        this.lose(slot, error, `step ${slot.actionsUsed + 1}`);
+        break;
+      }
       executed.push(action);
       slot.actionsUsed++;
       reward += result.reward;
@@ -214,9 +242,16 @@ export class EnvManager {
     return Promise.all(turns.map(({ slot, actions }) => this.step(slot, actions)));
   }
 
-  /** Ends what the envs hold elsewhere (remote sessions); in-process envs hold nothing. */
+  /**
+   * Ends what the envs hold elsewhere (remote sessions); in-process envs hold nothing. A server that is
+   * gone has nothing left to free, so its failure to answer is not an error here.
+   */
   async close(): Promise<void> {
-    await Promise.all(this.slots.map((slot) => ("close" in slot.env ? slot.env.close?.() : undefined)));
+    const closed = await Promise.allSettled(
+      this.slots.map((slot) => ("close" in slot.env ? slot.env.close?.() : undefined)),
+    );
+    for (const outcome of closed)
+      if (outcome.status === "rejected" && !(outcome.reason instanceof RemoteEnvError)) throw outcome.reason;
   }
 
   /** Actions the trajectory may still take. */

@@ -56,6 +56,7 @@ export {
   type ContextOverflow,
   ContextOverflowError,
   type FinishReason,
+  type LostEpisode,
   ROLLOUT_DEFAULTS,
   RolloutError,
   type RolloutOptions,

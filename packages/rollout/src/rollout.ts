@@ -95,7 +95,8 @@ export interface TurnRecord {
   responseTokens: number;
 }
 
-export type FinishReason = "done" | "budget" | "max-turns" | "context";
+/** "env-lost": the env's server failed mid-episode (EnvSlot.lost); such episodes leave the batch. */
+export type FinishReason = "done" | "budget" | "max-turns" | "context" | "env-lost";
 
 export interface Trajectory {
   index: number;
@@ -144,9 +145,25 @@ export interface Trajectory {
   importanceWeights?: Float32Array;
 }
 
+/** An episode whose env server failed; its whole group leaves the batch. */
+export interface LostEpisode {
+  tag: string;
+  seed: number;
+  groupId: number;
+  index: number;
+  /** What failed, naming the env, the seed, the request and the server's URL. */
+  reason: string;
+}
+
 export interface TrajectoryBatch {
   mode: RolloutMode;
+  /**
+   * The episodes played to their end. A group with an episode whose env server failed is left out
+   * whole, so group-relative estimates and filters only see complete groups.
+   */
   trajectories: Trajectory[];
+  /** Episodes whose env server failed (absent when none did). */
+  lost?: LostEpisode[];
   /** RAGEN's metric names: {train|val-env}/{Tag}/{success, num_actions, ...}, {train|val-env}/response_length. */
   metrics: Record<string, number>;
 }
@@ -220,6 +237,7 @@ export async function runRollout(
       format,
     ),
     turns: [],
+    ...(slot.lost === undefined ? {} : { finishReason: "env-lost" as const }),
   }));
 
   policy.rolloutBoundary?.();
@@ -312,12 +330,32 @@ export async function runRollout(
       formatPenalized: penalized,
       responseTokens: output.tokens.length,
     });
-    if (slot.done) run.finishReason = "done";
+    if (slot.lost !== undefined) run.finishReason = "env-lost";
+    else if (slot.done) run.finishReason = "done";
     else if (manager.actionsLeft(slot) <= 0) run.finishReason = "budget";
   }
 
-  const trajectories = runs.map((run) => toTrajectory(run, options.rewardPlacement ?? "trajectory"));
-  return { mode, trajectories, metrics: batchMetrics(mode, trajectories) };
+  const lostRuns = runs.filter((run) => run.slot.lost !== undefined);
+  const lostGroups = new Set(lostRuns.map((run) => run.slot.groupId));
+  const kept = runs.filter((run) => !lostGroups.has(run.slot.groupId));
+  if (kept.length === 0)
+    throw new RolloutError(
+      `every episode group of this ${mode} batch lost an env server, so there is nothing to ${mode === "train" ? "train on" : "validate"}; the first failure: ${lostRuns[0]!.slot.lost}`,
+    );
+  const trajectories = kept.map((run) => toTrajectory(run, options.rewardPlacement ?? "trajectory"));
+  const metrics = batchMetrics(mode, trajectories);
+  if (lostRuns.length === 0) return { mode, trajectories, metrics };
+  const scope = mode === "train" ? "train" : "val-env";
+  metrics[`${scope}/env_lost`] = lostRuns.length;
+  metrics[`${scope}/env_lost_dropped`] = runs.length - kept.length;
+  const lost = lostRuns.map(({ slot }) => ({
+    tag: slot.tag,
+    seed: slot.seed,
+    groupId: slot.groupId,
+    index: slot.index,
+    reason: slot.lost!,
+  }));
+  return { mode, trajectories, lost, metrics };
 }
 
 function turnSeed(seed: number, turn: number): number {

@@ -87,14 +87,15 @@ export abstract class RemoteTokenPolicy implements Policy {
   protected abstract parse(reply: unknown, url: string): PolicyOutput;
 
   async generate(prompts: readonly PolicyPrompt[], sampling: PolicySampling): Promise<PolicyOutput[]> {
-    // The first failure fails the batch: the other requests (and their retry waits) are aborted.
-    const batch = new AbortController();
+    // The first failure fails the batch: the other requests (and their retry waits) are aborted. One
+    // controller per request, so a large batch does not pile its listeners onto one signal.
+    const requests = prompts.map(() => new AbortController());
     return Promise.all(
       prompts.map(async (prompt, index) => {
         try {
-          return await this.send(prompt, sampling, index, batch.signal);
+          return await this.send(prompt, sampling, index, requests[index]!.signal);
         } catch (error) {
-          batch.abort();
+          for (const request of requests) request.abort();
           throw error;
         }
       }),

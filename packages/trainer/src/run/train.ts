@@ -230,6 +230,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
     }
     if (lastDone < 0) {
       const val = await validate(valManager, policy, tokenizer, settings, 0, progress);
+      sayLostEpisodes(val.batch, "validation at step 0", say);
       logs.appendTrajectories(val.records);
       logs.log(0, val.metrics);
     }
@@ -267,6 +268,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
         trainResets = trainManager.trainResets;
         updateMetrics = await updater.update(rollout);
       }
+      sayLostEpisodes(rollout, `step ${step}`, say);
       const badLosses = nonFiniteLosses(updateMetrics);
       nonFiniteSteps = badLosses.length > 0 ? nonFiniteSteps + 1 : 0;
       if (nonFiniteSteps >= MAX_NON_FINITE_LOSS_STEPS)
@@ -291,6 +293,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       const last = step === settings.steps || budgetSpent();
       if (step % settings.validation.every === 0 || last) {
         const val = await validate(valManager, policy, tokenizer, settings, step, progress);
+        sayLostEpisodes(val.batch, `validation at step ${step}`, say);
         logs.appendTrajectories(val.records);
         Object.assign(metrics, val.metrics);
       }
@@ -327,6 +330,15 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
 }
 
 /** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
+/** Episodes whose env server failed are left out of their batch; the person running the job hears why. */
+function sayLostEpisodes(batch: TrajectoryBatch, where: string, say: (line: string) => void): void {
+  if (!batch.lost) return;
+  const groups = new Set(batch.lost.map((episode) => episode.groupId)).size;
+  say(
+    `${where}: ${batch.lost.length} episode(s) lost their env server and ${groups} group(s) were left out of the batch; the first: ${batch.lost[0]!.reason}`,
+  );
+}
+
 function warnOnChangedSettings(
   storage: RunStorage,
   settings: TrainingSettings,
