@@ -23,6 +23,30 @@ export {
   type TorchDtype,
 } from "./io/config.js";
 export {
+  encodeGgufTensorData,
+  GGML_TYPE_F32,
+  GGUF_DEFAULT_ALIGNMENT,
+  GGUF_MAGIC,
+  GGUF_VALUE_TYPES,
+  GGUF_VERSION,
+  type GgufArrayItemType,
+  GgufError,
+  type GgufLayout,
+  type GgufMetadata,
+  type GgufTensorSpec,
+  type GgufTensorToWrite,
+  type GgufValue,
+  type PlannedGgufTensor,
+  planGguf,
+  serializeGguf,
+} from "./io/gguf.js";
+export {
+  type Qwen2GgufMetadataOptions,
+  qwen2GgufMetadata,
+  qwen2GgufTensorName,
+  qwen2GgufTensors,
+} from "./io/gguf-qwen2.js";
+export {
   checkTensorData,
   decodeToFloat32,
   encodeTensorData,

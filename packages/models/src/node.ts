@@ -14,6 +14,12 @@ export {
   writeModelFolder,
 } from "./io/folder.js";
 export {
+  type GgufTensorSource,
+  type GgufTensorToStream,
+  type WriteGgufFileOptions,
+  writeGgufFile,
+} from "./io/gguf-writer.js";
+export {
   DEFAULT_HUB_URL,
   DEFAULT_REVISION,
   type DownloadProgress,
@@ -41,6 +47,7 @@ export {
   type SaveQwen2Options,
   saveQwen2,
 } from "./model/checkpoint.js";
+export { type ExportQwen2GgufOptions, exportQwen2Gguf } from "./model/gguf-export.js";
 export {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
