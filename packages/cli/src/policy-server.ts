@@ -6,8 +6,10 @@
  * `POST /v1/load_lora_adapter` / `/v1/unload_lora_adapter` for PEFT adapter folders this project writes.
  *
  * The model runs one batch at a time: concurrent requests with the same adapter and sampling settings
- * and no seed share a batch; a seeded request runs alone, so its seed alone decides its tokens. The
- * adapter a batch names is attached to the model before it runs (one at a time; switching swaps them).
+ * share a batch, and each prompt draws from its own random stream (a request's seed, + i for its i-th
+ * prompt; an unseeded request takes the server's next seed), so a seed decides its tokens whatever else
+ * shares the batch. The adapter a batch names is attached to the model before it runs (one at a time;
+ * switching swaps them).
  * The admin endpoints change what the server runs and check no credentials: bind to loopback or a
  * private network only.
  */
@@ -129,21 +131,15 @@ export async function startPolicyServer(options: PolicyServerOptions): Promise<P
       while (pending.length > 0) {
         const first = pending.shift()!;
         const batch = [first];
-        // Unseeded jobs of the same adapter and settings share the batch; a seeded one runs alone.
-        if (first.sampling.seed === undefined) {
-          const key = batchKey(first);
-          for (let i = 0; i < pending.length; ) {
-            const rows = batch.reduce((n, job) => n + job.prompts.length, 0);
-            const job = pending[i]!;
-            if (
-              job.sampling.seed === undefined &&
-              batchKey(job) === key &&
-              rows + job.prompts.length <= maxBatch
-            ) {
-              batch.push(job);
-              pending.splice(i, 1);
-            } else i++;
-          }
+        // Jobs of the same adapter and settings share the batch; each row keeps its own stream.
+        const key = batchKey(first);
+        for (let i = 0; i < pending.length; ) {
+          const rows = batch.reduce((n, job) => n + job.prompts.length, 0);
+          const job = pending[i]!;
+          if (batchKey(job) === key && rows + job.prompts.length <= maxBatch) {
+            batch.push(job);
+            pending.splice(i, 1);
+          } else i++;
         }
         try {
           const generations = await onModel(async () => {
@@ -158,7 +154,15 @@ export async function startPolicyServer(options: PolicyServerOptions): Promise<P
                 topP: sampling.topP,
                 topK: sampling.topK,
                 stopTokenIds: sampling.stops,
-                seed: sampling.seed ?? nextSeed++,
+                rowSeeds: batch.flatMap((job) => {
+                  let seed = job.sampling.seed;
+                  if (seed === undefined) {
+                    // Unseeded requests' rows never share a stream with each other.
+                    seed = nextSeed;
+                    nextSeed += job.prompts.length;
+                  }
+                  return job.prompts.map((_, i) => seed + i);
+                }),
               },
             );
           });

@@ -30,10 +30,7 @@ const bin = fileURLToPath(new URL("../dist/bin.js", import.meta.url));
 const root = mkdtempSync(join(tmpdir(), "ragen-remote-rollouts-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/**
- * One env per turn: the local sampler draws one random stream for a whole batch, vLLM's API seeds each
- * request (seed + its index), so the two sample the same tokens exactly when a batch holds one prompt.
- */
+/** One env: FrozenLake, short answers, rank-4 adapters. */
 const ONE_ENV = [
   ...SMOKE_RUN_SETTINGS,
   "model=embedded",
@@ -52,6 +49,12 @@ const ONE_ENV = [
   "starpo.lrWarmupSteps=0",
   "checkpointEvery=1",
 ];
+
+/**
+ * Several prompts a turn. vLLM's API seeds each request (the turn's seed + its index), and so does the
+ * local sampler with rollout.seedPerPrompt, so the two engines sample the same tokens.
+ */
+const SYNC_RUN = [...ONE_ENV, "train.envGroups=2", "train.groupSize=2", "validation.groupsPerEnv=2"];
 
 const train = (overrides: string[]): Promise<TrainingSummary> =>
   quiet(async () => trainInFolder(await resolveRunSettings({ cwd: root, overrides })));
@@ -75,7 +78,7 @@ describe("remote rollouts against this project's model served as vLLM", () => {
   const remoteDir = join(root, "remote-sync");
   const sync = (outDir: string, steps: number) =>
     train([
-      ...ONE_ENV,
+      ...SYNC_RUN,
       `steps=${steps}`,
       `outDir=${outDir}`,
       "rollout.engine=vllm",
@@ -98,8 +101,8 @@ describe("remote rollouts against this project's model served as vLLM", () => {
     served?.model.dispose();
   });
 
-  it("with maxStaleness 0 give the local engine's metrics on the same seeds", async () => {
-    await train([...ONE_ENV, "steps=2", `outDir=${localDir}`]);
+  it("with maxStaleness 0 give the local engine's metrics on the same seeds, several prompts a turn", async () => {
+    await train([...SYNC_RUN, "rollout.seedPerPrompt=true", "steps=2", `outDir=${localDir}`]);
     await sync(remoteDir, 2);
     // k = 0 keeps no stale version: the server holds the newest adapter alone, and so does the folder.
     const name = adapterNameFor(remoteDir);
@@ -131,10 +134,10 @@ describe("remote rollouts against this project's model served as vLLM", () => {
       expect(row.metrics["rollout/logprob_mismatch_max"]).toBeLessThan(1e-3);
     }
     expect(trainRecordsOf(remoteDir).map((t) => [t.step, t.policyVersion])).toEqual([
-      [1, 0],
-      [2, 1],
+      ...Array(4).fill([1, 0]),
+      ...Array(4).fill([2, 1]),
     ]);
-  });
+  }, 240_000);
 
   it("resume from the checkpoint's version: a run stopped after step 1 goes on as the unbroken one", async () => {
     const resumedDir = join(root, "remote-resumed");
@@ -153,7 +156,7 @@ describe("remote rollouts against this project's model served as vLLM", () => {
     expect(trainRecordsOf(resumedDir).filter((t) => t.step === 2)).toEqual(
       trainRecordsOf(remoteDir).filter((t) => t.step === 2),
     );
-  });
+  }, 180_000);
 
   it("with maxStaleness 1 sample the next batch during the update, publish every version and drop nothing", async () => {
     const child = spawn(process.execPath, [bin, "serve-policy", "model=embedded", "port=0"], {

@@ -65,6 +65,27 @@ describe("generate", () => {
     expect(a.map((g) => Array.from(g.tokens))).not.toEqual(c.map((g) => Array.from(g.tokens)));
   });
 
+  it("with rowSeeds, samples each prompt as it samples that prompt alone with its seed, whatever shares the batch", async () => {
+    const prompts = [Int32Array.from([4, 5]), Int32Array.from([6]), Int32Array.from([7, 8, 9])];
+    const options = { maxNewTokens: 10, temperature: 1 };
+    const together = await generate(model, prompts, { ...options, rowSeeds: [5, 6, 7] });
+    const reordered = await generate(model, [prompts[2]!, prompts[0]!], { ...options, rowSeeds: [7, 5] });
+    for (const [b, prompt] of prompts.entries()) {
+      const alone = await generate(model, [prompt], { ...options, seed: 5 + b });
+      expect(Array.from(together[b]!.tokens)).toEqual(Array.from(alone[0]!.tokens));
+      for (const [t, logProb] of alone[0]!.logProbs.entries())
+        expect(Math.abs(together[b]!.logProbs[t]! - logProb)).toBeLessThan(1e-4);
+    }
+    expect(Array.from(reordered[0]!.tokens)).toEqual(Array.from(together[2]!.tokens));
+    expect(Array.from(reordered[1]!.tokens)).toEqual(Array.from(together[0]!.tokens));
+    // One stream for the batch draws differently from per-row streams.
+    const shared = await generate(model, prompts, { ...options, seed: 5 });
+    expect(shared.map((g) => Array.from(g.tokens))).not.toEqual(together.map((g) => Array.from(g.tokens)));
+    await expect(generate(model, prompts, { ...options, rowSeeds: [1] })).rejects.toThrow(
+      "generate(): 1 rowSeeds for 3 prompts",
+    );
+  });
+
   it("samples on the device the tokens sampleToken picks from read-back logits, finished rows still drawing", async () => {
     const prompts = [
       Int32Array.from([3, 7, 11, 2]),

@@ -6,17 +6,23 @@ import type { Policy, PolicyOutput, PolicyPrompt, PolicySampling } from "./polic
  * A Qwen2 model on this machine, sampled with batched KV-cache generation; stops at <|im_end|> or eos.
  * Within a rollout it caches prompt prefixes (each turn's prompt extends the last one), so a turn runs the
  * model on the new tokens only; the cache is dropped at every rollout boundary, when weights may change.
+ *
+ * A batch draws from one random stream seeded by the turn's seed, or, with `seedPerPrompt`, prompt i
+ * draws from its own stream seeded seed + i: what an inference server does with VllmCompletionsPolicy's
+ * per-request seeds, so a run sampled here and one sampled on this project's server agree token for token.
  */
 export class LocalModelPolicy implements Policy {
   readonly stopTokenIds: readonly number[];
   readonly prefixCache: PrefixCache | undefined;
+  readonly seedPerPrompt: boolean;
 
   constructor(
     readonly model: Qwen2Model,
     tokenizer: Pick<Tokenizer, "imEndId" | "eosTokenId">,
-    options: { prefixCaching?: boolean } = {},
+    options: { prefixCaching?: boolean; seedPerPrompt?: boolean } = {},
   ) {
     this.prefixCache = options.prefixCaching === false ? undefined : new PrefixCache();
+    this.seedPerPrompt = options.seedPerPrompt ?? false;
     this.stopTokenIds = [...new Set([tokenizer.imEndId, tokenizer.eosTokenId])].filter(
       (id): id is number => id !== undefined,
     );
@@ -31,7 +37,11 @@ export class LocalModelPolicy implements Policy {
         temperature: sampling.temperature,
         ...(sampling.topP === undefined ? {} : { topP: sampling.topP }),
         ...(sampling.topK === undefined ? {} : { topK: sampling.topK }),
-        ...(sampling.seed === undefined ? {} : { seed: sampling.seed }),
+        ...(sampling.seed === undefined
+          ? {}
+          : this.seedPerPrompt
+            ? { rowSeeds: prompts.map((_, i) => sampling.seed! + i) }
+            : { seed: sampling.seed }),
         stopTokenIds: this.stopTokenIds,
         ...(this.prefixCache ? { prefixCache: this.prefixCache } : {}),
       },

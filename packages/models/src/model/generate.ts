@@ -10,6 +10,12 @@ export interface GenerateOptions extends SamplingOptions {
   stopTokenIds?: readonly number[];
   /** Seed of the sampler: the same seed, model and prompts give the same tokens. */
   seed?: number;
+  /**
+   * One seed per prompt, in place of `seed`: each row draws from its own stream, so a row's tokens do
+   * not depend on which other prompts share its batch (as per-request seeds work on an inference
+   * server). A one-prompt batch samples the same tokens with `rowSeeds: [s]` as with `seed: s`.
+   */
+  rowSeeds?: readonly number[];
   /** Called after each step with the number of tokens generated so far. */
   onStep?: (step: number) => void;
   /**
@@ -60,7 +66,12 @@ export async function generate(
   const promptLength = maxOver(batch, (b) => prompts[b]!.length);
   const start = Int32Array.from(prompts, (p) => promptLength - p.length);
   const stops = new Set(options.stopTokenIds ?? []);
-  const random = new NormalSampler(options.seed ?? 0);
+  if (options.rowSeeds !== undefined && options.rowSeeds.length !== batch)
+    throw new RangeError(`generate(): ${options.rowSeeds.length} rowSeeds for ${batch} prompts`);
+  // One stream for the batch, or one per row; every row draws once per step either way.
+  const streams = options.rowSeeds?.map((seed) => new NormalSampler(seed)) ?? [
+    new NormalSampler(options.seed ?? 0),
+  ];
   const vocab = model.config.vocabSize;
   const tokens: number[][] = prompts.map(() => []);
   const logProbs: number[][] = prompts.map(() => []);
@@ -78,7 +89,7 @@ export async function generate(
     const last = seqLen === 1 ? hidden : narrow(hidden, 1, seqLen - 1, 1);
     const logits = model.lmHead(last);
     // Every sequence draws, finished or not, so one sequence's length never shifts another's randomness.
-    const uniforms = Array.from({ length: batch }, () => random.uniform());
+    const uniforms = Array.from({ length: batch }, (_, b) => streams[options.rowSeeds ? b : 0]!.uniform());
     if (!truncated) {
       // Sampled where the logits are: only a token and a log-prob per row come back, not batch x vocab.
       const sampled = await sampleRows(logits, Float32Array.from(uniforms), temperature);

@@ -126,6 +126,7 @@ async function evaluateInLockedFolder(
   try {
     const policy = new LocalModelPolicy(loaded.model, loaded.tokenizer, {
       prefixCaching: config.rollout.prefixCaching,
+      seedPerPrompt: config.rollout.seedPerPrompt,
     });
     const result = await validate(
       validationManager(config),

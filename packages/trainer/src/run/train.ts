@@ -187,6 +187,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   let remote: RemoteRollouts | undefined;
   let policy: Policy = new LocalModelPolicy(actor, tokenizer, {
     prefixCaching: settings.rollout.prefixCaching,
+    seedPerPrompt: settings.rollout.seedPerPrompt,
   });
   const logs = storage.openLogs(lastDone);
   const reportOptions = { validationEpisodes: settings.validation.groupsPerEnv };

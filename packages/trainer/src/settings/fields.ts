@@ -75,6 +75,8 @@ export interface RolloutSettings {
   maxSequenceLength: number;
   contextOverflow: ContextOverflow;
   prefixCaching: boolean;
+  /** The local engine: each prompt of a turn draws from its own random stream (seed + its index). */
+  seedPerPrompt: boolean;
   /** Where training and validation episodes are sampled: this process, or inference servers. */
   engine: RolloutEngine;
   /** The inference servers' root URLs (remote engines). */
@@ -164,6 +166,7 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
     historyWindow: null,
     maxSequenceLength: RAGEN_MAX_MODEL_LEN,
     prefixCaching: true,
+    seedPerPrompt: false,
     engine: "local",
     servers: null,
     servedModel: null,
@@ -383,6 +386,9 @@ export const SETTINGS_FIELDS: SettingsFields = {
       "A turn whose prompt plus maxNewTokens would pass maxSequenceLength: truncate ends that episode before the turn (finish reason context), error stops the run naming the env and turn (RAGEN hands the limit to vLLM, which cuts such a response short and stops the run on a prompt already past it)",
     ),
     prefixCaching: flag("Reuse each turn's cached prompt prefix from the previous turn"),
+    seedPerPrompt: flag(
+      "The local engine: each prompt of a turn draws its tokens from its own random stream (the turn's seed + the prompt's index) instead of one stream for the batch, as remote engines seed each request; a local run with it samples what a rollout.maxStaleness=0 run on ragen serve-policy samples, token for token",
+    ),
     engine: oneOf(
       ROLLOUT_ENGINES,
       "Where training and validation episodes are sampled: local (this process, on the weights being trained), or vllm / sglang servers (rollout.servers) that sample with the newest LoRA adapter the run published after each update. A remote engine needs lora.rank above 0 (only adapters can be swapped into a running server) and algorithm starpo; see docs/guide/remote-rollouts.md",
