@@ -32,6 +32,7 @@ export {
 } from "./evaluate.js";
 export * from "./frozenlake/index.js";
 export { directionsTowards, type GridCell, type GridMove, thoughtOrder } from "./grid-moves.js";
+export { InProcessAsyncEnv } from "./in-process-async-env.js";
 export {
   createEnv,
   getEnvSpec,

@@ -1,34 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { type AsyncEnv, checkRemoteEnv, createEnv, type Env, type StepResult } from "../src/index.js";
+import { checkRemoteEnv, createEnv, InProcessAsyncEnv, type StepResult } from "../src/index.js";
 
-/** An in-process env behind promises, as a client of a faithful server would be. */
-class PromisedEnv implements AsyncEnv {
+/** A faithful server's client that records being closed. */
+class PromisedEnv extends InProcessAsyncEnv {
   closed = false;
-  constructor(protected readonly env: Env) {}
-  get name() {
-    return this.env.name;
-  }
-  get config() {
-    return this.env.config;
-  }
-  get actions() {
-    return this.env.actions;
-  }
-  get instructions() {
-    return this.env.instructions;
-  }
-  get done() {
-    return this.env.done;
-  }
-  async reset(seed: number): Promise<string> {
-    return this.env.reset(seed);
-  }
-  async step(action: string): Promise<StepResult> {
-    return this.env.step(action);
-  }
-  async render(): Promise<string> {
-    return this.env.render();
-  }
   async close(): Promise<void> {
     this.closed = true;
   }
@@ -70,9 +45,7 @@ describe("checkRemoteEnv", () => {
     });
     expect(report.ok).toBe(false);
     expect(report.problems).toContain('env.name is "bandit", registered as "FrozenLake"');
-    expect(report.problems.some((p) => /^step\(.*\) threw: 413 request body too large$/.test(p))).toBe(
-      true,
-    );
+    expect(report.problems.some((p) => /^step\(.*\) threw: 413 request body too large$/.test(p))).toBe(true);
     expect(report.problems).toContain("seed 1: two sessions given the same seed and actions diverged");
   });
 

@@ -1,4 +1,4 @@
-import { type AsyncEnv, createEnv, type Env, RemoteEnvError, type StepResult } from "@ragen/envs";
+import { createEnv, type Env, InProcessAsyncEnv, RemoteEnvError, type StepResult } from "@ragen/envs";
 import { describe, expect, it } from "vitest";
 import { EnvManager, EnvManagerConfigError } from "../src/env-manager.js";
 import { RolloutError, runRollout, type Trajectory } from "../src/rollout.js";
@@ -8,38 +8,25 @@ const tokenizer = envTokenizer();
 const MOVES = ["Left", "Down", "Right", "Up"];
 
 /** An in-process env behind promises that settle after `delayMs`, counting the calls in flight. */
-class DelayedEnv implements AsyncEnv {
+class DelayedEnv extends InProcessAsyncEnv {
   static inFlight = 0;
   static mostInFlight = 0;
   constructor(
-    private readonly env: Env,
+    env: Env,
     private readonly delayMs: number,
-  ) {}
-  get name() {
-    return this.env.name;
+  ) {
+    super(env);
   }
-  get config() {
-    return this.env.config;
+  override reset(seed: number): Promise<string> {
+    return this.later(() => super.reset(seed));
   }
-  get actions() {
-    return this.env.actions;
+  override step(action: string): Promise<StepResult> {
+    return this.later(() => super.step(action));
   }
-  get instructions() {
-    return this.env.instructions;
+  override render(): Promise<string> {
+    return this.later(() => super.render());
   }
-  get done() {
-    return this.env.done;
-  }
-  reset(seed: number): Promise<string> {
-    return this.later(() => this.env.reset(seed));
-  }
-  step(action: string): Promise<StepResult> {
-    return this.later(() => this.env.step(action));
-  }
-  render(): Promise<string> {
-    return this.later(() => this.env.render());
-  }
-  private async later<T>(run: () => T): Promise<T> {
+  private async later<T>(run: () => Promise<T>): Promise<T> {
     DelayedEnv.inFlight++;
     DelayedEnv.mostInFlight = Math.max(DelayedEnv.mostInFlight, DelayedEnv.inFlight);
     await new Promise((resolve) => setTimeout(resolve, this.delayMs));

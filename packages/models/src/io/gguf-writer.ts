@@ -4,6 +4,7 @@
  * equal serializeGguf's for the same input.
  */
 import { type FileHandle, open, rm } from "node:fs/promises";
+import { reason, writeAll } from "./file-writes.js";
 import {
   encodeGgufTensorData,
   GgufError,
@@ -24,18 +25,6 @@ export type GgufTensorSource = GgufTensorToWrite | GgufTensorToStream;
 export interface WriteGgufFileOptions {
   /** Replace an existing file (default: refuse). */
   overwrite?: boolean;
-}
-
-async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
-  let written = 0;
-  while (written < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
-    written += bytesWritten;
-  }
-}
-
-function reason(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { type FileHandle, open, rm } from "node:fs/promises";
 import type { Tensor } from "@ragen/tensor-webgpu";
+import { reason, writeAll } from "./file-writes.js";
 import {
   checkTensorData,
   encodeTensorData,
@@ -50,18 +51,6 @@ export function streamAllFromDevice(
 
 function valuesOf(tensor: TensorSource): Promise<Float32Array> | Float32Array {
   return "read" in tensor ? tensor.read() : tensor.data;
-}
-
-async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<void> {
-  let written = 0;
-  while (written < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
-    written += bytesWritten;
-  }
-}
-
-function reason(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**
