@@ -23,6 +23,7 @@ import { webGpuBackend } from "@ragen/tensor-webgpu";
 import { adapterNameFor, type LoadedPolicy, SMOKE_RUN_SETTINGS, type TrainingSummary } from "@ragen/trainer";
 import { ADAPTERS_DIR, loadPolicy, resolveRunSettings, trainInFolder } from "@ragen/trainer/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEnvServer } from "../src/commands/serve-env.js";
 import { type PolicyServer, startPolicyServer } from "../src/policy-server.js";
 import { quiet } from "./support/quiet.js";
 
@@ -158,11 +159,13 @@ describe("remote rollouts against this project's model served as vLLM", () => {
     );
   }, 180_000);
 
-  it("with maxStaleness 1 sample the next batch during the update, publish every version and drop nothing", async () => {
+  it("with maxStaleness 1 and the env on an env server, sample the next batch during the update, publish every version and drop nothing", async () => {
     const child = spawn(process.execPath, [bin, "serve-policy", "model=embedded", "port=0"], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     const proxy = await recordingProxy(await servedUrl(child));
+    const envServer = await startEnvServer({ env: "FrozenLakeGridCoord", port: 0 });
+    const envProxy = await recordingProxy(envServer.url);
     const outDir = join(root, "remote-async");
     try {
       const summary = await train([
@@ -174,10 +177,17 @@ describe("remote rollouts against this project's model served as vLLM", () => {
         "rollout.engine=vllm",
         `rollout.servers=${proxy.url}`,
         "rollout.maxStaleness=1",
+        `envServers=FrozenLakeGridCoord=${envProxy.url}`,
       ]);
       expect(summary.steps).toBe(3);
+      // Every episode, training and validation, started on the env server (with 24-token answers the
+      // model seldom names an action, so steps are few), and its sessions were closed.
+      expect(envProxy.requests.filter((r) => r.path === "/reset").length).toBeGreaterThanOrEqual(3 * 2 + 2 * 1);
+      expect(envServer.sessions).toBe(0);
     } finally {
       await proxy.close();
+      await envProxy.close();
+      await envServer.close();
       child.kill("SIGTERM");
     }
 
