@@ -18,7 +18,7 @@ import { join, resolve } from "node:path";
 import { VStarFileCache } from "@ragen/algos-apo/node";
 import { RUN_FILES, RunLogger, TrajectoryLog, writeFileAtomic, writeReport } from "@ragen/logging/node";
 import { type LoraAdapters, QWEN2_LINEAR_MODULES, type Qwen2Config } from "@ragen/models";
-import { writeLoraAdapterFiles } from "@ragen/models/node";
+import { readLoraAdapterWeights, writeLoraAdapterFiles } from "@ragen/models/node";
 import type { AdamW, Backend } from "@ragen/tensor-webgpu";
 import type {
   CheckpointParts,
@@ -173,7 +173,7 @@ export class NodeRunStorage implements RunStorage {
   }
 
   async writeAdapter(id: string, adapters: LoraAdapters, baseModel: string): Promise<string> {
-    const final = resolve(this.location, ADAPTERS_DIR, id);
+    const final = this.adapterPath(id);
     const partial = `${final}.partial`;
     const previous = `${final}.previous`;
     rmSync(partial, { recursive: true, force: true });
@@ -200,6 +200,14 @@ export class NodeRunStorage implements RunStorage {
     renameSync(partial, final);
     rmSync(previous, { recursive: true, force: true });
     return final;
+  }
+
+  async readAdapter(id: string): Promise<Map<string, Float32Array>> {
+    return readLoraAdapterWeights(this.adapterPath(id));
+  }
+
+  adapterPath(id: string): string {
+    return resolve(this.location, ADAPTERS_DIR, id);
   }
 
   listAdapters(): string[] {

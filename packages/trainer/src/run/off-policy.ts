@@ -170,6 +170,11 @@ export class AdapterVersions {
     for (const kept of this.weights.keys()) if (kept < oldestKept) this.weights.delete(kept);
   }
 
+  /** Keeps `weights` as `version`, older than the newest (a resumed run's earlier versions). */
+  keep(version: number, weights: Map<string, Float32Array>): void {
+    this.weights.set(version, weights);
+  }
+
   /** Runs `fn` with the adapters at `version`; throws if that version is no longer kept. */
   async withVersion<T>(version: number, fn: () => Promise<T>): Promise<T> {
     if (version === this.newest) return fn();

@@ -5,12 +5,15 @@
  * (AdapterPublisher) and starts new episodes on it; version 0 is the base model. Every trajectory
  * records the version that sampled it, and the update corrects for the sampler (off-policy.ts).
  *
- * With rollout.maxStaleness k ≥ 1 a producer samples ahead while the learner updates: batch s starts
- * only once the learner has published version s − 1 − k, so a batch is at most k versions old when it
- * is trained and at most k finished batches wait (AReaL bounds staleness the same way: generation
- * pauses rather than producing samples that would be thrown away). An adapter is switched only between
- * rollouts, so all of an episode's turns come from one version. With k = 0 each batch is sampled when
- * the learner asks for it, with the newest adapter.
+ * With rollout.maxStaleness k ≥ 1 a producer samples ahead while the learner updates: batch s is
+ * sampled with version s − 1 − k, as soon as the learner has published it, so a batch is exactly k
+ * versions old when it is trained and at most k finished batches wait (AReaL bounds staleness the same
+ * way: generation pauses rather than producing samples that would be thrown away). The version a batch
+ * samples with depends on its step alone, never on which side ran faster, so a seeded run samples the
+ * same tokens every time, and a resumed one those of the unbroken run: a checkpoint keeps the adapter
+ * folders of the k versions before it. An adapter is switched only between rollouts, so all of an
+ * episode's turns come from one version. With k = 0 each batch is sampled when the learner asks for it,
+ * with the newest adapter.
  */
 import type { Qwen2Model } from "@ragen/models";
 import {
@@ -85,6 +88,10 @@ export class RemoteRollouts {
   private readonly maxStaleness: number;
   /** The newest version published: what new episodes sample with. */
   private version: number;
+  /** The oldest version the next batches may sample with (above s − k only when a resume lacks folders). */
+  private oldestSampled = 0;
+  /** Versions whose folders the last checkpoint needs to resume from: kept past the staleness window. */
+  private pinned = new Set<number>();
   private readonly ready = new Map<number, RemoteBatch>();
   private inFlight: { step: number; version: number } | undefined;
   private failure: { error: unknown } | undefined;
@@ -150,9 +157,19 @@ export class RemoteRollouts {
     const left = await this.publisher.unloadAll(this.name);
     if (left.length > 0)
       say(`unloaded ${left.join(", ")}, left on the servers by an earlier attempt of this run`);
-    for (const id of storage.listAdapters!()) storage.removeAdapter!(id);
+    // The k versions before the checkpoint's sample the first batches after it, as they did in the
+    // unbroken run; their folders are the checkpoint's (later versions may differ and are removed).
+    const earlier = await this.restoreEarlierVersions();
+    const restored = new Set(earlier.map(({ version }) => adapterId(this.name, version)));
+    for (const id of storage.listAdapters!()) if (!restored.has(id)) storage.removeAdapter!(id);
+    for (const { version, weights, path } of earlier) {
+      this.versions.keep(version, weights);
+      if (path) await this.publisher.publish(this.name, version, path);
+    }
     await this.versions.record(startVersion, startVersion - this.maxStaleness);
     if (startVersion > 0) await this.writeAndPublish(startVersion);
+    // Until the next checkpoint, a second resume needs the same folders.
+    if (this.oldestSampled < startVersion) this.checkpointed(startVersion);
     const served = this.served(startVersion);
     this.policy.useAdapter(served);
     this.validationPolicy.useAdapter(served);
@@ -160,6 +177,60 @@ export class RemoteRollouts {
     say(
       `rollouts on ${settings.rollout.servers?.length} ${settings.rollout.engine} server(s) as ${this.name}@<version>, from version ${startVersion}${startVersion === 0 ? " (the base model)" : ""}; ${this.maxStaleness === 0 ? "synchronous" : `at most ${this.maxStaleness} version(s) stale`}`,
     );
+  }
+
+  /**
+   * The versions from max(0, start − k) to start − 1 with their weights and folders (version 0, the base
+   * model, is the adapters with B at zero, and has no folder). Where a folder is missing (a checkpoint
+   * written before folders were kept, or a larger k than the run had), the run samples from the
+   * checkpoint's version on and says that it does not replay the unbroken run.
+   */
+  private async restoreEarlierVersions(): Promise<
+    { version: number; weights: Map<string, Float32Array>; path?: string }[]
+  > {
+    const { storage, say, startVersion, actor } = this.context;
+    const first = Math.max(0, startVersion - this.maxStaleness);
+    this.oldestSampled = first;
+    if (startVersion === 0) return [];
+    const present = new Set(storage.listAdapters!());
+    const earlier = [];
+    for (let version = first; version < startVersion; version++) {
+      if (version === 0) {
+        earlier.push({ version, weights: baseModelWeights(await actor.adapters!.stateDict()) });
+        continue;
+      }
+      const id = adapterId(this.name, version);
+      if (!present.has(id) || !storage.readAdapter) {
+        this.oldestSampled = startVersion;
+        say(
+          `resuming from version ${startVersion} without the folder of ${id}: the next batches sample with version ${startVersion}, not with the versions the unbroken run used`,
+        );
+        return [];
+      }
+      earlier.push({ version, weights: await storage.readAdapter(id), path: storage.adapterPath!(id) });
+    }
+    return earlier;
+  }
+
+  /**
+   * After a checkpoint of `step` is saved: the folders of its version and the k before it stay until
+   * the next checkpoint, so a resume from it samples as the unbroken run did.
+   */
+  checkpointed(step: number): void {
+    this.pinned = new Set(
+      Array.from({ length: this.maxStaleness + 1 }, (_, i) => step - i).filter((v) => v > 0),
+    );
+    this.removeUnneededFolders();
+  }
+
+  /** Removes the adapter folders no queued batch and no resume from the last checkpoint can need. */
+  private removeUnneededFolders(): void {
+    const { storage } = this.context;
+    for (const id of storage.listAdapters!()) {
+      const old = Number(id.slice(id.lastIndexOf("@") + 1));
+      if (!(Number.isInteger(old) && (old >= this.version - this.maxStaleness || this.pinned.has(old))))
+        storage.removeAdapter!(id);
+    }
   }
 
   /** The batch of training step `step`: sampled now (k = 0), or by the producer. */
@@ -215,12 +286,8 @@ export class RemoteRollouts {
     const start = performance.now();
     await this.versions.record(version, version - this.maxStaleness);
     await this.writeAndPublish(version);
-    const { storage } = this.context;
-    for (const id of storage.listAdapters!()) {
-      const old = Number(id.slice(id.lastIndexOf("@") + 1));
-      if (!(Number.isInteger(old) && old >= version - this.maxStaleness)) storage.removeAdapter!(id);
-    }
     this.version = version;
+    this.removeUnneededFolders();
     this.validationPolicy.useAdapter(this.served(version));
     this.notify();
     return { "timing_s/publish": (performance.now() - start) / 1000 };
@@ -247,7 +314,7 @@ export class RemoteRollouts {
 
   private async sample(step: number): Promise<RemoteBatch> {
     const { settings, manager, tokenizer } = this.context;
-    const version = this.version;
+    const version = this.samplingVersion(step);
     // Switched between rollouts only, so every turn of an episode comes from one version.
     this.policy.useAdapter(this.served(version));
     this.inFlight = { step, version };
@@ -271,9 +338,19 @@ export class RemoteRollouts {
     }
   }
 
+  /** The version batch `step` samples with: k behind the learner's at its update, fixed by the step. */
+  private samplingVersion(step: number): number {
+    const version = Math.max(this.oldestSampled, step - 1 - this.maxStaleness);
+    if (version > this.version)
+      throw new Error(`step ${step}: version ${version} is not published yet (newest ${this.version})`);
+    return version;
+  }
+
   private async produce(firstStep: number, lastStep: number): Promise<void> {
     for (let step = firstStep; step <= lastStep; step++) {
-      await this.until(() => this.stopped || this.version >= step - 1 - this.maxStaleness);
+      await this.until(
+        () => this.stopped || this.version >= Math.max(this.oldestSampled, step - 1 - this.maxStaleness),
+      );
       if (this.stopped) return;
       const sampled = await this.sample(step);
       if (this.stopped) return;
@@ -289,6 +366,16 @@ export class RemoteRollouts {
   private async until(condition: () => boolean): Promise<void> {
     while (!condition()) await new Promise<void>((wake) => this.waiters.push(wake));
   }
+}
+
+/** The base model as adapter weights: every B at zero, so the adapters add nothing whatever A holds. */
+function baseModelWeights(weights: Map<string, Float32Array>): Map<string, Float32Array> {
+  return new Map(
+    [...weights].map(([name, values]) => [
+      name,
+      name.includes("lora_B") ? new Float32Array(values.length) : values,
+    ]),
+  );
 }
 
 function remotePolicy(settings: TrainingSettings, tokenizer: Tokenizer): RemoteTokenPolicy {

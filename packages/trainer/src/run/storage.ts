@@ -113,6 +113,10 @@ export interface RunStorage {
   writeAdapter?(id: string, adapters: LoraAdapters, baseModel: string): Promise<string>;
   /** The adapter folders written and not removed, by id. */
   listAdapters?(): string[];
+  /** The weights in adapter folder `id` (PEFT names), as writeAdapter wrote them. */
+  readAdapter?(id: string): Promise<Map<string, Float32Array>>;
+  /** The absolute path of adapter folder `id`: what writeAdapter returned for it. */
+  adapterPath?(id: string): string;
   /** Removes adapter folder `id`; one that is not there is fine. */
   removeAdapter?(id: string): void;
 }

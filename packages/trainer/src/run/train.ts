@@ -303,6 +303,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       warnOnCollapse(logs.history(), step, settings, say);
       if ((settings.checkpointEvery > 0 && step % settings.checkpointEvery === 0) || last) {
         await saveAt(step);
+        remote?.checkpointed(step);
         storage.writeReport(title, reportOptions);
       }
     }
