@@ -109,7 +109,15 @@ const { child, url } = await serve();
 try {
   for (const round of rounds) {
     console.log(`\nlocal engine ${round.join(" ")} -> ${localDir}`);
-    localSeconds += await run(["train", ...perSeed, ...round, `outDir=${localDir}`]);
+    // Seeded per prompt as the server seeds each request: the two runs start from the same samples, and
+    // what differs after is what asynchrony does.
+    localSeconds += await run([
+      "train",
+      ...perSeed,
+      ...round,
+      `outDir=${localDir}`,
+      "rollout.seedPerPrompt=true",
+    ]);
     console.log(
       `\nremote engine on ${url}, rollout.maxStaleness=${staleness} ${round.join(" ")} -> ${remoteDir}`,
     );
