@@ -29,7 +29,9 @@ const extra = args.filter((a) => !a.startsWith("work=") && !a.startsWith("stalen
 const sweeping = extra.some((a) => a.startsWith("seeds="));
 const model = extra.find((a) => a.startsWith("model="))?.slice(6) ?? "embedded";
 
-const common = ["lora.rank=8", "lora.alpha=16", "checkpointEvery=0"];
+// The profile's checkpoints stay on: a sweep cut off mid-seed resumes that seed, and both loops resume
+// exactly (remote ones at any k too).
+const common = ["lora.rank=8", "lora.alpha=16"];
 
 /** Runs `node bin.js ...argv` with its output shown; resolves with the seconds it took. */
 function run(argv: string[]): Promise<number> {
