@@ -17,6 +17,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { generate, type LoraOptions, type Qwen2Model } from "@ragen/models";
 import { ADAPTER_WEIGHTS_FILE, readAdapterConfig, readLoraAdapterWeights } from "@ragen/models/node";
+import { promptSeed } from "@ragen/rollout";
 import type { Tokenizer } from "@ragen/tokenizer";
 
 /** A padded vocabulary lets the model sample ids the tokenizer has no text for: they decode to none. */
@@ -161,7 +162,7 @@ export async function startPolicyServer(options: PolicyServerOptions): Promise<P
                     seed = nextSeed;
                     nextSeed += job.prompts.length;
                   }
-                  return job.prompts.map((_, i) => seed + i);
+                  return job.prompts.map((_, i) => promptSeed(seed, i));
                 }),
               },
             );

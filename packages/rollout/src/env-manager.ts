@@ -6,6 +6,7 @@ import {
   type Env,
   type EnvServerAddress,
   RemoteEnvError,
+  type StepResult,
 } from "@ragen/envs";
 
 /** RAGEN's base of training seeds; each reset moves it on by envGroups. */
@@ -209,7 +210,7 @@ export class EnvManager {
     const executed: string[] = [];
     for (const action of actions) {
       if (slot.done || slot.actionsUsed >= slot.maxActionsPerTraj) break;
-      let result: Awaited<ReturnType<Env["step"]>>;
+      let result: StepResult;
       try {
         result = await slot.env.step(action);
       } catch (error) {

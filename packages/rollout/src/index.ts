@@ -19,7 +19,13 @@ export {
   type OpenAIUsage,
 } from "./openai-chat-policy.js";
 export { deservesFormatPenalty, type ParsedResponse, type ParseOptions, parseResponse } from "./parse.js";
-export type { Policy, PolicyOutput, PolicyPrompt, PolicySampling } from "./policy.js";
+export {
+  type Policy,
+  type PolicyOutput,
+  type PolicyPrompt,
+  type PolicySampling,
+  promptSeed,
+} from "./policy.js";
 export {
   ACTION_SEPARATOR,
   buildChatMessages,

@@ -1,6 +1,12 @@
 import { generate, PrefixCache, type Qwen2Model } from "@ragen/models";
 import type { Tokenizer } from "@ragen/tokenizer";
-import type { Policy, PolicyOutput, PolicyPrompt, PolicySampling } from "./policy.js";
+import {
+  type Policy,
+  type PolicyOutput,
+  type PolicyPrompt,
+  type PolicySampling,
+  promptSeed,
+} from "./policy.js";
 
 /**
  * A Qwen2 model on this machine, sampled with batched KV-cache generation; stops at <|im_end|> or eos.
@@ -40,7 +46,7 @@ export class LocalModelPolicy implements Policy {
         ...(sampling.seed === undefined
           ? {}
           : this.seedPerPrompt
-            ? { rowSeeds: prompts.map((_, i) => sampling.seed! + i) }
+            ? { rowSeeds: prompts.map((_, i) => promptSeed(sampling.seed!, i)) }
             : { seed: sampling.seed }),
         stopTokenIds: this.stopTokenIds,
         ...(this.prefixCache ? { prefixCache: this.prefixCache } : {}),

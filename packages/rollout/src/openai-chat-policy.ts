@@ -1,6 +1,12 @@
 import type { Tokenizer } from "@ragen/tokenizer";
 import { HttpRequestFailure, type HttpResponse, MAX_ERROR_BODY_CHARS, requestText, sleep } from "./http.js";
-import type { Policy, PolicyOutput, PolicyPrompt, PolicySampling } from "./policy.js";
+import {
+  type Policy,
+  type PolicyOutput,
+  type PolicyPrompt,
+  type PolicySampling,
+  promptSeed,
+} from "./policy.js";
 
 export interface OpenAIChatPolicyOptions {
   /** The API root that /chat/completions hangs off, e.g. "http://127.0.0.1:8000/v1". */
@@ -110,7 +116,7 @@ export class OpenAIChatPolicy implements Policy {
       max_tokens: sampling.maxNewTokens,
       temperature: sampling.temperature,
       ...(sampling.topP === undefined ? {} : { top_p: sampling.topP }),
-      ...(sampling.seed === undefined ? {} : { seed: sampling.seed + index }),
+      ...(sampling.seed === undefined ? {} : { seed: promptSeed(sampling.seed, index) }),
     };
     const maxRetries = this.options.maxRetries ?? 2;
     for (let attempt = 0; ; attempt++) {

@@ -40,3 +40,13 @@ export interface Policy {
    */
   rolloutBoundary?(): void;
 }
+
+/**
+ * The seed of prompt `index` of a turn sampled with `seed` when each prompt has a random stream of its
+ * own: the seed VllmCompletionsPolicy sends with each request, and the stream LocalModelPolicy
+ * (seedPerPrompt) and this project's policy server draw that prompt from. One rule for all three keeps
+ * a local run and a run on the server sampling the same tokens.
+ */
+export function promptSeed(seed: number, index: number): number {
+  return seed + index;
+}

@@ -345,7 +345,7 @@ export async function runRollout(
   const trajectories = kept.map((run) => toTrajectory(run, options.rewardPlacement ?? "trajectory"));
   const metrics = batchMetrics(mode, trajectories);
   if (lostRuns.length === 0) return { mode, trajectories, metrics };
-  const scope = mode === "train" ? "train" : "val-env";
+  const scope = metricScope(mode);
   metrics[`${scope}/env_lost`] = lostRuns.length;
   metrics[`${scope}/env_lost_dropped`] = runs.length - kept.length;
   const lost = lostRuns.map(({ slot }) => ({
@@ -455,9 +455,14 @@ function mean(values: readonly number[]): number {
   return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
+/** The prefix of a batch's metrics: RAGEN's `train` and `val-env`. */
+function metricScope(mode: RolloutMode): "train" | "val-env" {
+  return mode === "train" ? "train" : "val-env";
+}
+
 /** Per env tag means, plus pass@k over each group (k = group size: any member succeeded). */
 export function batchMetrics(mode: RolloutMode, trajectories: readonly Trajectory[]): Record<string, number> {
-  const scope = mode === "train" ? "train" : "val-env";
+  const scope = metricScope(mode);
   const metrics: Record<string, number> = {};
   const tags = [...new Set(trajectories.map((t) => t.tag))];
   for (const tag of tags) {

@@ -9,6 +9,13 @@ export async function writeAll(handle: FileHandle, bytes: Uint8Array): Promise<v
   }
 }
 
+/** A tensor's values: already in memory, or read when the writer gets to it. */
+export function valuesOf(
+  tensor: { readonly data: Float32Array } | { read(): Promise<Float32Array> },
+): Promise<Float32Array> | Float32Array {
+  return "read" in tensor ? tensor.read() : tensor.data;
+}
+
 /** A caught value's message, for errors that name what failed. */
 export function reason(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -4,7 +4,7 @@
  * equal serializeGguf's for the same input.
  */
 import { type FileHandle, open, rm } from "node:fs/promises";
-import { reason, writeAll } from "./file-writes.js";
+import { reason, valuesOf, writeAll } from "./file-writes.js";
 import {
   encodeGgufTensorData,
   GgufError,
@@ -49,7 +49,7 @@ export async function writeGgufFile(
     await writeAll(handle, layout.header);
     for (const { name, tensor, paddingAfter } of layout.tensors) {
       step = `reading tensor "${name}"`;
-      const data = "read" in tensor ? await tensor.read() : tensor.data;
+      const data = await valuesOf(tensor);
       step = `writing tensor "${name}"`;
       await writeAll(handle, encodeGgufTensorData(name, tensor, data));
       if (paddingAfter > 0) await writeAll(handle, new Uint8Array(paddingAfter));

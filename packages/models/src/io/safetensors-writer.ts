@@ -6,7 +6,7 @@
  */
 import { type FileHandle, open, rm } from "node:fs/promises";
 import type { Tensor } from "@ragen/tensor-webgpu";
-import { reason, writeAll } from "./file-writes.js";
+import { reason, valuesOf, writeAll } from "./file-writes.js";
 import {
   checkTensorData,
   encodeTensorData,
@@ -47,10 +47,6 @@ export function streamAllFromDevice(
   dtype: FloatDtype = "F32",
 ): Map<string, TensorToStream> {
   return new Map([...tensors].map(([name, tensor]) => [name, streamFromDevice(tensor, dtype)]));
-}
-
-function valuesOf(tensor: TensorSource): Promise<Float32Array> | Float32Array {
-  return "read" in tensor ? tensor.read() : tensor.data;
 }
 
 /**

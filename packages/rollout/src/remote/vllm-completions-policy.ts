@@ -20,7 +20,7 @@
  * the two modes are equal). The processed mode applies top-p/top-k too, so top_p=1, top_k=-1, min_p=0
  * are sent unless the sampling asks for a cut: only then are the log-probs the full softmax's.
  */
-import type { PolicyOutput, PolicyPrompt, PolicySampling } from "../policy.js";
+import { type PolicyOutput, type PolicyPrompt, type PolicySampling, promptSeed } from "../policy.js";
 import {
   malformed,
   type RemotePolicyOptions,
@@ -53,7 +53,7 @@ export class VllmCompletionsPolicy extends RemoteTokenPolicy {
         top_p: topP,
         top_k: topK,
         min_p: minP,
-        ...(sampling.seed === undefined ? {} : { seed: sampling.seed + index }),
+        ...(sampling.seed === undefined ? {} : { seed: promptSeed(sampling.seed, index) }),
         stop_token_ids: [...this.stopTokenIds],
         logprobs: 0,
         return_token_ids: true,

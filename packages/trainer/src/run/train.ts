@@ -331,7 +331,6 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   return summary;
 }
 
-/** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
 /** Episodes whose env server failed are left out of their batch; the person running the job hears why. */
 function sayLostEpisodes(batch: TrajectoryBatch, where: string, say: (line: string) => void): void {
   if (!batch.lost) return;
@@ -341,6 +340,7 @@ function sayLostEpisodes(batch: TrajectoryBatch, where: string, say: (line: stri
   );
 }
 
+/** A resumed run with other settings than it started with is allowed (e.g. more steps), but said. */
 function warnOnChangedSettings(
   storage: RunStorage,
   settings: TrainingSettings,
