@@ -53,6 +53,7 @@ export {
   type DeviceOptions,
   NoAdapterError,
 } from "./gpu/device.js";
+export type { KernelProfile, KernelTime } from "./gpu/kernel-profiler.js";
 export {
   type PooledTexture,
   TexturePool,

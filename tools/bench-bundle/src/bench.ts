@@ -19,7 +19,13 @@ import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { MODEL_SIZES, measureDecode, measureTraining } from "../../../packages/models/bench/model-bench.js";
+import {
+  benchTokens,
+  MODEL_SIZES,
+  measureDecode,
+  measureTraining,
+} from "../../../packages/models/bench/model-bench.js";
+import { generate } from "../../../packages/models/src/model/generate.js";
 import { Qwen2Model } from "../../../packages/models/src/model/qwen2.js";
 import { allCases } from "../../../packages/tensor-webgpu/bench/cases/index.js";
 import {
@@ -28,7 +34,7 @@ import {
   runCases,
   selectCases,
 } from "../../../packages/tensor-webgpu/bench/run-cases.js";
-import { webGpuBackend } from "../../../packages/tensor-webgpu/src/index.js";
+import { type KernelTime, webGpuBackend } from "../../../packages/tensor-webgpu/src/index.js";
 import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels/matmul.js";
 import { comparisonRows, type PeerResults, renderMarkdown } from "./report.js";
 import { measureStarPOStep, RAGEN_STEP, type StarPOStepResult } from "./starpo-step.js";
@@ -52,6 +58,7 @@ const { values } = parseArgs({
     "starpo-prompt": { type: "string", default: String(RAGEN_STEP.promptLength) },
     "starpo-new-tokens": { type: "string", default: String(RAGEN_STEP.newTokens) },
     torch: { type: "string", default: "auto" },
+    profile: { type: "boolean", default: false },
     out: { type: "string", default: "bench-results" },
   },
 });
@@ -233,6 +240,8 @@ interface ModelResult {
   dispatchesPerStep: number;
   peakBytes: number;
   phases?: Record<string, number>;
+  /** GPU time per kernel of one forward+backward step and of one decoding step (--profile). */
+  kernelProfile?: { train: KernelTime[]; decode: KernelTime[] };
 }
 let model: ModelResult | undefined;
 if (wants("model")) {
@@ -294,6 +303,35 @@ if (wants("model")) {
       decodeWaitSecondsPerStep: dec.waitSeconds / decode.newTokens,
       decodeDispatchesPerStep: dec.dispatchesPerStep,
     };
+    if (values.profile && r === 0 && ctx.info.features.timestampQuery) {
+      const train = await profileKernels(() => measureTraining(qwen, backend, { batch, seq, steps: 0 }));
+      printKernels("one forward+backward step", train);
+      // The profile starts once the prompt's prefill has produced the first token: then 8 decoding steps.
+      const steps = 8;
+      const { ids } = benchTokens(shape, decode.batch, decode.promptLength);
+      const prompts = Array.from({ length: decode.batch }, (_, b) =>
+        ids.slice(b * decode.promptLength, (b + 1) * decode.promptLength),
+      );
+      let profiling = false;
+      await generate(qwen, prompts, {
+        maxNewTokens: 1 + steps,
+        temperature: 0,
+        onStep: (step) => {
+          if (step === 1) {
+            ctx.startKernelProfile();
+            profiling = true;
+          }
+        },
+      });
+      if (!profiling) throw new Error("the decoding profile never started");
+      const perStep = (await ctx.stopKernelProfile()).kernels.map((k) => ({
+        ...k,
+        dispatches: k.dispatches / steps,
+        ms: k.ms / steps,
+      }));
+      printKernels(`one decoding step of ${decode.batch} sequences`, perStep);
+      model.kernelProfile = { train, decode: perStep };
+    }
     if (!usePeer) continue;
     for (const dtype of cuda ? ["f32", "bf16"] : ["f32"]) {
       for (const threads of threadChoices) {
@@ -315,6 +353,25 @@ if (wants("model")) {
     }
   }
   qwen.dispose();
+}
+
+/** Run `work` under a kernel profile: the kernels by GPU time. */
+async function profileKernels(work: () => Promise<unknown>): Promise<KernelTime[]> {
+  ctx.startKernelProfile();
+  await work();
+  return (await ctx.stopKernelProfile()).kernels;
+}
+
+function printKernels(what: string, kernels: KernelTime[]): void {
+  const totalMs = kernels.reduce((sum, k) => sum + k.ms, 0);
+  const dispatches = kernels.reduce((sum, k) => sum + k.dispatches, 0);
+  console.log(`\nGPU time per kernel, ${what}: ${totalMs.toFixed(2)} ms in ${dispatches} dispatches`);
+  for (const k of kernels.slice(0, 25)) {
+    console.log(
+      `  ${k.ms.toFixed(3).padStart(9)} ms ${((100 * k.ms) / totalMs).toFixed(1).padStart(5)}%` +
+        ` ${String(k.dispatches).padStart(5)} x  ${k.label}`,
+    );
+  }
 }
 
 // ---- one StarPO step at RAGEN's settings

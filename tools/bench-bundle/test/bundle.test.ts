@@ -35,7 +35,7 @@ describe("bench:bundle", () => {
     const out = join(work, "results");
     const log = execFileSync(
       process.execPath,
-      [join(moved, "bench.mjs"), "--quick", "--torch", "off", "--out", out],
+      [join(moved, "bench.mjs"), "--quick", "--profile", "--torch", "off", "--out", out],
       {
         cwd: work,
         encoding: "utf8",
@@ -46,7 +46,11 @@ describe("bench:bundle", () => {
     const report = JSON.parse(readFileSync(join(out, "results.json"), "utf8")) as {
       adapter: { description: string };
       kernels: { name: string; msPerIteration: number; gflops?: number; skipped?: string }[];
-      model: { trainTokensPerSecond: number[]; decodeTokensPerSecond: number[] };
+      model: {
+        trainTokensPerSecond: number[];
+        decodeTokensPerSecond: number[];
+        kernelProfile: Record<"train" | "decode", { label: string; ms: number; dispatches: number }[]>;
+      };
       latency: { syncMs: number };
       starpo: { seconds: Record<string, number>; trainedTrajectories: number };
     };
@@ -57,6 +61,11 @@ describe("bench:bundle", () => {
     for (const k of ran) expect(k.msPerIteration).toBeGreaterThan(0);
     expect(report.model.trainTokensPerSecond[0]).toBeGreaterThan(0);
     expect(report.model.decodeTokensPerSecond[0]).toBeGreaterThan(0);
+    // --profile: GPU time per kernel of a training step (matmul among them) and of one decoding step.
+    const { train, decode } = report.model.kernelProfile;
+    expect(train.some((k) => k.label.startsWith("matmul"))).toBe(true);
+    for (const k of [...train, ...decode]) expect(k.ms).toBeGreaterThanOrEqual(0);
+    expect(decode.reduce((n, k) => n + k.dispatches, 0)).toBeGreaterThan(10);
     expect(report.latency.syncMs).toBeGreaterThan(0);
     for (const phase of ["generate", "values", "update_critic", "update_actor", "step"]) {
       expect(report.starpo.seconds[phase], phase).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 import { BufferPool } from "./buffer-pool.js";
 import { type AcquiredDevice, acquireDevice, DeviceLostError, type DeviceOptions } from "./device.js";
+import { type KernelProfile, KernelProfiler } from "./kernel-profiler.js";
 import { TexturePool } from "./texture-pool.js";
 import { waitForGpu } from "./wait.js";
 
@@ -64,6 +65,7 @@ export class GpuContext {
   private pendingWaits = 0;
   private waitingSince = 0;
   private firstError: string | undefined;
+  private profiler: KernelProfiler | undefined;
   private readonly stats_: ContextStats = {
     dispatches: 0,
     textureCopies: 0,
@@ -177,10 +179,11 @@ export class GpuContext {
       });
     }
     const bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
-    const pass = this.computePass();
+    const pass = this.profiler ? this.profiledPass(this.profiler, pipeline.label) : this.computePass();
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y, z);
+    if (this.profiler) this.commandEncoder(); // ends the dispatch's own pass
     this.stats_.dispatches++;
   }
 
@@ -190,6 +193,32 @@ export class GpuContext {
       this.pass = this.encoder.beginComputePass();
     }
     return this.pass;
+  }
+
+  /** A compute pass for one dispatch, its start and end stamped for the profiler. */
+  private profiledPass(profiler: KernelProfiler, label: string): GPUComputePassEncoder {
+    const encoder = this.commandEncoder();
+    this.pass = encoder.beginComputePass({ timestampWrites: profiler.timestampWrites(encoder, label) });
+    return this.pass;
+  }
+
+  /**
+   * Start measuring the GPU time of every dispatch, per kernel (needs the timestamp-query feature). Work
+   * recorded before this call is not counted.
+   */
+  startKernelProfile(): void {
+    if (this.profiler) throw new Error("a kernel profile is already running on this context");
+    this.flush();
+    this.profiler = new KernelProfiler(this.device);
+  }
+
+  /** Stop the profile: waits for the profiled work and returns the GPU time per kernel. */
+  async stopKernelProfile(): Promise<KernelProfile> {
+    const profiler = this.profiler;
+    if (!profiler) throw new Error("no kernel profile is running on this context");
+    await this.sync();
+    this.profiler = undefined;
+    return profiler.collect();
   }
 
   private commandEncoder(): GPUCommandEncoder {
@@ -249,7 +278,9 @@ export class GpuContext {
       );
       this.uniformSlots = 0;
     }
+    this.profiler?.resolve(this.encoder);
     this.device.queue.submit([this.encoder.finish()]);
+    this.profiler?.submitted();
     this.encoder = undefined;
     this.stats_.submits++;
     // Submitted work keeps what it uses alive, so over-budget releases can go now.

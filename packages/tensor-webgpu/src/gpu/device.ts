@@ -115,7 +115,13 @@ async function getGpu(options: DeviceOptions): Promise<GPU> {
     "vulkan_enable_f16_on_nvidia",
     ...(options.robust ? [] : ["disable_robustness"]),
   ];
-  nodeGpu = module.create([`enable-dawn-features=${features.join(",")}`, ...(options.dawnFlags ?? [])]);
+  // timestamp_quantization rounds timestamp queries (a browser's guard against timing attacks); the kernel
+  // profiler needs them exact.
+  nodeGpu = module.create([
+    `enable-dawn-features=${features.join(",")}`,
+    "disable-dawn-features=timestamp_quantization",
+    ...(options.dawnFlags ?? []),
+  ]);
   return nodeGpu;
 }
 
