@@ -1,9 +1,12 @@
-/** The whole experiment: run the arms (each resumable), then compare their collapse signals. */
+/**
+ * The whole experiment: run the arms (each resumable), then compare their collapse signals; with
+ * `seeds=...`, do that for every seed and summarise each arm across seeds.
+ */
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseMetricsJsonl } from "@ragen/logging";
 import { RUN_FILES, writeFileAtomic } from "@ragen/logging/node";
-import { type ArmRun, runArms } from "@ragen/trainer/node";
+import { type ArmExperimentResult, type ArmResult, type ArmRun, runArmExperiment } from "@ragen/trainer/node";
 import { comparisonCsv, comparisonHtml, comparisonMarkdown } from "./comparison-files.js";
 import { armSettings } from "./experiment.js";
 import { type ArmSignals, armSignals } from "./signals.js";
@@ -15,15 +18,21 @@ export interface SokobanComparison {
   files: string[];
 }
 
-/** `args`: Quest settings and `arms=...`, as on the command line; relative paths mean `cwd`. */
-export async function runSokobanComparison(args: readonly string[], cwd: string): Promise<SokobanComparison> {
+/** `args`: Quest settings, `arms=...` and `seeds=...`, as on the command line; relative paths mean `cwd`. */
+export async function runSokobanComparison(
+  args: readonly string[],
+  cwd: string,
+): Promise<ArmExperimentResult<SokobanComparison>> {
   return compareArms(await armSettings(args, cwd));
 }
 
-/** Runs `runs` (from `armSettings`) one after another, then writes and prints the comparison. */
-export async function compareArms(runs: readonly ArmRun[]): Promise<SokobanComparison> {
-  const results = await runArms(runs, "Sokoban StarPO-S vs PPO");
-  const dir = resolve(results[0]!.settings.outDir, "..");
+/** Runs `runs` (from `armSettings`): every arm, for each seed when a sweep, each run compared. */
+export function compareArms(runs: readonly ArmRun[]): Promise<ArmExperimentResult<SokobanComparison>> {
+  return runArmExperiment(runs, "Sokoban StarPO-S vs PPO", writeComparison);
+}
+
+/** Writes and prints the comparison of one run of the arms into `dir`, the folder holding them. */
+export function writeComparison(results: readonly ArmResult[], dir: string): SokobanComparison {
   const arms = results.map((r) => {
     const rows = parseMetricsJsonl(readFileSync(join(r.settings.outDir, RUN_FILES.metrics), "utf8"));
     return { signals: armSignals(r.arm, rows), rows };

@@ -77,10 +77,13 @@ describe("the Sokoban StarPO-S vs PPO experiment", () => {
     const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
     try {
-      const { arms, dir, files } = await runSokobanComparison(
+      const { comparisons, sweep } = await runSokobanComparison(
         [...SMOKE_RUN_SETTINGS, `model=${modelDir}`, "outDir=runs", "steps=1"],
         root,
       );
+      expect(sweep).toBeUndefined();
+      expect(comparisons.map((c) => c.seed)).toEqual([null]);
+      const { arms, dir, files } = comparisons[0]!.comparison;
       expect(dir).toBe(join(root, "runs"));
       expect(arms.map((a) => a.arm)).toEqual(["starpo-s", "ppo"]);
       for (const arm of arms) {

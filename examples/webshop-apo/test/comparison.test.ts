@@ -56,7 +56,7 @@ describe("the WebShop A*-PO vs StarPO experiment", () => {
     const log = vi.spyOn(console, "log").mockImplementation(() => {});
     const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     try {
-      const { outcomes, dir, files } = await runWebShopComparison(
+      const { comparisons } = await runWebShopComparison(
         [
           ...SMOKE_RUN_SETTINGS,
           `model=${modelDir}`,
@@ -67,6 +67,8 @@ describe("the WebShop A*-PO vs StarPO experiment", () => {
         ],
         root,
       );
+      expect(comparisons).toHaveLength(1);
+      const { outcomes, dir, files } = comparisons[0]!.comparison;
       expect(dir).toBe(join(root, "runs"));
       expect(outcomes.map((o) => o.arm)).toEqual(["starpo", "apo"]);
       for (const o of outcomes) {

@@ -56,6 +56,7 @@ export {
 } from "./run/summary.js";
 export {
   buildSweepReport,
+  formatArmSweepMarkdown,
   formatSweepMarkdown,
   type MeanWithError,
   meanWithError,

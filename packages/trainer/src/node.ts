@@ -12,11 +12,19 @@ export {
   trainingRunMark,
 } from "./node/evaluate.js";
 export {
+  ARM_SWEEP_FILES,
   type ArmExperiment,
+  type ArmExperimentResult,
   type ArmResult,
   type ArmRun,
+  type ArmSweepSummary,
+  armSeedRuns,
+  armSweepReportFile,
+  experimentFolder,
   resolveArmSettings,
+  runArmExperiment,
   runArms,
+  writeArmSweepSummary,
 } from "./node/experiments.js";
 export { loadPolicyWithProgress, runTrainingJob, trainInFolder } from "./node/job.js";
 export { loadPolicy, modelLocation, modelParameterCount } from "./node/load-policy.js";

@@ -1,4 +1,3 @@
-import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import {
   buildSweepReport,
@@ -9,7 +8,7 @@ import {
   summarizeSweep,
   warnOnCollapse,
 } from "../src/index.js";
-import { checkSweepSettings, resolveArmSettings, seedRunSettings } from "../src/node.js";
+import { checkSweepSettings, seedRunSettings } from "../src/node.js";
 
 const row = (step: number, metrics: Record<string, number>) => ({ step, metrics });
 
@@ -123,16 +122,6 @@ describe("the seeds setting", () => {
     expect(() => checkSweepSettings(overFile)).not.toThrow();
     const one = seedRunSettings(sweep, 1);
     expect(one.settings).toMatchObject({ seed: 1, seeds: null, outDir: "runs/s/seed-1" });
-  });
-});
-
-describe("experiments", () => {
-  it("refuse a sweep: their tables compare one run per arm", async () => {
-    const experiment = { common: ["envs=Bandit"], arms: { a: [], b: ["seed=1"] }, outDir: "runs/exp" };
-    await expect(resolveArmSettings(["seeds=0,1"], experiment, tmpdir())).rejects.toThrow(
-      /seeds: an experiment runs each arm on one seed/,
-    );
-    expect((await resolveArmSettings([], experiment, tmpdir())).map((r) => r.arm)).toEqual(["a", "b"]);
   });
 });
 

@@ -1,15 +1,21 @@
 /**
  * Experiments that compare arms (StarPO-S against PPO, A*-PO against StarPO): each arm is the Quest job
  * with the experiment's common settings, then the arm's own, then the user's. The user's `outDir` names
- * the experiment's folder and every arm runs in a subfolder of it, so each arm resumes on its own.
+ * the experiment's folder and every arm runs in a subfolder of it, so each arm resumes on its own. With
+ * `seeds=0,1,2` every seed runs every arm, in `<outDir>/seed-<N>/<arm>`, and the sweep of each arm is
+ * summarised across seeds.
  */
-import { join } from "node:path";
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { ConfigError } from "@ragen/envs";
+import { writeFileAtomic } from "@ragen/logging/node";
 import { formatTrainingSummary, type TrainingSummary } from "../run/summary.js";
+import { buildSweepReport, formatArmSweepMarkdown, type SweepSummary, summarizeSweep } from "../run/sweep.js";
 import type { TrainingSettings } from "../settings/fields.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
 import { trainInFolder } from "./job.js";
 import { resolveRunSettings } from "./run-settings.js";
+import { checkSweepSettings, readSeedRun, seedFolder } from "./sweep.js";
 
 export interface ArmExperiment {
   /** Settings every arm shares, e.g. the env and the model. */
@@ -27,7 +33,8 @@ export interface ArmRun {
 
 /**
  * The configs of the arms to run. `arms=a,b` among the user's args picks some arms (default: all); the
- * returned list follows the experiment's order. Throws naming the problem on a bad arm or setting.
+ * returned list follows the experiment's order. `seeds=...` stays in each arm's settings for
+ * `runArmExperiment` to sweep. Throws naming the problem on a bad arm or setting.
  */
 export async function resolveArmSettings(
   args: readonly string[],
@@ -68,16 +75,7 @@ export async function resolveArmSettings(
       overrides: rest,
       cwd,
     });
-    // The comparison tables hold one run per arm; a sweep of one arm is `ragen train` with its settings.
-    if (resolved.settings.seeds !== null)
-      throw new ConfigError("command line", [
-        {
-          field: "seeds",
-          message:
-            "an experiment runs each arm on one seed; pass seed=<N> (a run per seed, each into its own outDir)",
-          source: "command line",
-        },
-      ]);
+    checkSweepSettings(resolved);
     runs.push({ arm, resolved });
   }
   return runs;
@@ -95,10 +93,118 @@ export async function runArms(runs: readonly ArmRun[], title: string): Promise<A
   const results: ArmResult[] = [];
   for (const run of runs) {
     const { settings } = run.resolved;
+    if (settings.seeds !== null)
+      throw new Error(
+        `runArms: arm ${run.arm} names seeds=${settings.seeds.join(",")}; runArmExperiment sweeps them`,
+      );
     console.log(`\nRAGEN.ts ${title}, arm ${run.arm}: ${settings.envs.join(" + ")} on ${settings.model}\n`);
     const summary = await trainInFolder(run.resolved);
     console.log(`\n${formatTrainingSummary(summary)}`);
     results.push({ arm: run.arm, settings, summary });
   }
   return results;
+}
+
+/** The folder of an experiment whose arms run in `runs` (the parent of every arm's folder). */
+export function experimentFolder(runs: readonly ArmRun[]): string {
+  const first = runs[0];
+  if (!first) throw new Error("an experiment needs at least one arm");
+  return resolve(first.resolved.settings.outDir, "..");
+}
+
+/** The arms' runs for one seed of a sweep: that seed, each arm in `<experiment>/seed-<N>/<arm>`. */
+export function armSeedRuns(runs: readonly ArmRun[], seed: number): ArmRun[] {
+  const folder = seedFolder(experimentFolder(runs), seed);
+  return runs.map(({ arm, resolved }) => ({
+    arm,
+    resolved: {
+      ...resolved,
+      settings: { ...resolved.settings, seed, seeds: null, outDir: join(folder, arm) },
+      sources: { ...resolved.sources, seed: resolved.sources.seeds ?? "default" },
+    },
+  }));
+}
+
+export const ARM_SWEEP_FILES = { summary: "sweep.json", table: "sweep.md" } as const;
+
+/** The report of one arm's sweep, in the experiment folder. */
+export const armSweepReportFile = (arm: string): string => `sweep-${arm}.html`;
+
+export interface ArmSweepSummary {
+  seeds: number[];
+  arms: { arm: string; summary: SweepSummary }[];
+}
+
+/**
+ * Rewrites the sweep files of the experiment from its seed folders as they are now: sweep.json and
+ * sweep.md (every arm, mean ± SE across seeds, per-seed tables) and one report per arm (every seed's
+ * validation curve and the band).
+ */
+export function writeArmSweepSummary(
+  runs: readonly ArmRun[],
+  seeds: readonly number[],
+  title: string,
+): ArmSweepSummary {
+  const dir = experimentFolder(runs);
+  const arms = runs.map(({ arm, resolved }) => {
+    const seedRuns = seeds.map((seed) => readSeedRun(join(seedFolder(dir, seed), arm), seed));
+    const summary = summarizeSweep(seedRuns, resolved.settings.validation.groupsPerEnv);
+    return { arm, summary, seedRuns };
+  });
+  mkdirSync(dir, { recursive: true });
+  for (const { arm, summary, seedRuns } of arms)
+    writeFileAtomic(
+      join(dir, armSweepReportFile(arm)),
+      buildSweepReport(summary, seedRuns, `${title}: ${arm}`),
+    );
+  const result = { seeds: [...seeds], arms: arms.map(({ arm, summary }) => ({ arm, summary })) };
+  writeFileAtomic(join(dir, ARM_SWEEP_FILES.summary), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileAtomic(join(dir, ARM_SWEEP_FILES.table), formatArmSweepMarkdown(result.arms));
+  return result;
+}
+
+export interface ArmExperimentResult<T> {
+  /** What `compare` returned for each run of the arms: one, or one per seed of the sweep. */
+  comparisons: { seed: number | null; dir: string; comparison: T }[];
+  /** The sweep across seeds, when `seeds=...` was given. */
+  sweep?: ArmSweepSummary;
+}
+
+/**
+ * Runs an experiment: every arm once, or every arm for each seed of `seeds=...` (seed after seed, each
+ * resumable; the sweep summary is rewritten after each seed). `compare` gets each run of the arms and
+ * the folder holding them, and writes the experiment's own comparison there.
+ */
+export async function runArmExperiment<T>(
+  runs: readonly ArmRun[],
+  title: string,
+  compare: (results: ArmResult[], dir: string) => T | Promise<T>,
+): Promise<ArmExperimentResult<T>> {
+  const seeds = runs[0]?.resolved.settings.seeds ?? null;
+  if (seeds === null) {
+    const results = await runArms(runs, title);
+    return {
+      comparisons: [
+        {
+          seed: null,
+          dir: experimentFolder(runs),
+          comparison: await compare(results, experimentFolder(runs)),
+        },
+      ],
+    };
+  }
+  const comparisons: ArmExperimentResult<T>["comparisons"] = [];
+  let sweep = writeArmSweepSummary(runs, seeds, title);
+  for (const [i, seed] of seeds.entries()) {
+    const seedRuns = armSeedRuns(runs, seed);
+    const dir = experimentFolder(seedRuns);
+    console.log(`\n— seed ${seed} (${i + 1} of ${seeds.length}) in ${dir}`);
+    const results = await runArms(seedRuns, `${title}, seed ${seed}`);
+    comparisons.push({ seed, dir, comparison: await compare(results, dir) });
+    sweep = writeArmSweepSummary(runs, seeds, title);
+  }
+  console.log(
+    `\n${formatArmSweepMarkdown(sweep.arms)}\nsweep summary: ${join(experimentFolder(runs), ARM_SWEEP_FILES.table)}`,
+  );
+  return { comparisons, sweep };
 }

@@ -65,12 +65,11 @@ export function checkSweepSettings({ settings, sources }: ResolvedSettings): voi
 }
 
 /**
- * The logged rows of a seed's folder (none when it has not started), and whether its run finished: its
+ * The logged rows of a seed's run folder (none when it has not started), and whether its run finished: its
  * summary.json is written at the end, and covers every logged step (a run extended with more steps and
  * killed midway keeps the older summary).
  */
-function seedRun(outDir: string, seed: number): SeedRun {
-  const folder = seedFolder(outDir, seed);
+export function readSeedRun(folder: string, seed: number): SeedRun {
   const metricsPath = join(folder, RUN_FILES.metrics);
   if (!existsSync(metricsPath)) return { seed, history: [], finished: false };
   const history = parseMetricsJsonl(readFileSync(metricsPath, "utf8"));
@@ -85,7 +84,7 @@ function seedRun(outDir: string, seed: number): SeedRun {
 /** Rewrites the sweep's summary files from the seed folders as they are now. */
 export function writeSweepSummary(resolved: ResolvedSettings, title: string): SweepSummary {
   const { outDir, seeds, validation } = resolved.settings;
-  const runs = (seeds ?? []).map((seed) => seedRun(outDir, seed));
+  const runs = (seeds ?? []).map((seed) => readSeedRun(seedFolder(outDir, seed), seed));
   const summary = summarizeSweep(runs, validation.groupsPerEnv);
   mkdirSync(outDir, { recursive: true });
   writeFileAtomic(join(outDir, SWEEP_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`);

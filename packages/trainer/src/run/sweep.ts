@@ -199,3 +199,33 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
 <section id="sweep-tables">${tables.join("")}</section></body></html>
 `;
 }
+
+/**
+ * An arm experiment's sweep in markdown: one row per arm and env (start and end mean ± SE across seeds,
+ * how many seeds ended above their start, how many fell more than 2 SE below it), then every arm's
+ * per-seed tables.
+ */
+export function formatArmSweepMarkdown(arms: readonly { arm: string; summary: SweepSummary }[]): string {
+  const rows = arms.flatMap(({ arm, summary }) =>
+    summary.envs.map((env) => [
+      arm,
+      env.envTag,
+      withError(env.start),
+      withError(env.end),
+      `${env.improved} of ${env.finished}`,
+      `${env.collapsed} of ${env.seeds.length}`,
+    ]),
+  );
+  const seeds = [...new Set(arms.flatMap(({ summary }) => summary.seeds))];
+  const episodes = arms[0]?.summary.episodes ?? 0;
+  const table = markdownTable(
+    ["arm", "env", "start", "end", "ended above start", "fell > 2 SE below start"],
+    rows,
+  );
+  const details = arms.map(
+    ({ arm, summary }) =>
+      // The arm's own tables, without the single-sweep title and preamble.
+      `## ${arm}\n\n${formatSweepMarkdown(summary).replace(/^# Seed sweep\n\n[^\n]*\n\n/, "")}`,
+  );
+  return `# Seed sweep of the arms\n\nValidation success on ${episodes} episodes per env, seeds ${seeds.join(", ")}; mean ± standard error across seeds (the end's over the finished seeds only).\n\n${table}\n\n${details.join("\n")}`;
+}
