@@ -56,6 +56,8 @@ export class GpuContext {
   readonly textures: TexturePool;
   readonly info: AcquiredDevice;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  /** Each pipeline's bind group layout: asking Dawn for it creates a new object every time. */
+  private readonly layouts = new WeakMap<GPUComputePipeline, GPUBindGroupLayout>();
   private encoder: GPUCommandEncoder | undefined;
   private pass: GPUComputePassEncoder | undefined;
   private readonly uniformRing: GPUBuffer;
@@ -178,7 +180,12 @@ export class GpuContext {
         resource: { buffer: this.uniformRing, offset, size: Math.ceil(params.byteLength / 16) * 16 },
       });
     }
-    const bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+    let layout = this.layouts.get(pipeline);
+    if (!layout) {
+      layout = pipeline.getBindGroupLayout(0);
+      this.layouts.set(pipeline, layout);
+    }
+    const bindGroup = this.device.createBindGroup({ layout, entries });
     const pass = this.profiler ? this.profiledPass(this.profiler, pipeline.label) : this.computePass();
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);

@@ -8,6 +8,7 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
 
@@ -31,7 +32,7 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   let i = params.shift + index;`;
 
 /** Declares read-only inputs, then outputs, then the params uniform, bound in that order. */
-function shader(width: 1 | 4, inputs: string[], outputs: string[], body: string): string {
+function buildShader(width: 1 | 4, inputs: string[], outputs: string[], body: string): string {
   const declarations = [
     ...inputs.map((name) => `var<storage, read> ${name}: array<V>;`),
     ...outputs.map((name) => `var<storage, read_write> ${name}: array<V>;`),
@@ -99,3 +100,6 @@ export function swigluBackward(
 ): void {
   run(ctx, "swigluBackward", [a.gate, a.up, a.dOut, a.dGate, a.dUp], a.n);
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const shader = cachedBuilder(buildShader);

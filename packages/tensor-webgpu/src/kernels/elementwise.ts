@@ -19,6 +19,7 @@
 import type { FloatDType } from "../core/dtype.js";
 import type { BinaryOp, UnaryOp } from "../core/ops.js";
 import { type Binding, type GpuContext, grid } from "../gpu/context.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 
 // ---------------------------------------------------------------------------------------------------
 // Shared helpers
@@ -310,7 +311,7 @@ function fastOperand(
   return { decl, load: `let ${name}Item = ${loadF32(storage, vectorLoad ? 4 : 1, `${name}[${index}]`)};` };
 }
 
-function fastBinaryCode(
+function buildFastBinaryCode(
   op: BinaryOp,
   aAccess: Access,
   bAccess: Access,
@@ -353,7 +354,7 @@ ${flatMain()}
  */
 export type StridedOperand = "scalar-read" | "vector" | "splat";
 
-function stridedBinaryCode(
+function buildStridedBinaryCode(
   op: BinaryOp,
   rank: number,
   width: 1 | 4,
@@ -579,7 +580,7 @@ fn reduceAngle(x: f32) -> f32 {
 }
 `;
 
-function unaryCode(op: UnaryOp, width: 1 | 4, storage: FloatStorage): string {
+function buildUnaryCode(op: UnaryOp, width: 1 | 4, storage: FloatStorage): string {
   return /* wgsl */ `${enableFor(storage)}
 ${FLOAT_BITS_WGSL}
 ${UNARY_HELPERS_WGSL}
@@ -619,7 +620,7 @@ export function unary(
 // ---------------------------------------------------------------------------------------------------
 // affine, clamp, where
 
-function affineCode(width: 1 | 4, storage: FloatStorage): string {
+function buildAffineCode(width: 1 | 4, storage: FloatStorage): string {
   const type = vectorOf(storage, width);
   return /* wgsl */ `${enableFor(storage)}
 @group(0) @binding(0) var<storage, read> x: array<${type}>;
@@ -647,7 +648,7 @@ export function affine(
   });
 }
 
-function clampCode(width: 1 | 4): string {
+function buildClampCode(width: 1 | 4): string {
   const type = vectorOf("f32", width);
   return /* wgsl */ `
 ${FLOAT_BITS_WGSL}
@@ -678,7 +679,7 @@ export function clamp(
   });
 }
 
-function whereCode(width: 1 | 4): string {
+function buildWhereCode(width: 1 | 4): string {
   const type = vectorOf("f32", width);
   return /* wgsl */ `
 @group(0) @binding(0) var<storage, read> cond: array<${type}>;
@@ -710,3 +711,11 @@ export function where(
     );
   });
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const fastBinaryCode = cachedBuilder(buildFastBinaryCode);
+const stridedBinaryCode = cachedBuilder(buildStridedBinaryCode);
+const unaryCode = cachedBuilder(buildUnaryCode);
+const affineCode = cachedBuilder(buildAffineCode);
+const clampCode = cachedBuilder(buildClampCode);
+const whereCode = cachedBuilder(buildWhereCode);

@@ -13,6 +13,7 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, bindingWindow, wholeBinding } from "./binding-windows.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
 
@@ -23,7 +24,7 @@ function vectorType(dim: number, scalar: "f32" | "f16" = "f32"): { width: 1 | 4;
     : { width: 1, alias: `${enable}alias V = ${scalar};` };
 }
 
-const FORWARD = (alias: string) => /* wgsl */ `
+const buildForward = (alias: string) => /* wgsl */ `
 ${alias}
 struct Params {
   count: u32, vectors: u32, vocab: u32, firstToken: u32, outShift: u32,
@@ -54,7 +55,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
   for (var i = lane; i < params.vectors; i += ${LANES}u) { out[base + i] = table[row + i]; }
 }`;
 
-const BACKWARD = (alias: string) => /* wgsl */ `
+const buildBackward = (alias: string) => /* wgsl */ `
 ${alias}
 struct Params { numUnique: u32, vectors: u32, vocab: u32, sliceFirst: u32, sliceIds: u32, tableShift: u32 }
 @group(0) @binding(0) var<storage, read> dOut: array<V>;
@@ -183,3 +184,7 @@ export function embeddingBackward(
     );
   }
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const FORWARD = cachedBuilder(buildForward);
+const BACKWARD = cachedBuilder(buildBackward);

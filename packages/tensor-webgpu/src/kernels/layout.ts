@@ -33,6 +33,7 @@ import {
   vectorOf,
   workgroupsFor,
 } from "./elementwise.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 
 export type { DType, FloatDType } from "../core/dtype.js";
 export { dtypeBytes } from "../core/dtype.js";
@@ -40,7 +41,7 @@ export { dtypeBytes } from "../core/dtype.js";
 // ---------------------------------------------------------------------------------------------------
 // fill
 
-function fillCode(width: 1 | 4): string {
+function buildFillCode(width: 1 | 4): string {
   return /* wgsl */ `
 @group(0) @binding(0) var<storage, read_write> out: array<${vectorOf("u32", width)}>;
 struct Params { count: u32, start: u32, bits: u32 }
@@ -97,7 +98,7 @@ function bufferOf(binding: Binding): { buffer: GPUBuffer; offset: number } {
 /** The WGSL scalar a copy moves: 32-bit words for f32 and i32, halves for f16. */
 const copyScalar = (dtype: DType) => (dtype === "f16" ? "f16" : "u32");
 
-function generalCopyCode(rank: number, width: 1 | 4, dtype: DType): string {
+function buildGeneralCopyCode(rank: number, width: 1 | 4, dtype: DType): string {
   const type = vectorOf(copyScalar(dtype), width);
   const steps: string[] = [];
   for (let d = rank - 1; d >= 0; d--) {
@@ -129,7 +130,7 @@ ${steps.join("\n")}
  * columns of x (contiguous along r) and storing 4 vec4 rows of out (contiguous along c). Consecutive
  * invocations walk r, so their loads are consecutive.
  */
-const transposeCode = (dtype: DType) => /* wgsl */ `${enableFor(dtype)}
+const buildTransposeCode = (dtype: DType) => /* wgsl */ `${enableFor(dtype)}
 @group(0) @binding(0) var<storage, read> x: array<vec4<${copyScalar(dtype)}>>;
 @group(0) @binding(1) var<storage, read_write> out: array<vec4<${copyScalar(dtype)}>>;
 // Extents in elements (rows, cols multiples of 4); strides and offsets in vec4s.
@@ -411,7 +412,7 @@ fn convert(v: f32) -> i32 {
   i32ToF32: "fn convert(v: i32) -> f32 { return f32(v); }",
 };
 
-function castCode(from: DType, to: DType, width: 1 | 4): string {
+function buildCastCode(from: DType, to: DType, width: 1 | 4): string {
   return /* wgsl */ `
 ${FLOAT_BITS_WGSL}
 ${from === "f32" ? CAST_WGSL.f32ToI32 : CAST_WGSL.i32ToF32}
@@ -532,3 +533,9 @@ export function unpackF16(ctx: GpuContext, args: { x: Binding; out: Binding; n: 
     workgroupsFor(words),
   );
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const fillCode = cachedBuilder(buildFillCode);
+const generalCopyCode = cachedBuilder(buildGeneralCopyCode);
+const castCode = cachedBuilder(buildCastCode);
+const transposeCode = cachedBuilder(buildTransposeCode);

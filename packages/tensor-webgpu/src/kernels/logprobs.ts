@@ -20,6 +20,7 @@
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
 import { f32Bits, uniforms } from "./elementwise.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 import {
   LOWEST_WGSL,
   lanesWgsl,
@@ -65,7 +66,7 @@ fn merge(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
 }
 `;
 
-function statsShader(width: 1 | 4, lanes: number, mode: Mode): string {
+function buildStatsShader(width: 1 | 4, lanes: number, mode: Mode): string {
   const entropy = mode === "entropy";
   return /* wgsl */ `
 ${vectorType(width)}
@@ -105,7 +106,7 @@ ${rowMain("index")}
 }`;
 }
 
-function finishShader(mode: Mode): string {
+function buildFinishShader(mode: Mode): string {
   const logprob = mode === "logprob";
   return /* wgsl */ `
 ${STATE}
@@ -144,7 +145,7 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
 }`;
 }
 
-function gradientShader(width: 1 | 4, mode: Mode, accumulate: boolean): string {
+function buildGradientShader(width: 1 | 4, mode: Mode, accumulate: boolean): string {
   const logprob = mode === "logprob";
   const store = (value: string) =>
     accumulate ? `dLogits[base + i] += ${value};` : `dLogits[base + i] = ${value};`;
@@ -433,3 +434,8 @@ export function crossEntropyBackward(
     accumulate: a.accumulate ?? false,
   });
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const statsShader = cachedBuilder(buildStatsShader);
+const finishShader = cachedBuilder(buildFinishShader);
+const gradientShader = cachedBuilder(buildGradientShader);

@@ -21,11 +21,12 @@ import {
   workgroupsFor,
 } from "./elementwise.js";
 import { sumOfSquaresInto } from "./reduce.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 
 // ---------------------------------------------------------------------------------------------------
 // AdamW
 
-function adamwCode(width: 1 | 4, scaled: boolean): string {
+function buildAdamwCode(width: 1 | 4, scaled: boolean): string {
   const type = vectorOf("f32", width);
   return /* wgsl */ `
 @group(0) @binding(0) var<storage, read_write> param: array<${type}>;
@@ -118,7 +119,7 @@ export function sumOfSquares(
   sumOfSquaresInto(ctx, args);
 }
 
-function clipScaleCode(withNorm: boolean): string {
+function buildClipScaleCode(withNorm: boolean): string {
   return /* wgsl */ `
 ${FLOAT_BITS_WGSL}
 @group(0) @binding(0) var<storage, read> sumSquares: array<f32>;
@@ -152,7 +153,7 @@ export function clipScale(
   ctx.dispatch(ctx.pipeline("clip scale", clipScaleCode(withNorm)), bindings, params, [1]);
 }
 
-function scaleCode(width: 1 | 4): string {
+function buildScaleCode(width: 1 | 4): string {
   return /* wgsl */ `
 @group(0) @binding(0) var<storage, read_write> x: array<${vectorOf("f32", width)}>;
 @group(0) @binding(1) var<storage, read> scale: array<f32>;
@@ -173,3 +174,8 @@ export function scaleInPlace(ctx: GpuContext, args: { x: Binding; n: number; sca
     ctx.dispatch(pipeline, [args.x, args.scale], uniforms(count, start), workgroupsFor(count));
   });
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const adamwCode = cachedBuilder(buildAdamwCode);
+const clipScaleCode = cachedBuilder(buildClipScaleCode);
+const scaleCode = cachedBuilder(buildScaleCode);

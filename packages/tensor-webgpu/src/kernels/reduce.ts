@@ -25,6 +25,7 @@ import {
   workgroupsFor,
 } from "./elementwise.js";
 import { fill } from "./layout.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 import {
   lanesWgsl,
   type RowTuning,
@@ -97,7 +98,7 @@ function finishWgsl(finish: Finish, value: string, index: string): string {
   return `out[${index}] = ${value};`;
 }
 
-function rowsCode(pass: ReducePass, width: 1 | 4, lanes: number): string {
+function buildRowsCode(pass: ReducePass, width: 1 | 4, lanes: number): string {
   return /* wgsl */ `
 ${reduceHelpers(pass, width)}
 ${lanesWgsl(lanes)}
@@ -128,7 +129,7 @@ ${rowMain("w")}
 }`;
 }
 
-function columnsCode(pass: ReducePass, width: 1 | 4): string {
+function buildColumnsCode(pass: ReducePass, width: 1 | 4): string {
   return /* wgsl */ `
 ${reduceHelpers(pass, width)}
 @group(0) @binding(0) var<storage, read> x: array<V>;
@@ -285,7 +286,7 @@ fn better(v: f32, i: u32, bestValue: f32, bestIndex: u32) -> bool {
 }
 `;
 
-function argmaxRowsCode(width: 1 | 4, lanes: number): string {
+function buildArgmaxRowsCode(width: 1 | 4, lanes: number): string {
   const scan =
     width === 4
       ? `let q = x[base + k];
@@ -367,3 +368,8 @@ export function argmax(
   const pipeline = ctx.pipeline("argmax rows", argmaxRowsCode(width, lanesFor(ctx, items)));
   ctx.dispatch(pipeline, [args.x, args.out], uniforms(outer, items), workgroupsFor(outer, 1));
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const rowsCode = cachedBuilder(buildRowsCode);
+const columnsCode = cachedBuilder(buildColumnsCode);
+const argmaxRowsCode = cachedBuilder(buildArgmaxRowsCode);

@@ -14,6 +14,7 @@
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
 import { f32Bits, uniforms } from "./elementwise.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 import {
   lanesWgsl,
   ROW_WINDOW_MAIN,
@@ -30,7 +31,7 @@ const COLUMN_LANES = 64;
 /** Overrides for tests and tuning (see RowTuning). */
 export const rmsNormTuning: RowTuning = {};
 
-function forwardShader(width: 1 | 4, lanes: number, saveRstd: boolean): string {
+function buildForwardShader(width: 1 | 4, lanes: number, saveRstd: boolean): string {
   return /* wgsl */ `
 ${rowVector(width)}
 ${lanesWgsl(lanes)}
@@ -59,7 +60,7 @@ ${ROW_WINDOW_MAIN}
 }`;
 }
 
-function inputGradientShader(width: 1 | 4, lanes: number): string {
+function buildInputGradientShader(width: 1 | 4, lanes: number): string {
   return /* wgsl */ `
 ${rowVector(width)}
 ${lanesWgsl(lanes)}
@@ -86,7 +87,7 @@ ${ROW_WINDOW_MAIN}
 }
 
 /** Stage 1: column sums of dy·x·rstd over one chunk of rows. */
-function chunkSumShader(width: 1 | 4, accumulate: boolean): string {
+function buildChunkSumShader(width: 1 | 4, accumulate: boolean): string {
   return /* wgsl */ `
 ${rowVector(width)}
 struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, chunks: u32, firstChunk: u32 }
@@ -115,7 +116,7 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
 }
 
 /** Stage 2: column sums over the chunks' partials, in chunk order. */
-function columnSumShader(width: 1 | 4, accumulate: boolean): string {
+function buildColumnSumShader(width: 1 | 4, accumulate: boolean): string {
   return /* wgsl */ `
 ${rowVector(width)}
 struct Params { chunks: u32, vectors: u32 }
@@ -255,3 +256,9 @@ export function rmsNormBackward(
   );
   ctx.pool.release(partials);
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const forwardShader = cachedBuilder(buildForwardShader);
+const inputGradientShader = cachedBuilder(buildInputGradientShader);
+const chunkSumShader = cachedBuilder(buildChunkSumShader);
+const columnSumShader = cachedBuilder(buildColumnSumShader);

@@ -16,6 +16,7 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
 
@@ -33,7 +34,7 @@ function frequencyTable(headDim: number, theta: number, width: 1 | 4): string {
   return `const TURNS = array<${width === 4 ? "vec4<u32>" : "u32"}, ${entries.length}>(${entries.join(", ")});`;
 }
 
-function ropeShader(headDim: number, theta: number, width: 1 | 4, inPlace: boolean): string {
+function buildRopeShader(headDim: number, theta: number, width: 1 | 4, inPlace: boolean): string {
   const source = inPlace ? "data" : "x";
   const target = inPlace ? "data" : "out";
   return /* wgsl */ `
@@ -114,3 +115,6 @@ export function rope(
     ctx.dispatch(pipeline, [...bindings, a.positions], params, grid(Math.ceil(vectors / LANES)));
   }
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const ropeShader = cachedBuilder(buildRopeShader);

@@ -11,6 +11,7 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 import {
   LOWEST_WGSL,
   lanesWgsl,
@@ -61,7 +62,7 @@ fn rowStats(base: u32, lane: u32) -> vec2<f32> {
 }
 `;
 
-function forwardShader(width: 1 | 4, lanes: number, log: boolean): string {
+function buildForwardShader(width: 1 | 4, lanes: number, log: boolean): string {
   return /* wgsl */ `${HEADER(width, lanes)}
 @group(0) @binding(0) var<storage, read> x: array<V>;
 @group(0) @binding(1) var<storage, read_write> out: array<V>;
@@ -76,7 +77,7 @@ ${ROW_WINDOW_MAIN}
 }`;
 }
 
-function backwardShader(width: 1 | 4, lanes: number, log: boolean): string {
+function buildBackwardShader(width: 1 | 4, lanes: number, log: boolean): string {
   return /* wgsl */ `${HEADER(width, lanes)}
 @group(0) @binding(0) var<storage, read> y: array<V>;
 @group(0) @binding(1) var<storage, read> dY: array<V>;
@@ -145,3 +146,7 @@ export function logSoftmaxBackward(
 ): void {
   runRows(ctx, "logSoftmaxBackward", (w, l) => backwardShader(w, l, true), [a.y, a.dY, a.dX], a);
 }
+
+// The kernels' WGSL, built once per distinct parameters.
+const forwardShader = cachedBuilder(buildForwardShader);
+const backwardShader = cachedBuilder(buildBackwardShader);

@@ -15,3 +15,13 @@ export function wgslCache(): (key: string, generate: () => string) => string {
     return code;
   };
 }
+
+/**
+ * `build` with its results kept per distinct arguments (compared as JSON): kernels that generate their
+ * WGSL on every call would otherwise spend tens of µs a dispatch building the text and hashing the new
+ * copy in the pipeline cache (measured: 32 µs for the 1.6 KB rope kernel, 1 µs when cached).
+ */
+export function cachedBuilder<A extends unknown[]>(build: (...args: A) => string): (...args: A) => string {
+  const cached = wgslCache();
+  return (...args: A) => cached(JSON.stringify(args), () => build(...args));
+}
