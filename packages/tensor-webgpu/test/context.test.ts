@@ -46,6 +46,49 @@ describe("GpuContext", () => {
     ctx.pool.release(yb);
   });
 
+  it("reuses a bind group for the same kernel, buffers and uniform slot, with each dispatch's params", async () => {
+    const ctx = await GpuContext.create();
+    try {
+      const n = 256;
+      const x = randomArray(n, 5);
+      const xb = ctx.upload(x);
+      const yb = ctx.upload(new Float32Array(n));
+      const axpy = ctx.pipeline("axpy", AXPY);
+      const step = async (alpha: number) => {
+        ctx.dispatch(axpy, [xb, yb], params(n, alpha), [Math.ceil(n / 64)]);
+        return new Float32Array(await ctx.read(yb, n * 4));
+      };
+      // As a decoding loop does: the same kernel on the same buffers, the params at the same slot.
+      expectClose(await step(1), x);
+      const before = ctx.stats;
+      expectClose(
+        await step(2),
+        x.map((v) => 3 * v),
+      );
+      expect(ctx.stats.bindGroups).toBe(before.bindGroups);
+      expect(ctx.stats.bindGroupsReused).toBe(before.bindGroupsReused + 1);
+      // Another buffer, or another slot, is another bind group.
+      const zb = ctx.upload(new Float32Array(n));
+      ctx.dispatch(axpy, [xb, zb], params(n, 1), [Math.ceil(n / 64)]);
+      ctx.dispatch(axpy, [xb, zb], params(n, 1), [Math.ceil(n / 64)]);
+      expectClose(
+        new Float32Array(await ctx.read(zb, n * 4)),
+        x.map((v) => 2 * v),
+      );
+      expect(ctx.stats.bindGroups).toBe(before.bindGroups + 2);
+      // Destroyed buffers drop the cached groups: a new buffer of the same size gets a new group.
+      for (const b of [xb, yb, zb]) ctx.pool.release(b);
+      ctx.pool.trim();
+      const xb2 = ctx.upload(x);
+      const yb2 = ctx.upload(new Float32Array(n));
+      ctx.dispatch(axpy, [xb2, yb2], params(n, 1), [Math.ceil(n / 64)]);
+      expectClose(new Float32Array(await ctx.read(yb2, n * 4)), x);
+      expect(ctx.stats.bindGroups).toBe(before.bindGroups + 3);
+    } finally {
+      ctx.destroy();
+    }
+  });
+
   it("a buffer released beyond the pool's budget outlives the recorded commands that use it", async () => {
     // Budget 0: every release is over budget. Destroying at release would fail the pending submit.
     const ctx = await GpuContext.create({ maxPooledBytes: 0 });

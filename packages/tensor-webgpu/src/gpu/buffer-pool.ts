@@ -46,6 +46,8 @@ export class BufferPool {
   };
 
   private readonly retired: GPUBuffer[] = [];
+  /** Called after buffers are destroyed (so that bind groups holding them can be dropped). */
+  onDestroy: (() => void) | undefined;
 
   /**
    * @param maxPooledBytes released buffers beyond this are destroyed (after the next submit) instead of kept;
@@ -121,7 +123,9 @@ export class BufferPool {
 
   /** Destroy the buffers released beyond the pool's budget; call once their commands are submitted. */
   destroyRetired(): void {
+    if (this.retired.length === 0) return;
     for (const b of this.retired.splice(0)) b.destroy();
+    this.onDestroy?.();
   }
 
   /** Destroy every pooled buffer (buffers in use are untouched). */
@@ -129,6 +133,7 @@ export class BufferPool {
     this.destroyRetired();
     for (const list of this.free.values()) for (const b of list) b.destroy();
     this.free.clear();
+    this.onDestroy?.();
     this.releaseOrder.clear();
     this.stats_.pooledBytes = 0;
   }

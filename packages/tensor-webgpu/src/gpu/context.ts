@@ -1,3 +1,4 @@
+import { BindGroupCache } from "./bind-group-cache.js";
 import { BufferPool } from "./buffer-pool.js";
 import { type AcquiredDevice, acquireDevice, DeviceLostError, type DeviceOptions } from "./device.js";
 import { type KernelProfile, KernelProfiler } from "./kernel-profiler.js";
@@ -19,6 +20,9 @@ export interface ContextStats {
   dispatches: number;
   /** Buffer-to-texture copies recorded (texture staging of operands). */
   textureCopies: number;
+  /** Bind groups created, and dispatches that reused one bound to the same resources before. */
+  bindGroups: number;
+  bindGroupsReused: number;
   submits: number;
   readbacks: number;
   uploads: number;
@@ -56,6 +60,7 @@ export class GpuContext {
   readonly textures: TexturePool;
   readonly info: AcquiredDevice;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly bindGroups = new BindGroupCache();
   /** Each pipeline's bind group layout: asking Dawn for it creates a new object every time. */
   private readonly layouts = new WeakMap<GPUComputePipeline, GPUBindGroupLayout>();
   private encoder: GPUCommandEncoder | undefined;
@@ -68,7 +73,7 @@ export class GpuContext {
   private waitingSince = 0;
   private firstError: string | undefined;
   private profiler: KernelProfiler | undefined;
-  private readonly stats_: ContextStats = {
+  private readonly stats_: Omit<ContextStats, "bindGroups" | "bindGroupsReused"> = {
     dispatches: 0,
     textureCopies: 0,
     submits: 0,
@@ -83,6 +88,9 @@ export class GpuContext {
     this.device = info.device;
     this.pool = new BufferPool(this.device, maxPooledBytes);
     this.textures = new TexturePool(this.device, maxPooledTextureBytes);
+    // Bind groups hold their buffers and views: drop them once any of those is destroyed.
+    this.pool.onDestroy = () => this.bindGroups.clear();
+    this.textures.onDestroy = () => this.bindGroups.clear();
     this.uniformRing = this.device.createBuffer({
       size: this.uniformData.byteLength,
       usage: UNIFORM | COPY_DST,
@@ -112,7 +120,11 @@ export class GpuContext {
   }
 
   get stats(): Readonly<ContextStats> {
-    return { ...this.stats_ };
+    return {
+      ...this.stats_,
+      bindGroups: this.bindGroups.created,
+      bindGroupsReused: this.bindGroups.reused,
+    };
   }
 
   private check(): void {
@@ -162,30 +174,41 @@ export class GpuContext {
     }
     if (params && params.byteLength > UNIFORM_SLOT) throw new RangeError("kernel params exceed 256 bytes");
     if (params && this.uniformSlots === UNIFORM_SLOTS) this.flush();
-    const entries: GPUBindGroupEntry[] = bindings.map((b, i) => ({
-      binding: i,
-      resource:
-        "textureView" in b
-          ? b.textureView
-          : "buffer" in b
-            ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size }
-            : { buffer: b },
-    }));
+    let key = `${this.bindGroups.id(pipeline)}`;
+    for (const b of bindings) {
+      if ("textureView" in b) key += ` t${this.bindGroups.id(b.textureView)}`;
+      else if ("buffer" in b) key += ` b${this.bindGroups.id(b.buffer)}@${b.offset ?? 0}+${b.size ?? "*"}`;
+      else key += ` b${this.bindGroups.id(b)}`;
+    }
+    let uniform: { offset: number; size: number } | undefined;
     if (params) {
-      const offset = this.uniformSlots * UNIFORM_SLOT;
-      this.uniformData.set(new Uint8Array(params.buffer, params.byteOffset, params.byteLength), offset);
+      uniform = { offset: this.uniformSlots * UNIFORM_SLOT, size: Math.ceil(params.byteLength / 16) * 16 };
+      this.uniformData.set(
+        new Uint8Array(params.buffer, params.byteOffset, params.byteLength),
+        uniform.offset,
+      );
       this.uniformSlots++;
-      entries.push({
-        binding: bindings.length,
-        resource: { buffer: this.uniformRing, offset, size: Math.ceil(params.byteLength / 16) * 16 },
-      });
+      key += ` u${uniform.offset}+${uniform.size}`;
     }
-    let layout = this.layouts.get(pipeline);
-    if (!layout) {
-      layout = pipeline.getBindGroupLayout(0);
-      this.layouts.set(pipeline, layout);
-    }
-    const bindGroup = this.device.createBindGroup({ layout, entries });
+    const bindGroup = this.bindGroups.get(key, () => {
+      const entries: GPUBindGroupEntry[] = bindings.map((b, i) => ({
+        binding: i,
+        resource:
+          "textureView" in b
+            ? b.textureView
+            : "buffer" in b
+              ? { buffer: b.buffer, offset: b.offset ?? 0, size: b.size }
+              : { buffer: b },
+      }));
+      if (uniform)
+        entries.push({ binding: bindings.length, resource: { buffer: this.uniformRing, ...uniform } });
+      let layout = this.layouts.get(pipeline);
+      if (!layout) {
+        layout = pipeline.getBindGroupLayout(0);
+        this.layouts.set(pipeline, layout);
+      }
+      return this.device.createBindGroup({ layout, entries });
+    });
     const pass = this.profiler ? this.profiledPass(this.profiler, pipeline.label) : this.computePass();
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
@@ -357,6 +380,7 @@ export class GpuContext {
   /** Release every GPU resource; the context is unusable afterwards. */
   destroy(): void {
     this.pipelines.clear();
+    this.bindGroups.clear();
     this.pool.trim();
     this.textures.trim();
     this.uniformRing.destroy();

@@ -53,6 +53,8 @@ export class TexturePool {
   /** Pooled textures, oldest release first: what goes when the pool is over its budget. */
   private readonly releaseOrder = new Set<PooledTexture>();
   private readonly retired: PooledTexture[] = [];
+  /** Called after textures are destroyed (so that bind groups holding their views can be dropped). */
+  onDestroy: (() => void) | undefined;
   private readonly stats_: TexturePoolStats = {
     inUseBytes: 0,
     pooledBytes: 0,
@@ -129,7 +131,9 @@ export class TexturePool {
 
   /** Destroy the textures released beyond the budget; call once their commands are submitted. */
   destroyRetired(): void {
+    if (this.retired.length === 0) return;
     for (const entry of this.retired.splice(0)) entry.texture.destroy();
+    this.onDestroy?.();
   }
 
   /** Destroy every pooled texture (textures in use are untouched). */
@@ -137,6 +141,7 @@ export class TexturePool {
     this.destroyRetired();
     for (const list of this.free.values()) for (const entry of list) entry.texture.destroy();
     this.free.clear();
+    this.onDestroy?.();
     this.releaseOrder.clear();
     this.stats_.pooledBytes = 0;
     this.stats_.pooledTextures = 0;
