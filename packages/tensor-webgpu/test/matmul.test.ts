@@ -8,6 +8,7 @@ import {
   matmulVariant,
   textureVariantAvailable,
 } from "../src/kernels/matmul.js";
+import { type BlockedTile, blockedTileBytes } from "../src/kernels/matmul-gpu.js";
 import { matmulRef } from "../src/reference/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -22,6 +23,7 @@ interface Case {
   bBatchStride?: number;
   accumulate?: boolean;
   alpha?: number;
+  blockedTile?: BlockedTile;
 }
 
 const describeCase = (c: Case) =>
@@ -130,6 +132,47 @@ for (const variant of variants) {
     });
   });
 }
+
+// Every tile shape of the "blocked" kernel (the default 128 x 128 / 8 runs every case above).
+const blockedTiles: BlockedTile[] = [
+  { rows: 128, cols: 128, depth: 16 },
+  { rows: 128, cols: 64, depth: 16 },
+  { rows: 64, cols: 128, depth: 16 },
+  { rows: 64, cols: 64, depth: 16 },
+  { rows: 64, cols: 64, depth: 32 },
+  { rows: 128, cols: 64, depth: 32 },
+];
+const blockedCases: Case[] = [
+  { batch: 1, m: 3, n: 5, k: 7 },
+  { batch: 1, m: 17, n: 33, k: 65, transA: true },
+  { batch: 1, m: 100, n: 257, k: 129, transB: true },
+  { batch: 1, m: 130, n: 70, k: 40, transA: true, transB: true, accumulate: true, alpha: -1.5 },
+  { batch: 3, m: 20, n: 30, k: 40, bBatchStride: 0, transB: true },
+  { batch: 2, m: 200, n: 150, k: 33 },
+];
+
+for (const tile of blockedTiles) {
+  describe(`matmul, "blocked" variant with a ${tile.rows}x${tile.cols} tile, k-step ${tile.depth}`, () => {
+    it.each(blockedCases.map((c) => [describeCase(c), c] as const))("%s", async (_, c) => {
+      const ctx = await testContext();
+      if (blockedTileBytes(tile) > ctx.device.limits.maxComputeWorkgroupStorageSize) return;
+      await check(ctx, { ...c, blockedTile: tile }, "blocked", c.m + c.k);
+    });
+  });
+}
+
+it("refuses a blocked tile whose slices cannot be staged in whole vec4s", async () => {
+  const ctx = await testContext();
+  const [a, b, out] = [ctx.pool.acquire(64), ctx.pool.acquire(64), ctx.pool.acquire(64)];
+  const args = { a, b, out, batch: 1, m: 2, n: 2, k: 2, variant: "blocked" as const };
+  expect(() => matmul(ctx, { ...args, blockedTile: { rows: 64, cols: 64, depth: 8 } })).toThrow(
+    /a 64x64 tile needs a k-step of at least 16/,
+  );
+  expect(() => matmul(ctx, { ...args, blockedTile: { rows: 96, cols: 64, depth: 16 } as never })).toThrow(
+    /64 or 128 rows by 64 or 128 columns/,
+  );
+  for (const buffer of [a, b, out]) ctx.pool.release(buffer);
+});
 
 describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
   const cases: Case[] = [

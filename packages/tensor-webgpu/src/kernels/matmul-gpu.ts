@@ -4,9 +4,10 @@
  * wins. matmul.ts plans the chunks and dispatches; this file only generates WGSL.
  *
  * "blocked" — register blocking through workgroup memory, the classic SGEMM scheme:
- *   - a workgroup of 16 x 16 invocations computes a 128 x 128 output tile; each invocation 8 x 8 outputs,
- *     as two 4-row by two 4-column blocks 64 apart (rows ty·4.., 64 + ty·4..; columns likewise), so that
- *     its reads of the tiles are whole vec4s and neighbouring invocations read neighbouring vec4s;
+ *   - a workgroup of 16 x 16 invocations computes a 128 x 128 output tile (by default; 64 x 64, 64 x 128
+ *     and 128 x 64 too); each invocation 8 x 8 outputs (4 x 4, 4 x 8, 8 x 4), as 4-row by 4-column blocks
+ *     64 apart (rows ty·4.., 64 + ty·4..; columns likewise), so that its reads of the tiles are whole vec4s
+ *     and neighbouring invocations read neighbouring vec4s;
  *   - per step of `bk` along k, the workgroup stages A's 128 x bk and B's bk x 128 slices in workgroup
  *     memory as vec4s of 4 rows (of A) or 4 columns (of B), one padding vec4 per k-row so that the stores
  *     of invocations that differ in k land in different banks;
@@ -37,11 +38,35 @@ export const storedIndex = (
   transposed: boolean,
 ): string => (transposed ? `${base} + (${col}) * ${ld} + (${row})` : `${base} + (${row}) * ${ld} + (${col})`);
 
-/** Output tile of both GPU kernels (rows and columns per workgroup). */
+/** Output tile of the subgroup-matrix kernel and of the default "blocked" one (rows and columns per workgroup). */
 export const GPU_TILE = 128;
 
-/** k-step of the "blocked" kernel: 8 keeps workgroup memory at 8.4 KB; 16 halves the barriers. */
-export type BlockedDepth = 8 | 16;
+/**
+ * The output tile and k-step of a "blocked" kernel: 64 or 128 rows by 64 or 128 columns (each invocation
+ * of the 16 x 16 takes 4 or 8 of each), k in steps of 8, 16 or 32. A slice of either operand must give
+ * every invocation whole vec4s to stage: rows x depth and cols x depth at least 1024.
+ */
+export interface BlockedTile {
+  rows: 64 | 128;
+  cols: 64 | 128;
+  depth: 8 | 16 | 32;
+}
+
+/** The default "blocked" tile: the classic 128 x 128, 8 x 8 per invocation, k-step 8. */
+export const BLOCKED_TILE: BlockedTile = { rows: 128, cols: 128, depth: 8 };
+
+/** Why a tile cannot be a "blocked" kernel, or undefined when it can. */
+export function blockedTileProblem(tile: BlockedTile): string | undefined {
+  if (![64, 128].includes(tile.rows) || ![64, 128].includes(tile.cols) || ![8, 16, 32].includes(tile.depth))
+    return `a blocked tile is 64 or 128 rows by 64 or 128 columns with a k-step of 8, 16 or 32, got ${tile.rows}x${tile.cols}/${tile.depth}`;
+  if (tile.rows * tile.depth < 1024 || tile.cols * tile.depth < 1024)
+    return `a ${tile.rows}x${tile.cols} tile needs a k-step of at least ${1024 / Math.min(tile.rows, tile.cols)}`;
+  return undefined;
+}
+
+/** Workgroup memory of a "blocked" kernel: both staged slices, one padding vec4 per k-row. */
+export const blockedTileBytes = (tile: BlockedTile): number =>
+  16 * tile.depth * (tile.rows / 4 + 1 + tile.cols / 4 + 1);
 
 /**
  * WGSL of the "blocked" kernel. `preamble` declares the enables, the uniform struct `Params` (m, n, k,
@@ -51,48 +76,56 @@ export function blockedKernel(
   transA: boolean,
   transB: boolean,
   storage: FloatStorage,
-  bk: BlockedDepth,
+  tile: BlockedTile,
   preamble: string,
 ): string {
-  const rowQuads = GPU_TILE / 4; // vec4s per k-row of a staged slice
-  const stride = rowQuads + 1; // one vec4 of padding per k-row
-  const quadsPerSlice = (GPU_TILE * bk) / 4; // vec4s in a staged slice
-  const loadsPerInvocation = quadsPerSlice / 256;
+  const problem = blockedTileProblem(tile);
+  if (problem) throw new RangeError(problem);
+  const bk = tile.depth;
+  // Blocks of 4 rows (columns) per invocation, 64 apart: 1 for a 64-wide tile, 2 for 128.
+  const rowBlocks = tile.rows / 64;
+  const colBlocks = tile.cols / 64;
+  const aQuads = tile.rows / 4; // vec4s per k-row of A's staged slice
+  const bQuads = tile.cols / 4;
+  const aStride = aQuads + 1; // one vec4 of padding per k-row
+  const bStride = bQuads + 1;
+  const aLoads = (aQuads * bk) / 256;
+  const bLoads = (bQuads * bk) / 256;
   const read = (array: string, index: string) =>
     storage === "f32" ? `${array}[${index}]` : `f32(${array}[${index}])`;
   // Where invocation t's i-th vec4 of a slice comes from: (quad, kk) = 4 rows (A) or columns (B) at kk.
   // Contiguous along k: neighbours take neighbouring k. Contiguous along rows/columns: neighbouring quads.
-  const slot = (kContiguous: boolean, i: number) =>
+  const slot = (kContiguous: boolean, quads: number, i: number) =>
     kContiguous
       ? { quad: `(t / ${bk}u + ${(256 / bk) * i}u)`, kk: `(t % ${bk}u)` }
-      : { quad: `(t % ${rowQuads}u)`, kk: `(t / ${rowQuads}u + ${256 / rowQuads}u * ${i}u)` };
+      : { quad: `(t % ${quads}u)`, kk: `(t / ${quads}u + ${256 / quads}u * ${i}u)` };
   const loads: string[] = [];
   const stores: string[] = [];
-  for (let i = 0; i < loadsPerInvocation; i++) {
-    const a = slot(!transA, i);
-    const b = slot(transB, i);
-    loads.push(
-      `aNext${i} = loadA4(aBase, tileRow + ${a.quad} * 4u, k0 + ${a.kk});`,
-      `bNext${i} = loadB4(bBase, k0 + ${b.kk}, tileCol + ${b.quad} * 4u);`,
-    );
-    stores.push(
-      `aTile[${a.kk} * ${stride}u + ${a.quad}] = aNext${i};`,
-      `bTile[${b.kk} * ${stride}u + ${b.quad}] = bNext${i};`,
-    );
+  const declareNext: string[] = [];
+  for (let i = 0; i < aLoads; i++) {
+    const a = slot(!transA, aQuads, i);
+    declareNext.push(`var aNext${i} = vec4f(0.0);`);
+    loads.push(`aNext${i} = loadA4(aBase, tileRow + ${a.quad} * 4u, k0 + ${a.kk});`);
+    stores.push(`aTile[${a.kk} * ${aStride}u + ${a.quad}] = aNext${i};`);
   }
-  const declareNext = Array.from(
-    { length: loadsPerInvocation },
-    (_, i) => `var aNext${i} = vec4f(0.0); var bNext${i} = vec4f(0.0);`,
-  ).join("\n  ");
+  for (let i = 0; i < bLoads; i++) {
+    const b = slot(transB, bQuads, i);
+    declareNext.push(`var bNext${i} = vec4f(0.0);`);
+    loads.push(`bNext${i} = loadB4(bBase, k0 + ${b.kk}, tileCol + ${b.quad} * 4u);`);
+    stores.push(`bTile[${b.kk} * ${bStride}u + ${b.quad}] = bNext${i};`);
+  }
   const accumulators: string[] = [];
   const fmas: string[] = [];
   const outputs: string[] = [];
-  for (let r = 0; r < 8; r++) {
-    const a = `${r < 4 ? "a0" : "a1"}.${"xyzw"[r % 4]}`;
-    for (let j = 0; j < 2; j++) {
+  const reads: string[] = [];
+  for (let i = 0; i < rowBlocks; i++) reads.push(`let a${i} = aTile[kk * ${aStride}u + ${16 * i}u + lid.y];`);
+  for (let j = 0; j < colBlocks; j++) reads.push(`let b${j} = bTile[kk * ${bStride}u + ${16 * j}u + lid.x];`);
+  for (let r = 0; r < 4 * rowBlocks; r++) {
+    const a = `a${Math.floor(r / 4)}.${"xyzw"[r % 4]}`;
+    for (let j = 0; j < colBlocks; j++) {
       accumulators.push(`var acc${r}_${j} = vec4f(0.0);`);
       fmas.push(`acc${r}_${j} = fma(vec4f(${a}), b${j}, acc${r}_${j});`);
-      const row = `row0 + ${r < 4 ? r : 64 + r - 4}u`;
+      const row = `row0 + ${64 * Math.floor(r / 4) + (r % 4)}u`;
       const col = `col0 + ${j * 64}u`;
       outputs.push(`storeRow(outBase, ${row}, ${col}, acc${r}_${j});`);
     }
@@ -102,9 +135,9 @@ export function blockedKernel(
   const bIndex = (kk: string, col: string) => storedIndex("bBase", "p.ldb", kk, col, transB);
   return /* wgsl */ `${preamble}
 
-// aTile[kk * ${stride} + q]: rows 4q..4q+3 of the tile at k-offset kk; bTile likewise for columns.
-var<workgroup> aTile: array<vec4f, ${bk * stride}>;
-var<workgroup> bTile: array<vec4f, ${bk * stride}>;
+// aTile[kk * ${aStride} + q]: rows 4q..4q+3 of the tile at k-offset kk; bTile likewise for columns.
+var<workgroup> aTile: array<vec4f, ${bk * aStride}>;
+var<workgroup> bTile: array<vec4f, ${bk * bStride}>;
 
 // op(A)[row..row+3][kk], zero outside the matrix (reads clamped to valid addresses).
 fn loadA4(aBase: u32, row: u32, kk: u32) -> vec4f {
@@ -140,10 +173,10 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec
   let batch = wg.z;
   let aBase = p.aBase + batch * p.aBatchStride;
   let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${GPU_TILE}u;
-  let tileCol = wg.x * ${GPU_TILE}u;
+  let tileRow = wg.y * ${tile.rows}u;
+  let tileCol = wg.x * ${tile.cols}u;
   ${accumulators.join(" ")}
-  ${declareNext}
+  ${declareNext.join(" ")}
   var k0 = 0u;
   ${loads.join("\n  ")}
   for (; k0 < p.k;) {
@@ -154,10 +187,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec
       ${loads.join("\n      ")}
     }
     for (var kk = 0u; kk < ${bk}u; kk++) {
-      let a0 = aTile[kk * ${stride}u + lid.y];
-      let a1 = aTile[kk * ${stride}u + 16u + lid.y];
-      let b0 = bTile[kk * ${stride}u + lid.x];
-      let b1 = bTile[kk * ${stride}u + 16u + lid.x];
+      ${reads.join("\n      ")}
       ${fmas.join("\n      ")}
     }
     workgroupBarrier();

@@ -53,8 +53,11 @@ import type { PooledTexture } from "../gpu/texture-pool.js";
 import { bindingWindow } from "./binding-windows.js";
 import { enableFor, type FloatStorage } from "./elementwise.js";
 import {
-  type BlockedDepth,
+  BLOCKED_TILE,
+  type BlockedTile,
   blockedKernel,
+  blockedTileBytes,
+  blockedTileProblem,
   GPU_TILE,
   MATVEC_COLUMNS,
   MATVEC_MAX_ROWS,
@@ -90,6 +93,8 @@ export interface MatmulArgs {
   alpha?: number;
   /** Force a variant (tests, benchmarks); by default `matmulVariant` chooses. */
   variant?: MatmulVariant;
+  /** The "blocked" variant's output tile and k-step (default 128 x 128, k-step 8). */
+  blockedTile?: BlockedTile;
   /**
    * Element type of a, b and out (default f32). With "f16" (needs shader-f16) the operands are read as
    * halves and converted, products accumulate in f32, and the result is rounded to f16 once on store.
@@ -515,21 +520,18 @@ function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
 // ---------------------------------------------------------------------------------------------------------
 // Variants "blocked" and "subgroup-matrix" (kernels in matmul-gpu.ts): 128 x 128 tiles per workgroup.
 
-let blockedDepth: BlockedDepth = 8;
-
-/** The k-step of the "blocked" kernel (benchmarks compare both); returns the previous one. */
-export function setBlockedMatmulDepth(depth: BlockedDepth): BlockedDepth {
-  const previous = blockedDepth;
-  blockedDepth = depth;
-  return previous;
-}
-
 function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
-  const key = `blocked${blockedDepth} ${code(p)}`;
-  const wgsl = source(key, () =>
-    blockedKernel(p.transA, p.transB, p.dtype, blockedDepth, gemmPreamble(p.dtype)),
-  );
-  dispatchChunks(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl), GPU_TILE, GPU_TILE);
+  const tile = args.blockedTile ?? BLOCKED_TILE;
+  const problem = blockedTileProblem(tile);
+  if (problem) throw new RangeError(`matmul: ${problem}`);
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+  if (blockedTileBytes(tile) > limit)
+    throw new RangeError(
+      `matmul: a ${tile.rows}x${tile.cols} blocked tile with k-step ${tile.depth} needs ${blockedTileBytes(tile)} bytes of workgroup memory, this device has ${limit}`,
+    );
+  const key = `blocked${tile.rows}x${tile.cols}/${tile.depth} ${code(p)}`;
+  const wgsl = source(key, () => blockedKernel(p.transA, p.transB, p.dtype, tile, gemmPreamble(p.dtype)));
+  dispatchChunks(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl), tile.rows, tile.cols);
 }
 
 function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
