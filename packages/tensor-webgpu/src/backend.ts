@@ -40,6 +40,8 @@ export interface Backend<B = unknown> {
     bBatchStride?: number;
     accumulate?: boolean;
     alpha?: number;
+    /** Added to every row of the result after alpha: [n], of the result's element type. */
+    bias?: B;
     /** a, b and out are f16 (products still accumulate in f32). */
     dtype?: FloatDType;
   }): void;

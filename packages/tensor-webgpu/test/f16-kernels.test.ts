@@ -57,6 +57,8 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     { batch: 2, m: 33, n: 31, k: 29, accumulate: true, alpha: 0.5, transA: true, transB: true },
     { batch: 1, m: 150, n: 260, k: 100, transB: true }, // several 128 x 128 tiles, ragged edges
     { batch: 2, m: 130, n: 140, k: 70, transA: true, accumulate: true, alpha: -2 },
+    { batch: 1, m: 70, n: 150, k: 40, transB: true, bias: true }, // a bias row in the epilogue
+    { batch: 2, m: 33, n: 31, k: 29, accumulate: true, alpha: 0.5, bias: true },
   ];
   const variants: MatmulVariant[] = ["buffer", "tiled", "texture", "blocked", "subgroup-matrix"];
   for (const variant of variants) {
@@ -71,16 +73,29 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
           const a = halves(randomArray(aLength, c.m));
           const b = halves(randomArray(bLength, c.n));
           const init = halves(randomArray(c.batch * c.m * c.n, c.k));
+          const bias = halves(randomArray(c.n, c.m + c.n));
           const buffers = [uploadHalves(ctx, a), uploadHalves(ctx, b), uploadHalves(ctx, init)] as const;
-          matmul(ctx, { ...c, a: buffers[0], b: buffers[1], out: buffers[2], variant, dtype: "f16" });
+          const biasBuffer = "bias" in c ? uploadHalves(ctx, bias) : undefined;
+          const { bias: _, ...shape } = { bias: false, ...c };
+          const args = {
+            ...shape,
+            a: buffers[0],
+            b: buffers[1],
+            out: buffers[2],
+            variant,
+            dtype: "f16",
+          } as const;
+          matmul(ctx, { ...args, bias: biasBuffer });
           const actual = await readHalves(ctx, buffers[2], init.length);
-          const expected = matmulRef({ ...c, a, b, accumulateInto: c.accumulate ? init.slice() : undefined });
+          const init2 = c.accumulate ? init.slice() : undefined;
+          const expected = matmulRef({ ...shape, a, b, accumulateInto: init2 });
+          if (biasBuffer) for (let i = 0; i < expected.length; i++) expected[i]! += bias[i % c.n]!;
           expectClose(actual, expected, F16.atol * Math.sqrt(c.k), F16.rtol);
           // The result really is f16: every value is a half.
           expect(Array.from(actual.subarray(0, 64)).every((v) => fromHalfBits(toHalfBits(v)) === v)).toBe(
             true,
           );
-          for (const buffer of buffers) ctx.pool.release(buffer);
+          for (const buffer of [...buffers, biasBuffer]) if (buffer) ctx.pool.release(buffer);
         });
       },
     );

@@ -24,6 +24,8 @@ interface Case {
   accumulate?: boolean;
   alpha?: number;
   blockedTile?: BlockedTile;
+  /** Add a bias row (random, n values) in the epilogue. */
+  bias?: boolean;
 }
 
 const describeCase = (c: Case) =>
@@ -49,14 +51,20 @@ async function compute(ctx: GpuContext, c: Case, variant: MatmulVariant | undefi
   const a = randomArray(size.a, seed);
   const b = randomArray(size.b, seed + 1);
   const init = randomArray(size.out, seed + 2);
+  const bias = randomArray(c.n, seed + 3);
   const [aBuffer, bBuffer, outBuffer] = [ctx.upload(a), ctx.upload(b), ctx.upload(init)];
+  const biasBuffer = c.bias ? ctx.upload(bias) : undefined;
   try {
-    matmul(ctx, { ...c, a: aBuffer, b: bBuffer, out: outBuffer, variant });
+    const { bias: _, ...shape } = c;
+    matmul(ctx, { ...shape, a: aBuffer, b: bBuffer, out: outBuffer, variant, bias: biasBuffer });
     const actual = new Float32Array(await ctx.read(outBuffer, size.out * 4));
-    const expected = matmulRef({ ...c, a, b, accumulateInto: c.accumulate ? init.slice() : undefined });
+    // out = alpha·op(A)·op(B) + bias (+ out): the reference's product, then the bias on every row.
+    const init2 = c.accumulate ? init.slice() : undefined;
+    const expected = matmulRef({ ...shape, a, b, accumulateInto: init2 });
+    if (c.bias) for (let i = 0; i < expected.length; i++) expected[i]! += bias[i % c.n]!;
     return { actual, expected };
   } finally {
-    for (const buffer of [aBuffer, bBuffer, outBuffer]) ctx.pool.release(buffer);
+    for (const buffer of [aBuffer, bBuffer, outBuffer, biasBuffer]) if (buffer) ctx.pool.release(buffer);
   }
 }
 
@@ -108,6 +116,22 @@ for (const variant of variants) {
       if (await skip(ctx)) return;
       await check(ctx, { batch: 2, m: 5, n: 6, k: 0 }, variant);
       await check(ctx, { batch: 2, m: 5, n: 6, k: 0, accumulate: true }, variant);
+    });
+
+    it("adds a bias row in the epilogue, once per element however the problem is chunked", async () => {
+      const ctx = await testContext();
+      if (await skip(ctx)) return;
+      await check(ctx, { batch: 1, m: 17, n: 33, k: 65, transB: true, bias: true }, variant);
+      await check(ctx, { batch: 2, m: 33, n: 31, k: 29, accumulate: true, alpha: 0.5, bias: true }, variant);
+      await check(ctx, { batch: 1, m: 5, n: 6, k: 0, bias: true }, variant);
+      limitMatmulForTesting({
+        bindingBytes: 12 * 1024,
+        textureDimension: 64,
+        textureBytes: 24 * 1024,
+        workgroupsPerDimension: 3,
+      });
+      // Chunks along n shift the bias; chunks along k (accumulating) must add it only once.
+      await check(ctx, { batch: 2, m: 70, n: 130, k: 150, transB: true, bias: true }, variant);
     });
 
     it("splits problems that exceed bindings, textures or dispatch limits into chunks", async () => {
@@ -184,6 +208,8 @@ describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
     { batch: 1, m: 8, n: 64, k: 33, transB: true, accumulate: true, alpha: -0.5 },
     { batch: 3, m: 2, n: 40, k: 50, transB: true, bBatchStride: 0 }, // one weight for every batch
     { batch: 2, m: 4, n: 9, k: 12, transB: true, aBatchStride: 60, bBatchStride: 130 },
+    { batch: 1, m: 16, n: 130, k: 96, transB: true, bias: true },
+    { batch: 2, m: 3, n: 40, k: 50, transB: true, bBatchStride: 0, accumulate: true, bias: true },
   ];
   it.each(cases.map((c) => [describeCase(c), c] as const))("%s", async (_, c) => {
     await check(await testContext(), c, "matvec", c.m + c.n);
@@ -194,6 +220,7 @@ describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
     limitMatmulForTesting({ bindingBytes: 8 * 1024, workgroupsPerDimension: 3 });
     await check(ctx, { batch: 2, m: 6, n: 90, k: 150, transB: true, bBatchStride: 0 }, "matvec");
     await check(ctx, { batch: 1, m: 16, n: 70, k: 200, transB: true, accumulate: true, alpha: 2 }, "matvec");
+    await check(ctx, { batch: 1, m: 5, n: 90, k: 150, transB: true, bias: true }, "matvec");
   });
 
   it("refuses products it does not take", async () => {
@@ -234,7 +261,7 @@ describe('matmul, "texture" variant specifics', () => {
         ctx.upload(new Float32Array(size.b).fill(Number.NaN)),
         ctx.pool.acquire(size.out * 4),
       ];
-      matmul(ctx, { ...padded, a, b, out, accumulate: false, variant: "texture" });
+      matmul(ctx, { ...padded, a, b, out, accumulate: false, variant: "texture", bias: undefined });
       for (const buffer of [a, b, out]) ctx.pool.release(buffer);
       await check(ctx, c, "texture");
     }

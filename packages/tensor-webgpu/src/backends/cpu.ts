@@ -64,6 +64,10 @@ export function createCpuBackend(): CpuBackend {
     matmul: (a) => {
       const n = a.batch * a.m * a.n;
       const result = matmulRef({ ...a, a: f32(a.a), b: f32(a.b), alpha: a.alpha });
+      if (a.bias) {
+        const bias = f32(a.bias);
+        for (let i = 0; i < n; i++) result[i]! += bias[i % a.n]!;
+      }
       store(a.out, result.subarray(0, n), a.accumulate);
       roundIfHalf(a.out, n, a.dtype);
     },

@@ -70,7 +70,7 @@ export const blockedTileBytes = (tile: BlockedTile): number =>
 
 /**
  * WGSL of the "blocked" kernel. `preamble` declares the enables, the uniform struct `Params` (m, n, k,
- * bases, strides, leading dimensions), the bindings a, b, out, p and the `storeOut(index, value)` epilogue.
+ * bases, strides, leading dimensions), the bindings a, b, out, bias, p and the `storeOut(index, col, value)` epilogue.
  */
 export function blockedKernel(
   transA: boolean,
@@ -164,7 +164,7 @@ fn loadB4(bBase: u32, kk: u32, col: u32) -> vec4f {
 fn storeRow(outBase: u32, row: u32, col: u32, v: vec4f) {
   if (row >= p.m) { return; }
   for (var j = 0u; j < 4u; j++) {
-    if (col + j < p.n) { storeOut(outBase + row * p.ldo + col + j, v[j]); }
+    if (col + j < p.n) { storeOut(outBase + row * p.ldo + col + j, col + j, v[j]); }
   }
 }
 @compute @workgroup_size(16, 16)
@@ -298,7 +298,7 @@ fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, out
   for (var e = lane; e < ${M * N}u; e += ${lanes}u) {
     let row = row0 + e / ${N}u;
     let col = col0 + e % ${N}u;
-    if (row < p.m && col < p.n) { storeOut(outBase + row * p.ldo + col, scratch[base + e]); }
+    if (row < p.m && col < p.n) { storeOut(outBase + row * p.ldo + col, col, scratch[base + e]); }
   }
   workgroupBarrier();
 }
@@ -395,7 +395,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   if (lane == 0u && col < p.n) {
     let outBase = p.outBase + batch * p.outBatchStride;
     for (var r = 0u; r < p.m; r++) {
-      storeOut(outBase + r * p.ldo + col, partial[r * ${width}u + t]);
+      storeOut(outBase + r * p.ldo + col, col, partial[r * ${width}u + t]);
     }
   }
 }`;

@@ -93,6 +93,8 @@ export interface MatmulArgs {
   alpha?: number;
   /** Force a variant (tests, benchmarks); by default `matmulVariant` chooses. */
   variant?: MatmulVariant;
+  /** Added to every row of the result after alpha: bias[n], of the result's element type. */
+  bias?: GPUBuffer;
   /** The "blocked" variant's output tile and k-step (default 128 x 128, k-step 8). */
   blockedTile?: BlockedTile;
   /**
@@ -279,16 +281,21 @@ function element(
   return storage === "f32" ? load : `f32(${load})`;
 }
 
-/** The store epilogue shared by the kernels: out = alpha·acc (+ out), rounded once to f16 for f16 out. */
+/**
+ * The store epilogue shared by the kernels: out = alpha·acc + bias[col] (+ out), rounded once to f16 for
+ * f16 out. `col` is the column within the dispatch's chunk; p.biasBase is the chunk's first column.
+ */
 function storeFn(storage: FloatStorage): string {
   const read = storage === "f32" ? "out[index]" : "f32(out[index])";
   const write = (value: string) => (storage === "f32" ? value : `f16(${value})`);
   return /* wgsl */ `
-fn storeOut(index: u32, value: f32) {
+fn storeOut(index: u32, col: u32, value: f32) {
+  var v = p.alpha * value;
+  if (p.hasBias != 0u) { v += f32(bias[p.biasBase + col]); }
   if (p.accumulate != 0u) {
-    out[index] = ${write(`${read} + p.alpha * value`)};
+    out[index] = ${write(`${read} + v`)};
   } else {
-    out[index] = ${write("p.alpha * value")};
+    out[index] = ${write("v")};
   }
 }`;
 }
@@ -300,17 +307,18 @@ struct Params {
   aBase: u32, aBatchStride: u32, lda: u32,
   bBase: u32, bBatchStride: u32, ldb: u32,
   outBase: u32, outBatchStride: u32, ldo: u32,
-  accumulate: u32, alpha: f32,
+  accumulate: u32, hasBias: u32, biasBase: u32, alpha: f32,
 }`;
 
-/** The storage-buffer kernels' common start: enables, params, the a / b / out / params bindings, storeOut. */
+/** The storage-buffer kernels' common start: enables, params, the a / b / out / bias / params bindings, storeOut. */
 export function gemmPreamble(storage: FloatStorage): string {
   return /* wgsl */ `${enableFor(storage)}
 ${GEMM_PARAMS}
 @group(0) @binding(0) var<storage, read> a: array<${storage}>;
 @group(0) @binding(1) var<storage, read> b: array<${storage}>;
 @group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
-@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read> bias: array<${storage}>;
+@group(0) @binding(4) var<uniform> p: Params;
 ${storeFn(storage)}`;
 }
 
@@ -321,6 +329,7 @@ function gemmParams(
   aBase: number,
   bBase: number,
   outBase: number,
+  withBias: boolean,
 ) {
   return params(
     [
@@ -337,10 +346,24 @@ function gemmParams(
       p.m * p.n,
       p.n,
       accumulate ? 1 : 0,
+      withBias ? 1 : 0,
+      c.n0,
     ],
     [p.alpha],
   );
 }
+
+/** The bias binding of a chunk: the bias, or a placeholder the kernel does not read when there is none. */
+function biasBinding(ctx: GpuContext, args: MatmulArgs): GPUBuffer {
+  if (args.bias) return args.bias;
+  let placeholder = placeholders.get(ctx);
+  if (!placeholder) {
+    placeholder = ctx.pool.acquire(16, "no bias");
+    placeholders.set(ctx, placeholder);
+  }
+  return placeholder;
+}
+const placeholders = new WeakMap<GpuContext, GPUBuffer>();
 
 // ---------------------------------------------------------------------------------------------------------
 // Variant "buffer": 4 x 4 outputs per invocation, straight from storage buffers.
@@ -376,7 +399,7 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
     let row = row0 + i;
     if (row >= p.m) { break; }
     for (var j = 0u; j < 4u; j++) {
-      if (col0 + j < p.n) { storeOut(outBase + row * p.ldo + col0 + j, rows[i][j]); }
+      if (col0 + j < p.n) { storeOut(outBase + row * p.ldo + col0 + j, col0 + j, rows[i][j]); }
     }
   }
 }`;
@@ -428,8 +451,8 @@ function dispatchChunks(
     ];
     ctx.dispatch(
       pipeline,
-      [a.binding, b.binding, out.binding],
-      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base),
+      [a.binding, b.binding, out.binding, biasBinding(ctx, args)],
+      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base, !!args.bias && c.k0 === 0),
       [Math.ceil(c.n / colsPerGroup), Math.ceil(c.m / rowsPerGroup), c.batches],
     );
   }
@@ -503,7 +526,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec
     let row = row0 + i;
     if (row >= p.m) { break; }
     for (var j = 0u; j < 4u; j++) {
-      if (col0 + j < p.n) { storeOut(outBase + row * p.ldo + col0 + j, rows[i][j]); }
+      if (col0 + j < p.n) { storeOut(outBase + row * p.ldo + col0 + j, col0 + j, rows[i][j]); }
     }
   }
 }`;
@@ -664,12 +687,13 @@ function textureKernel(lanes: number, transA: boolean, transB: boolean, storage:
   return /* wgsl */ `${enableFor(storage)}enable subgroups;
 struct Params {
   m: u32, n: u32, k4: u32, aRowsPerBatch: u32, bRowsPerBatch: u32,
-  outBase: u32, outBatchStride: u32, ldo: u32, accumulate: u32, alpha: f32,
+  outBase: u32, outBatchStride: u32, ldo: u32, accumulate: u32, hasBias: u32, biasBase: u32, alpha: f32,
 }
 @group(0) @binding(0) var aTex: texture_storage_2d<${format}, read>;
 @group(0) @binding(1) var bTex: texture_storage_2d<${format}, read>;
 @group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
-@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(3) var<storage, read> bias: array<${storage}>;
+@group(0) @binding(4) var<uniform> p: Params;
 ${storeFn(storage)}
 
 @compute @workgroup_size(${lanes})
@@ -690,7 +714,7 @@ ${body.join("\n")}
     let row = row0 + i;
     if (row >= p.m) { break; }
     for (var j = 0u; j < 4u; j++) {
-      if (col0 + j < p.n) { storeOut(outBase + row * p.ldo + col0 + j, accs[i][j]); }
+      if (col0 + j < p.n) { storeOut(outBase + row * p.ldo + col0 + j, col0 + j, accs[i][j]); }
     }
   }
 }`;
@@ -917,7 +941,7 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     const accumulate = p.accumulate || c.k0 > 0;
     ctx.dispatch(
       multiply,
-      [{ textureView: aTexture.view }, { textureView: bTexture.view }, out.binding],
+      [{ textureView: aTexture.view }, { textureView: bTexture.view }, out.binding, biasBinding(ctx, args)],
       params(
         [
           c.m,
@@ -929,6 +953,8 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
           p.m * p.n,
           p.n,
           accumulate ? 1 : 0,
+          args.bias && c.k0 === 0 ? 1 : 0,
+          c.n0,
         ],
         [p.alpha],
       ),
@@ -984,6 +1010,7 @@ function problemOf(args: MatmulArgs): Problem {
     need("b", args.b, (batch - 1) * p.bBatchStride + k * n);
   }
   need("out", args.out, batch * m * n);
+  if (args.bias) need("bias", args.bias, n);
   return p;
 }
 

@@ -20,11 +20,16 @@ export interface MatmulOptions {
  * operands give an f16 result (products accumulated in f32); f16 with f32 is computed in f32.
  */
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
-  const backend = backendOf("matmul", a, b);
+  return product(a, b, options, undefined);
+}
+
+/** op(a) · op(b), plus `bias` [n] on every row in the kernel's epilogue when given (same dtype). */
+function product(a: Tensor, b: Tensor, options: MatmulOptions, bias: Tensor | undefined): Tensor {
+  const backend = backendOf(bias ? "linear" : "matmul", a, b, bias);
   if (a.dtype === "i32" || b.dtype === "i32")
     throw new TypeError(`matmul: expected float tensors, got ${a.describe()} and ${b.describe()}`);
   // f16 · f16 runs the f16 kernel (f32 accumulation, f16 result); f16 with f32 promotes to f32.
-  if (a.dtype !== b.dtype) return promoted(a, b, (pa, pb) => matmul(pa, pb, options));
+  if (a.dtype !== b.dtype) return promoted(a, b, (pa, pb) => product(pa, pb, options, bias));
   const dtype = a.dtype;
   const { transA = false, transB = false } = options;
   if (a.rank < 2 || b.rank < 2)
@@ -58,10 +63,12 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
     transA,
     transB,
     bBatchStride: sharedB ? 0 : k * n,
+    ...(bias ? { bias: bias.buffer } : {}),
   });
-  return record("matmul", out, [a, b], [a, b], (g, [sa, sb]) => [
+  return record(bias ? "linear" : "matmul", out, [a, b, bias], [a, b], (g, [sa, sb]) => [
     a.requiresGrad ? gradA(g, sb!, transA, transB) : null,
     b.requiresGrad ? gradB(g, sa!, transA, transB, sharedB, b.shape) : null,
+    bias?.requiresGrad ? sumToShape(g, bias.shape) : null,
   ]);
 }
 
@@ -99,8 +106,20 @@ function gradB(
     : matmul(a, g, { transA: !transA, transB: false });
 }
 
-/** x · Wᵀ + bias, for a weight W [out, in] (PyTorch's and Hugging Face's layout). */
+/**
+ * x · Wᵀ + bias, for a weight W [out, in] (PyTorch's and Hugging Face's layout). A bias [out] of the
+ * result's dtype is added in the matmul's epilogue (one dispatch, one pass over the output); any other
+ * bias is broadcast-added after.
+ */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
+  const fused =
+    bias !== undefined &&
+    bias.rank === 1 &&
+    weight.rank === 2 &&
+    bias.shape[0] === weight.shape[0] &&
+    bias.dtype === x.dtype &&
+    weight.dtype === x.dtype;
+  if (fused) return product(x, weight, { transB: true }, bias);
   const y = matmul(x, weight, { transB: true });
   if (!bias) return y;
   const out = add(y, bias);
