@@ -42,6 +42,8 @@ export interface Backend<B = unknown> {
     alpha?: number;
     /** Added to every row of the result after alpha: [n], of the result's element type. */
     bias?: B;
+    /** Added to the result after alpha: [batch, m, n] like out, of its element type. */
+    addend?: B;
     /** a, b and out are f16 (products still accumulate in f32). */
     dtype?: FloatDType;
   }): void;

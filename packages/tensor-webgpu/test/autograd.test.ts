@@ -120,6 +120,16 @@ const cases: {
     f: ([x, w, b]) => weightedSum(ops.linear(x!, w!, b!)),
   },
   {
+    name: "addLinear: residual + alpha · x · Wᵀ + bias in one kernel",
+    inputs: () => [input([2, 3, 5], 26), input([2, 3, 4], 27), input([5, 4], 28), input([5], 29)],
+    f: ([r, x, w, b]) => weightedSum(ops.addLinear(r!, x!, w!, b!, 0.75)),
+  },
+  {
+    name: "addLinear without a bias",
+    inputs: () => [input([3, 5], 30), input([3, 4], 31), input([5, 4], 32)],
+    f: ([r, x, w]) => weightedSum(ops.addLinear(r!, x!, w!)),
+  },
+  {
     name: "rmsNorm",
     inputs: () => [input([3, 8], 23), input([8], 24)],
     f: ([x, w]) => weightedSum(ops.rmsNorm(x!, w!, 1e-6)),

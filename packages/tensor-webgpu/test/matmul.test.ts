@@ -26,6 +26,8 @@ interface Case {
   blockedTile?: BlockedTile;
   /** Add a bias row (random, n values) in the epilogue. */
   bias?: boolean;
+  /** Add a random [batch, m, n] addend (a residual) in the epilogue. */
+  addend?: boolean;
 }
 
 const describeCase = (c: Case) =>
@@ -52,19 +54,24 @@ async function compute(ctx: GpuContext, c: Case, variant: MatmulVariant | undefi
   const b = randomArray(size.b, seed + 1);
   const init = randomArray(size.out, seed + 2);
   const bias = randomArray(c.n, seed + 3);
+  const addend = randomArray(size.out, seed + 4);
   const [aBuffer, bBuffer, outBuffer] = [ctx.upload(a), ctx.upload(b), ctx.upload(init)];
   const biasBuffer = c.bias ? ctx.upload(bias) : undefined;
+  const addendBuffer = c.addend ? ctx.upload(addend) : undefined;
   try {
-    const { bias: _, ...shape } = c;
-    matmul(ctx, { ...shape, a: aBuffer, b: bBuffer, out: outBuffer, variant, bias: biasBuffer });
+    const { bias: _, addend: __, ...shape } = c;
+    const buffers = { a: aBuffer, b: bBuffer, out: outBuffer, bias: biasBuffer, addend: addendBuffer };
+    matmul(ctx, { ...shape, ...buffers, variant });
     const actual = new Float32Array(await ctx.read(outBuffer, size.out * 4));
-    // out = alpha·op(A)·op(B) + bias (+ out): the reference's product, then the bias on every row.
+    // out = alpha·op(A)·op(B) + bias + addend (+ out): the reference's product, then the epilogue's terms.
     const init2 = c.accumulate ? init.slice() : undefined;
     const expected = matmulRef({ ...shape, a, b, accumulateInto: init2 });
     if (c.bias) for (let i = 0; i < expected.length; i++) expected[i]! += bias[i % c.n]!;
+    if (c.addend) for (let i = 0; i < expected.length; i++) expected[i]! += addend[i]!;
     return { actual, expected };
   } finally {
-    for (const buffer of [aBuffer, bBuffer, outBuffer, biasBuffer]) if (buffer) ctx.pool.release(buffer);
+    for (const buffer of [aBuffer, bBuffer, outBuffer, biasBuffer, addendBuffer])
+      if (buffer) ctx.pool.release(buffer);
   }
 }
 
@@ -118,20 +125,24 @@ for (const variant of variants) {
       await check(ctx, { batch: 2, m: 5, n: 6, k: 0, accumulate: true }, variant);
     });
 
-    it("adds a bias row in the epilogue, once per element however the problem is chunked", async () => {
+    it("adds a bias row and an addend in the epilogue, once per element however the problem is chunked", async () => {
       const ctx = await testContext();
       if (await skip(ctx)) return;
       await check(ctx, { batch: 1, m: 17, n: 33, k: 65, transB: true, bias: true }, variant);
       await check(ctx, { batch: 2, m: 33, n: 31, k: 29, accumulate: true, alpha: 0.5, bias: true }, variant);
       await check(ctx, { batch: 1, m: 5, n: 6, k: 0, bias: true }, variant);
+      await check(ctx, { batch: 2, m: 20, n: 30, k: 40, transB: true, bias: true, addend: true }, variant);
+      await check(ctx, { batch: 1, m: 9, n: 10, k: 11, alpha: -2, accumulate: true, addend: true }, variant);
       limitMatmulForTesting({
         bindingBytes: 12 * 1024,
         textureDimension: 64,
         textureBytes: 24 * 1024,
         workgroupsPerDimension: 3,
       });
-      // Chunks along n shift the bias; chunks along k (accumulating) must add it only once.
+      // Chunks along n shift the bias; chunks along k (accumulating) must add it only once; chunks along m
+      // and batches move the addend's window with out's.
       await check(ctx, { batch: 2, m: 70, n: 130, k: 150, transB: true, bias: true }, variant);
+      await check(ctx, { batch: 3, m: 70, n: 90, k: 150, transA: true, bias: true, addend: true }, variant);
     });
 
     it("splits problems that exceed bindings, textures or dispatch limits into chunks", async () => {
@@ -210,6 +221,7 @@ describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
     { batch: 2, m: 4, n: 9, k: 12, transB: true, aBatchStride: 60, bBatchStride: 130 },
     { batch: 1, m: 16, n: 130, k: 96, transB: true, bias: true },
     { batch: 2, m: 3, n: 40, k: 50, transB: true, bBatchStride: 0, accumulate: true, bias: true },
+    { batch: 2, m: 5, n: 40, k: 50, transB: true, bBatchStride: 0, bias: true, addend: true },
   ];
   it.each(cases.map((c) => [describeCase(c), c] as const))("%s", async (_, c) => {
     await check(await testContext(), c, "matvec", c.m + c.n);
@@ -221,6 +233,7 @@ describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
     await check(ctx, { batch: 2, m: 6, n: 90, k: 150, transB: true, bBatchStride: 0 }, "matvec");
     await check(ctx, { batch: 1, m: 16, n: 70, k: 200, transB: true, accumulate: true, alpha: 2 }, "matvec");
     await check(ctx, { batch: 1, m: 5, n: 90, k: 150, transB: true, bias: true }, "matvec");
+    await check(ctx, { batch: 2, m: 5, n: 90, k: 150, transB: true, addend: true }, "matvec");
   });
 
   it("refuses products it does not take", async () => {
@@ -261,7 +274,16 @@ describe('matmul, "texture" variant specifics', () => {
         ctx.upload(new Float32Array(size.b).fill(Number.NaN)),
         ctx.pool.acquire(size.out * 4),
       ];
-      matmul(ctx, { ...padded, a, b, out, accumulate: false, variant: "texture", bias: undefined });
+      matmul(ctx, {
+        ...padded,
+        a,
+        b,
+        out,
+        accumulate: false,
+        variant: "texture",
+        bias: undefined,
+        addend: undefined,
+      });
       for (const buffer of [a, b, out]) ctx.pool.release(buffer);
       await check(ctx, c, "texture");
     }

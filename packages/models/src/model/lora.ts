@@ -1,5 +1,6 @@
 import {
   add,
+  addLinear,
   type Backend,
   linear,
   matmul,
@@ -92,12 +93,11 @@ export class LoraAdapters {
     const adapter = this.adapters.get(module);
     if (!adapter) return base;
     const down = linear(x, adapter.a);
-    const up = linear(down, adapter.b);
-    const update = scale(up, this.scale);
-    const out = add(base, update);
-    // Only x·Aᵀ is read by a backward (B's gradient); the tape keeps it, so none of these need to wait
-    // for the caller's scope (three tokens × out tensors per projection otherwise).
-    for (const t of [down, up, update]) t.dispose();
+    // base + scale · (x·Aᵀ)·Bᵀ in one kernel: the update never exists on its own.
+    const out = addLinear(base, down, adapter.b, undefined, this.scale);
+    // Only x·Aᵀ is read by a backward (B's gradient); the tape keeps it, so it need not wait for the
+    // caller's scope.
+    down.dispose();
     return out;
   }
 

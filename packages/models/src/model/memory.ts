@@ -228,14 +228,15 @@ export function estimateTrainingMemory(
   // gradients are cleared after each. The KV cache holds keys and values of every layer for every
   // prompt and generated token (in the activations' precision). The prefill runs the prompts one layer
   // at a time, and all that layer's tensors are alive until it ends: its input, h, q, k, v, rotated q
-  // and k, the attention output, o_proj's, x + attention, m, gate, up, silu(gate)·up, down_proj's and
-  // the output. Then only the last position's logits are computed.
+  // and k, the attention output, x + o_proj's (the residual is added in the projection's epilogue), m,
+  // gate, up, silu(gate)·up and the output (x + attention + down_proj's, likewise). Then only the last
+  // position's logits are computed.
   const rollout = options.rollout;
   const kvCache = rollout
     ? 2 * L * rollout.batch * (rollout.promptLength + rollout.newTokens) * kv * activationBytes
     : 0;
   const rolloutForward = rollout
-    ? rollout.batch * rollout.promptLength * (10 * H + 3 * kv + 3 * I) * activationBytes +
+    ? rollout.batch * rollout.promptLength * (8 * H + 3 * kv + 3 * I) * activationBytes +
       rollout.batch * V * activationBytes
     : 0;
   const rolloutPeak = rollout ? persistent + kvCache + rolloutForward : 0;

@@ -8,7 +8,7 @@
  *   logits = lm_head(norm(x))          (lm_head = embed_tokens when tied)
  */
 import {
-  add,
+  addLinear,
   attention,
   type Backend,
   checkpoint,
@@ -293,29 +293,33 @@ export class Qwen2Model {
     } else {
       attended = attention(qr, kr, v, heads);
     }
-    const afterAttention = add(
+    // The residual connections are added in the projections' epilogues.
+    const afterAttention = this.project(
+      `${layer}.self_attn.o_proj`,
+      reshape(attended, [batch, seqLen, c.hiddenSize]),
+      run.adapters,
       x,
-      this.project(
-        `${layer}.self_attn.o_proj`,
-        reshape(attended, [batch, seqLen, c.hiddenSize]),
-        run.adapters,
-      ),
     );
     const m = rmsNorm(afterAttention, this.param(`${layer}.post_attention_layernorm.weight`), c.rmsNormEps);
-    const mlp = this.project(
+    return this.project(
       `${layer}.mlp.down_proj`,
       swiglu(
         this.project(`${layer}.mlp.gate_proj`, m, run.adapters),
         this.project(`${layer}.mlp.up_proj`, m, run.adapters),
       ),
       run.adapters,
+      afterAttention,
     );
-    return add(afterAttention, mlp);
   }
 
-  /** x·Wᵀ (+ bias) for a linear module, plus its LoRA update when the run applies adapters. */
-  private project(module: string, x: Tensor, adapters: LoraAdapters | undefined): Tensor {
-    const base = linear(x, this.param(`${module}.weight`), this.params.get(`${module}.bias`));
+  /**
+   * x·Wᵀ (+ bias) for a linear module, plus its LoRA update when the run applies adapters, plus
+   * `residual` when given (added in the matmul's epilogue).
+   */
+  private project(module: string, x: Tensor, adapters: LoraAdapters | undefined, residual?: Tensor): Tensor {
+    const weight = this.param(`${module}.weight`);
+    const bias = this.params.get(`${module}.bias`);
+    const base = residual ? addLinear(residual, x, weight, bias) : linear(x, weight, bias);
     if (!adapters) return base;
     const adapted = adapters.apply(module, x, base);
     if (adapted !== base) base.dispose();

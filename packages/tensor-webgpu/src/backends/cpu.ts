@@ -68,6 +68,10 @@ export function createCpuBackend(): CpuBackend {
         const bias = f32(a.bias);
         for (let i = 0; i < n; i++) result[i]! += bias[i % a.n]!;
       }
+      if (a.addend) {
+        const addend = f32(a.addend);
+        for (let i = 0; i < n; i++) result[i]! += addend[i]!;
+      }
       store(a.out, result.subarray(0, n), a.accumulate);
       roundIfHalf(a.out, n, a.dtype);
     },

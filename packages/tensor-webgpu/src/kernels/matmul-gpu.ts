@@ -70,7 +70,7 @@ export const blockedTileBytes = (tile: BlockedTile): number =>
 
 /**
  * WGSL of the "blocked" kernel. `preamble` declares the enables, the uniform struct `Params` (m, n, k,
- * bases, strides, leading dimensions), the bindings a, b, out, bias, p and the `storeOut(index, col, value)` epilogue.
+ * bases, strides, leading dimensions), the bindings a, b, out, bias, addend, p and the `storeOut(index, col, value)` epilogue.
  */
 export function blockedKernel(
   transA: boolean,

@@ -95,6 +95,8 @@ export interface MatmulArgs {
   variant?: MatmulVariant;
   /** Added to every row of the result after alpha: bias[n], of the result's element type. */
   bias?: GPUBuffer;
+  /** Added to the result after alpha: [batch, m, n] in out's layout (a residual), of its element type. */
+  addend?: GPUBuffer;
   /** The "blocked" variant's output tile and k-step (default 128 x 128, k-step 8). */
   blockedTile?: BlockedTile;
   /**
@@ -282,8 +284,9 @@ function element(
 }
 
 /**
- * The store epilogue shared by the kernels: out = alpha·acc + bias[col] (+ out), rounded once to f16 for
- * f16 out. `col` is the column within the dispatch's chunk; p.biasBase is the chunk's first column.
+ * The store epilogue shared by the kernels: out = alpha·acc + bias[col] + addend (+ out), rounded once to
+ * f16 for f16 out. `col` is the column within the dispatch's chunk; p.biasBase is the chunk's first
+ * column. The addend has out's layout: its element is out's index moved from out's window to its own.
  */
 function storeFn(storage: FloatStorage): string {
   const read = storage === "f32" ? "out[index]" : "f32(out[index])";
@@ -292,6 +295,7 @@ function storeFn(storage: FloatStorage): string {
 fn storeOut(index: u32, col: u32, value: f32) {
   var v = p.alpha * value;
   if (p.hasBias != 0u) { v += f32(bias[p.biasBase + col]); }
+  if (p.hasAddend != 0u) { v += f32(addend[index - p.outBase + p.addendBase]); }
   if (p.accumulate != 0u) {
     out[index] = ${write(`${read} + v`)};
   } else {
@@ -307,10 +311,10 @@ struct Params {
   aBase: u32, aBatchStride: u32, lda: u32,
   bBase: u32, bBatchStride: u32, ldb: u32,
   outBase: u32, outBatchStride: u32, ldo: u32,
-  accumulate: u32, hasBias: u32, biasBase: u32, alpha: f32,
+  accumulate: u32, hasBias: u32, biasBase: u32, hasAddend: u32, addendBase: u32, alpha: f32,
 }`;
 
-/** The storage-buffer kernels' common start: enables, params, the a / b / out / bias / params bindings, storeOut. */
+/** The storage-buffer kernels' common start: enables, params, the a / b / out / bias / addend / params bindings, storeOut. */
 export function gemmPreamble(storage: FloatStorage): string {
   return /* wgsl */ `${enableFor(storage)}
 ${GEMM_PARAMS}
@@ -318,7 +322,8 @@ ${GEMM_PARAMS}
 @group(0) @binding(1) var<storage, read> b: array<${storage}>;
 @group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
 @group(0) @binding(3) var<storage, read> bias: array<${storage}>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> addend: array<${storage}>;
+@group(0) @binding(5) var<uniform> p: Params;
 ${storeFn(storage)}`;
 }
 
@@ -329,7 +334,7 @@ function gemmParams(
   aBase: number,
   bBase: number,
   outBase: number,
-  withBias: boolean,
+  epilogue: Epilogue,
 ) {
   return params(
     [
@@ -346,22 +351,42 @@ function gemmParams(
       p.m * p.n,
       p.n,
       accumulate ? 1 : 0,
-      withBias ? 1 : 0,
+      epilogue.bias ? 1 : 0,
       c.n0,
+      epilogue.addend ? 1 : 0,
+      epilogue.addendBase,
     ],
     [p.alpha],
   );
 }
 
-/** The bias binding of a chunk: the bias, or a placeholder the kernel does not read when there is none. */
-function biasBinding(ctx: GpuContext, args: MatmulArgs): GPUBuffer {
-  if (args.bias) return args.bias;
-  let placeholder = placeholders.get(ctx);
-  if (!placeholder) {
-    placeholder = ctx.pool.acquire(16, "no bias");
-    placeholders.set(ctx, placeholder);
+/** What a chunk's epilogue adds: the bias and the addend only in the first chunk along k. */
+interface Epilogue {
+  bias: boolean;
+  addend: boolean;
+  addendBase: number;
+  bindings: [GPUBuffer | Binding, GPUBuffer | Binding];
+}
+
+function epilogueOf(ctx: GpuContext, args: MatmulArgs, p: Problem, c: Chunk): Epilogue {
+  const first = c.k0 === 0;
+  const addend = args.addend ? windowFor(ctx, args.addend, spans(p, c).out, p.bytes) : undefined;
+  return {
+    bias: !!args.bias && first,
+    addend: !!addend && first,
+    addendBase: addend?.base ?? 0,
+    bindings: [args.bias ?? placeholder(ctx), addend?.binding ?? placeholder(ctx)],
+  };
+}
+
+/** A binding for an epilogue input the chunk does not use (the kernel does not read it). */
+function placeholder(ctx: GpuContext): GPUBuffer {
+  let buffer = placeholders.get(ctx);
+  if (!buffer) {
+    buffer = ctx.pool.acquire(16, "unused epilogue input");
+    placeholders.set(ctx, buffer);
   }
-  return placeholder;
+  return buffer;
 }
 const placeholders = new WeakMap<GpuContext, GPUBuffer>();
 
@@ -449,10 +474,11 @@ function dispatchChunks(
       windowFor(ctx, args.b, s.b, p.bytes),
       windowFor(ctx, args.out, s.out, p.bytes),
     ];
+    const epilogue = epilogueOf(ctx, args, p, c);
     ctx.dispatch(
       pipeline,
-      [a.binding, b.binding, out.binding, biasBinding(ctx, args)],
-      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base, !!args.bias && c.k0 === 0),
+      [a.binding, b.binding, out.binding, ...epilogue.bindings],
+      gemmParams(p, c, p.accumulate || c.k0 > 0, a.base, b.base, out.base, epilogue),
       [Math.ceil(c.n / colsPerGroup), Math.ceil(c.m / rowsPerGroup), c.batches],
     );
   }
@@ -687,13 +713,15 @@ function textureKernel(lanes: number, transA: boolean, transB: boolean, storage:
   return /* wgsl */ `${enableFor(storage)}enable subgroups;
 struct Params {
   m: u32, n: u32, k4: u32, aRowsPerBatch: u32, bRowsPerBatch: u32,
-  outBase: u32, outBatchStride: u32, ldo: u32, accumulate: u32, hasBias: u32, biasBase: u32, alpha: f32,
+  outBase: u32, outBatchStride: u32, ldo: u32, accumulate: u32, hasBias: u32, biasBase: u32,
+  hasAddend: u32, addendBase: u32, alpha: f32,
 }
 @group(0) @binding(0) var aTex: texture_storage_2d<${format}, read>;
 @group(0) @binding(1) var bTex: texture_storage_2d<${format}, read>;
 @group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
 @group(0) @binding(3) var<storage, read> bias: array<${storage}>;
-@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> addend: array<${storage}>;
+@group(0) @binding(5) var<uniform> p: Params;
 ${storeFn(storage)}
 
 @compute @workgroup_size(${lanes})
@@ -939,9 +967,10 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
     fill(args.b, t.b, bTexture);
     const out = windowFor(ctx, args.out, spans(p, c).out, p.bytes);
     const accumulate = p.accumulate || c.k0 > 0;
+    const epilogue = epilogueOf(ctx, args, p, c);
     ctx.dispatch(
       multiply,
-      [{ textureView: aTexture.view }, { textureView: bTexture.view }, out.binding, biasBinding(ctx, args)],
+      [{ textureView: aTexture.view }, { textureView: bTexture.view }, out.binding, ...epilogue.bindings],
       params(
         [
           c.m,
@@ -953,8 +982,10 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
           p.m * p.n,
           p.n,
           accumulate ? 1 : 0,
-          args.bias && c.k0 === 0 ? 1 : 0,
+          epilogue.bias ? 1 : 0,
           c.n0,
+          epilogue.addend ? 1 : 0,
+          epilogue.addendBase,
         ],
         [p.alpha],
       ),
@@ -1011,6 +1042,7 @@ function problemOf(args: MatmulArgs): Problem {
   }
   need("out", args.out, batch * m * n);
   if (args.bias) need("bias", args.bias, n);
+  if (args.addend) need("addend", args.addend, batch * m * n);
   return p;
 }
 

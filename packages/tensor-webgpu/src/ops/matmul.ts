@@ -1,7 +1,7 @@
 import { record } from "../autograd.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
-import { add } from "./elementwise.js";
+import { add, scale } from "./elementwise.js";
 import { promoted } from "./precision.js";
 import { sumToShape } from "./reduce.js";
 import { reshape } from "./shape.js";
@@ -20,16 +20,25 @@ export interface MatmulOptions {
  * operands give an f16 result (products accumulated in f32); f16 with f32 is computed in f32.
  */
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
-  return product(a, b, options, undefined);
+  return product(a, b, options, {});
 }
 
-/** op(a) · op(b), plus `bias` [n] on every row in the kernel's epilogue when given (same dtype). */
-function product(a: Tensor, b: Tensor, options: MatmulOptions, bias: Tensor | undefined): Tensor {
-  const backend = backendOf(bias ? "linear" : "matmul", a, b, bias);
+/** What the kernel's epilogue adds to alpha · op(a) · op(b): a bias row [n] and an addend of the result's shape. */
+interface Epilogue {
+  alpha?: number;
+  bias?: Tensor;
+  addend?: Tensor;
+}
+
+/** alpha · op(a) · op(b) + bias + addend, in one kernel (the epilogue's tensors have the result's dtype). */
+function product(a: Tensor, b: Tensor, options: MatmulOptions, epilogue: Epilogue): Tensor {
+  const { alpha = 1, bias, addend } = epilogue;
+  const fused = bias !== undefined || addend !== undefined;
+  const backend = backendOf(fused ? "linear" : "matmul", a, b, bias, addend);
   if (a.dtype === "i32" || b.dtype === "i32")
     throw new TypeError(`matmul: expected float tensors, got ${a.describe()} and ${b.describe()}`);
   // f16 · f16 runs the f16 kernel (f32 accumulation, f16 result); f16 with f32 promotes to f32.
-  if (a.dtype !== b.dtype) return promoted(a, b, (pa, pb) => product(pa, pb, options, bias));
+  if (a.dtype !== b.dtype) return promoted(a, b, (pa, pb) => product(pa, pb, options, epilogue));
   const dtype = a.dtype;
   const { transA = false, transB = false } = options;
   if (a.rank < 2 || b.rank < 2)
@@ -63,13 +72,23 @@ function product(a: Tensor, b: Tensor, options: MatmulOptions, bias: Tensor | un
     transA,
     transB,
     bBatchStride: sharedB ? 0 : k * n,
+    ...(alpha !== 1 ? { alpha } : {}),
     ...(bias ? { bias: bias.buffer } : {}),
+    ...(addend ? { addend: addend.buffer } : {}),
   });
-  return record(bias ? "linear" : "matmul", out, [a, b, bias], [a, b], (g, [sa, sb]) => [
-    a.requiresGrad ? gradA(g, sb!, transA, transB) : null,
-    b.requiresGrad ? gradB(g, sa!, transA, transB, sharedB, b.shape) : null,
-    bias?.requiresGrad ? sumToShape(g, bias.shape) : null,
-  ]);
+  return record(fused ? "linear" : "matmul", out, [a, b, bias, addend], [a, b], (g, [sa, sb]) => {
+    // d(alpha · P)/dP = alpha: the product's gradients see alpha · g.
+    const gp = alpha === 1 || !(a.requiresGrad || b.requiresGrad) ? g : scale(g, alpha);
+    const grads = [
+      a.requiresGrad ? gradA(gp, sb!, transA, transB) : null,
+      b.requiresGrad ? gradB(gp, sa!, transA, transB, sharedB, b.shape) : null,
+      bias?.requiresGrad ? sumToShape(g, bias.shape) : null,
+      // The addend has the result's shape: its gradient is g, as an add's is.
+      addend?.requiresGrad ? sumToShape(g, addend.shape) : null,
+    ];
+    if (gp !== g) gp.dispose();
+    return grads;
+  });
 }
 
 // C = op(A)·op(B). dA and dB in the stored layouts of A and B.
@@ -119,10 +138,33 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
     bias.shape[0] === weight.shape[0] &&
     bias.dtype === x.dtype &&
     weight.dtype === x.dtype;
-  if (fused) return product(x, weight, { transB: true }, bias);
+  if (fused) return product(x, weight, { transB: true }, { bias });
   const y = matmul(x, weight, { transB: true });
   if (!bias) return y;
   const out = add(y, bias);
   y.dispose();
+  return out;
+}
+
+/**
+ * addend + alpha · x · Wᵀ (+ bias) in one kernel: a residual connection around a linear layer, or a LoRA
+ * update added onto its base output. The addend has the result's shape ([..., out]); bias and addend
+ * of another dtype than the result, or an addend of another shape, fall back to separate ops.
+ */
+export function addLinear(addend: Tensor, x: Tensor, weight: Tensor, bias?: Tensor, alpha = 1): Tensor {
+  const outShape = [...x.shape.slice(0, -1), weight.shape[0]];
+  const fits =
+    weight.rank === 2 &&
+    x.dtype === weight.dtype &&
+    addend.dtype === x.dtype &&
+    addend.rank === outShape.length &&
+    addend.shape.every((d, i) => d === outShape[i]) &&
+    (bias === undefined || (bias.rank === 1 && bias.shape[0] === weight.shape[0] && bias.dtype === x.dtype));
+  if (fits) return product(x, weight, { transB: true }, { alpha, bias, addend });
+  const y = linear(x, weight, bias);
+  const scaled = alpha === 1 ? y : scale(y, alpha);
+  if (scaled !== y) y.dispose();
+  const out = add(addend, scaled);
+  scaled.dispose();
   return out;
 }
