@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { saveTinyModel } from "@ragen/sft/node";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SMOKE_RUN_SETTINGS } from "../src/index.js";
 import {
   ARM_SWEEP_FILES,
@@ -12,6 +12,7 @@ import {
   runArmExperiment,
   runArms,
 } from "../src/node.js";
+import { quiet } from "./helpers/quiet.js";
 
 const root = mkdtempSync(join(tmpdir(), "arm-sweep-"));
 const modelDir = join(root, "model");
@@ -23,19 +24,6 @@ const experiment = {
   common: ["envs=Bandit", `model=${modelDir}`, ...SMOKE_RUN_SETTINGS, "steps=1"],
   arms: { wide: ["starpo.clipRatioHigh=0.28"], narrow: ["starpo.clipRatioHigh=0.2", "seed=7"] },
   outDir: "runs/exp",
-};
-
-const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
-  const log = vi.spyOn(console, "log").mockImplementation(() => {});
-  const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
-  try {
-    return await fn();
-  } finally {
-    log.mockRestore();
-    err.mockRestore();
-    out.mockRestore();
-  }
 };
 
 describe("an arm experiment over seeds", () => {

@@ -6,25 +6,13 @@ import { saveTinyModel } from "@ragen/sft/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { formatTrainingSummary, type ResolvedSettings, resolveSettings } from "../src/index.js";
 import { findCheckpoint, resolveRunSettings, trainInFolder } from "../src/node.js";
+import { quiet } from "./helpers/quiet.js";
 
 const root = mkdtempSync(join(tmpdir(), "quest-"));
 const modelDir = join(root, "model");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 beforeAll(() => saveTinyModel(modelDir, { envTags: ["FrozenLake", "Bandit"] }));
-
-const quiet = async <T>(fn: () => Promise<T>): Promise<T> => {
-  const log = vi.spyOn(console, "log").mockImplementation(() => {});
-  const errors = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
-  try {
-    return await fn();
-  } finally {
-    log.mockRestore();
-    errors.mockRestore();
-    out.mockRestore();
-  }
-};
 
 const runQuest = async (resolved: Promise<ResolvedSettings>) => trainInFolder(await resolved);
 const smallRunArgs = (outDir: string, ...extra: string[]) => [
