@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   buildSweepReport,
+  formatArmSweepMarkdown,
   formatSweepMarkdown,
   meanWithError,
   resolveSettings,
@@ -91,6 +92,31 @@ describe("summarizeSweep", () => {
 
   it("gives no standard error for a single value", () => {
     expect(meanWithError([0.4])).toEqual({ mean: 0.4, standardError: Number.NaN });
+  });
+});
+
+describe("formatArmSweepMarkdown", () => {
+  it("puts every arm's start and end across seeds in one table, then each arm's per-seed tables", () => {
+    const first = summarizeSweep(runs, 64);
+    const second = summarizeSweep(runs.slice(0, 1), 64);
+    const markdown = formatArmSweepMarkdown([
+      { arm: "starpo", summary: first },
+      { arm: "apo", summary: second },
+    ]);
+    expect(markdown).toContain("seeds 0, 1, 2;");
+    // Env A over seeds 0-2: starts 0.2, 0.1, 0.3 (mean 20.0% ± 5.8%), ends of the finished seeds 0.35 and 0.3.
+    expect(markdown).toContain("| starpo | A | 20.0% ± 5.8% | 32.5% ± 2.5% | 2 of 2 | 0 of 3 |");
+    expect(markdown).toContain("| starpo | B | 58.3% ± 1.7% | 70.0% ± 20.0% | 1 of 2 | 1 of 3 |");
+    expect(markdown).toContain("| apo | A | 20.0% | 35.0% | 1 of 1 | 0 of 1 |");
+    expect(markdown).toMatch(/## starpo\n\n### A\n/);
+    expect(markdown).toMatch(/## apo\n\n### A\n/);
+  });
+
+  it("says so when no seed has validated yet", () => {
+    const empty = summarizeSweep([{ seed: 0, history: [], finished: false }], 32);
+    expect(formatArmSweepMarkdown([{ arm: "starpo", summary: empty }])).toBe(
+      "# Seed sweep of the arms\n\nNo seed has validated yet.\n",
+    );
   });
 });
 

@@ -222,10 +222,12 @@ export function formatArmSweepMarkdown(arms: readonly { arm: string; summary: Sw
     ["arm", "env", "start", "end", "ended above start", "fell > 2 SE below start"],
     rows,
   );
-  const details = arms.map(
-    ({ arm, summary }) =>
-      // The arm's own tables, without the single-sweep title and preamble.
-      `## ${arm}\n\n${formatSweepMarkdown(summary).replace(/^# Seed sweep\n\n[^\n]*\n\n/, "")}`,
+  if (seeds.length === 0) return "# Seed sweep of the arms\n\nNo seed has validated yet.\n";
+  const details = arms.map(({ arm, summary }) =>
+    summary.envs.length === 0
+      ? `## ${arm}\n\nNo seed has validated yet.\n`
+      : // The arm's own tables, without the single-sweep title and preamble.
+        `## ${arm}\n\n${formatSweepMarkdown(summary).replace(/^# Seed sweep\n\n[^\n]*\n\n/, "")}`,
   );
   return `# Seed sweep of the arms\n\nValidation success on ${episodes} episodes per env, seeds ${seeds.join(", ")}; mean ± standard error across seeds (the end's over the finished seeds only).\n\n${table}\n\n${details.join("\n")}`;
 }
