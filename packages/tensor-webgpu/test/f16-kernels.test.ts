@@ -59,6 +59,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     { batch: 2, m: 130, n: 140, k: 70, transA: true, accumulate: true, alpha: -2 },
     { batch: 1, m: 70, n: 150, k: 40, transB: true, bias: true }, // a bias row in the epilogue
     { batch: 2, m: 33, n: 31, k: 29, accumulate: true, alpha: 0.5, bias: true },
+    { batch: 2, m: 40, n: 72, k: 96, transB: true, bBatchStride: 0, bias: true, addend: true }, // + residual
   ];
   const variants: MatmulVariant[] = ["buffer", "tiled", "texture", "blocked", "subgroup-matrix"];
   for (const variant of variants) {
@@ -75,8 +76,10 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
           const init = halves(randomArray(c.batch * c.m * c.n, c.k));
           const bias = halves(randomArray(c.n, c.m + c.n));
           const buffers = [uploadHalves(ctx, a), uploadHalves(ctx, b), uploadHalves(ctx, init)] as const;
+          const addend = halves(randomArray(init.length, c.k + 1));
           const biasBuffer = "bias" in c ? uploadHalves(ctx, bias) : undefined;
-          const { bias: _, ...shape } = { bias: false, ...c };
+          const addendBuffer = "addend" in c ? uploadHalves(ctx, addend) : undefined;
+          const { bias: _, addend: __, ...shape } = { bias: false, addend: false, ...c };
           const args = {
             ...shape,
             a: buffers[0],
@@ -85,17 +88,18 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
             variant,
             dtype: "f16",
           } as const;
-          matmul(ctx, { ...args, bias: biasBuffer });
+          matmul(ctx, { ...args, bias: biasBuffer, addend: addendBuffer });
           const actual = await readHalves(ctx, buffers[2], init.length);
           const init2 = c.accumulate ? init.slice() : undefined;
           const expected = matmulRef({ ...shape, a, b, accumulateInto: init2 });
           if (biasBuffer) for (let i = 0; i < expected.length; i++) expected[i]! += bias[i % c.n]!;
+          if (addendBuffer) for (let i = 0; i < expected.length; i++) expected[i]! += addend[i]!;
           expectClose(actual, expected, F16.atol * Math.sqrt(c.k), F16.rtol);
           // The result really is f16: every value is a half.
           expect(Array.from(actual.subarray(0, 64)).every((v) => fromHalfBits(toHalfBits(v)) === v)).toBe(
             true,
           );
-          for (const buffer of [...buffers, biasBuffer]) if (buffer) ctx.pool.release(buffer);
+          for (const buffer of [...buffers, biasBuffer, addendBuffer]) if (buffer) ctx.pool.release(buffer);
         });
       },
     );
