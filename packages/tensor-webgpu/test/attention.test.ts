@@ -181,6 +181,7 @@ describe("decodeAttention", () => {
       [1000, 1, qwen],
       [129, 2, qwen, [5, 129]],
     ];
+    const dispatches: number[] = [];
     for (const [kvLen, batch, heads, kvStart] of configs) {
       const { numHeads, numKvHeads, headDim } = heads;
       const capacity = kvLen + 5;
@@ -192,6 +193,7 @@ describe("decodeAttention", () => {
       const kvStartBuffer = kvStartData ? ctx.upload(kvStartData) : undefined;
       const out = ctx.pool.acquire(q.byteLength);
       const dims = { batch, numHeads, numKvHeads, headDim, kvLen, capacity };
+      const before = ctx.stats.dispatches;
       decodeAttention(ctx, {
         ...dims,
         q: buffers[0]!,
@@ -200,6 +202,7 @@ describe("decodeAttention", () => {
         out,
         kvStart: kvStartBuffer,
       });
+      dispatches.push(ctx.stats.dispatches - before);
       const actual = await readF32(ctx, out, q.length);
       expect(actual.every(Number.isFinite)).toBe(true);
       decodeAttention(ctx, {
@@ -232,5 +235,8 @@ describe("decodeAttention", () => {
         ctx.pool.release(buffer);
       }
     }
+    // A one-chunk cache is one split, normalised in place (no combine); a long one splits and combines.
+    expect(dispatches[0]).toBe(1);
+    expect(dispatches[3]).toBe(2);
   });
 });

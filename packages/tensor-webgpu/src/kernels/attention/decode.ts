@@ -4,7 +4,8 @@
  * Per chunk of 64 keys: thread t scores key t against every head, one thread per head runs the online
  * softmax, then threads (vec4 column, key slice) accumulate P·V per head. Each split writes unnormalised
  * partial outputs with their (max, sum); a combine dispatch merges the splits of each head. Splits are
- * sized so that short caches use one or two and long ones fill the GPU.
+ * sized so that short caches use one or two and long ones fill the GPU; a single split normalises its
+ * output itself and needs no combine.
  */
 
 import { checkAttentionDims } from "../../core/attention.js";
@@ -64,6 +65,7 @@ var<workgroup> qTile: array<vec4f, ${group * d4}>;        // scaled queries of t
 var<workgroup> pTile: array<f32, ${group * DECODE_CHUNK}>; // per head: scores, then probabilities
 var<workgroup> alphaTile: array<f32, ${group}>;
 var<workgroup> sumTile: array<vec4f, ${slices * d4}>;
+var<workgroup> headSums: array<f32, ${group}>;             // each head's softmax sum, for a single split
 
 @compute @workgroup_size(${threads})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -127,7 +129,9 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     }
   }
 
-  // Sum the slices' partial outputs, head by head.
+  // Sum the slices' partial outputs, head by head. A single split is the whole answer: it is normalised
+  // here (partOut is then the output) and no combine runs.
+  if (t < ${group}u) { headSums[t] = rowSum; }
   ${heads(
     (g) => `workgroupBarrier();
   if (slice < ${slices}u) { sumTile[t] = acc${g}; }
@@ -135,6 +139,8 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   if (t < ${d4}u) {
     var total = vec4f(0.0);
     for (var s = 0u; s < params.slices; s++) { total += sumTile[s * ${d4}u + t]; }
+    let sum = headSums[${g}u];
+    if (params.splits == 1u) { total = select(vec4f(0.0), total / sum, sum > 0.0); }
     partOut[((headBase + ${g}u) * params.splits + split) * ${d4}u + t] = total;
   }`,
     "\n  ",
@@ -184,7 +190,7 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs): voi
   checkHeadDim(headDim);
   const d4 = headDim / 4;
   const group = numHeads / numKvHeads;
-  const bytes = 16 * group * d4 + 4 * group * (DECODE_CHUNK + 1) + 16 * decodeSlices(d4) * d4;
+  const bytes = 16 * group * d4 + 4 * group * (DECODE_CHUNK + 2) + 16 * decodeSlices(d4) * d4;
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
   if (bytes > limit) {
     throw new RangeError(
@@ -196,7 +202,9 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs): voi
   const keysPerSplit = DECODE_CHUNK * Math.ceil(chunks / Math.min(chunks, wanted));
   const splits = Math.ceil(kvLen / keysPerSplit);
   const rows = batch * numHeads;
-  const partOut = ctx.pool.acquire(rows * splits * headDim * 4, "decode partial outputs");
+  // One split writes the normalised output itself; several write partial outputs for the combine.
+  const partOut =
+    splits === 1 ? args.out : ctx.pool.acquire(rows * splits * headDim * 4, "decode partial outputs");
   const partStats = ctx.pool.acquire(rows * splits * 8, "decode partial stats");
   const code = cachedCode(`decode:${group}:${d4}`, () => decodeCode(group, d4));
   ctx.dispatch(
@@ -219,12 +227,14 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs): voi
     ),
     [splits, numKvHeads, batch],
   );
-  ctx.dispatch(
-    ctx.pipeline("attention decode combine", DECODE_COMBINE_CODE),
-    [partOut, partStats, args.out],
-    new Uint32Array([splits, d4, rows]),
-    grid(rows),
-  );
-  ctx.pool.release(partOut);
+  if (splits > 1) {
+    ctx.dispatch(
+      ctx.pipeline("attention decode combine", DECODE_COMBINE_CODE),
+      [partOut, partStats, args.out],
+      new Uint32Array([splits, d4, rows]),
+      grid(rows),
+    );
+    ctx.pool.release(partOut);
+  }
   ctx.pool.release(partStats);
 }
