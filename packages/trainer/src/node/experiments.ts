@@ -15,7 +15,7 @@ import type { TrainingSettings } from "../settings/fields.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
 import { trainInFolder } from "./job.js";
 import { resolveRunSettings } from "./run-settings.js";
-import { checkSweepSettings, readSeedRun, seedFolder } from "./sweep.js";
+import { checkSweepSettings, readSeedRun, seedFolder, seedRunSettings } from "./sweep.js";
 
 export interface ArmExperiment {
   /** Settings every arm shares, e.g. the env and the model. */
@@ -115,14 +115,10 @@ export function experimentFolder(runs: readonly ArmRun[]): string {
 /** The arms' runs for one seed of a sweep: that seed, each arm in `<experiment>/seed-<N>/<arm>`. */
 export function armSeedRuns(runs: readonly ArmRun[], seed: number): ArmRun[] {
   const folder = seedFolder(experimentFolder(runs), seed);
-  return runs.map(({ arm, resolved }) => ({
-    arm,
-    resolved: {
-      ...resolved,
-      settings: { ...resolved.settings, seed, seeds: null, outDir: join(folder, arm) },
-      sources: { ...resolved.sources, seed: resolved.sources.seeds ?? "default" },
-    },
-  }));
+  return runs.map(({ arm, resolved }) => {
+    const seedRun = seedRunSettings(resolved, seed);
+    return { arm, resolved: { ...seedRun, settings: { ...seedRun.settings, outDir: join(folder, arm) } } };
+  });
 }
 
 export const ARM_SWEEP_FILES = { summary: "sweep.json", table: "sweep.md" } as const;
@@ -182,16 +178,9 @@ export async function runArmExperiment<T>(
 ): Promise<ArmExperimentResult<T>> {
   const seeds = runs[0]?.resolved.settings.seeds ?? null;
   if (seeds === null) {
+    const dir = experimentFolder(runs);
     const results = await runArms(runs, title);
-    return {
-      comparisons: [
-        {
-          seed: null,
-          dir: experimentFolder(runs),
-          comparison: await compare(results, experimentFolder(runs)),
-        },
-      ],
-    };
+    return { comparisons: [{ seed: null, dir, comparison: await compare(results, dir) }] };
   }
   const comparisons: ArmExperimentResult<T>["comparisons"] = [];
   let sweep = writeArmSweepSummary(runs, seeds, title);

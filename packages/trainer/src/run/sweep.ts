@@ -125,6 +125,11 @@ const improvedLine = (env: SweepEnvSummary) =>
 
 /** The per-seed table and the across-seed line of every env, in markdown. */
 export function formatSweepMarkdown(summary: SweepSummary): string {
+  return `# Seed sweep\n\nValidation success on ${summary.episodes} episodes per env, seeds ${summary.seeds.join(", ")}. The end of each seed carries its binomial standard error; the mean carries the standard error across seeds, the end's over the finished seeds only.\n\n${envSections(summary)}\n`;
+}
+
+/** One section per env: its per-seed table and the across-seed line. */
+function envSections(summary: SweepSummary): string {
   const sections = summary.envs.map((env) => {
     const rows = env.seeds.map((r) => [
       String(r.seed),
@@ -142,7 +147,7 @@ export function formatSweepMarkdown(summary: SweepSummary): string {
     ]);
     return `### ${env.envTag}\n\n${markdownTable(["seed", "start", "end", "lowest", "fell > 2 SE below start"], rows)}`;
   });
-  return `# Seed sweep\n\nValidation success on ${summary.episodes} episodes per env, seeds ${summary.seeds.join(", ")}. The end of each seed carries its binomial standard error; the mean carries the standard error across seeds, the end's over the finished seeds only.\n\n${sections.join("\n\n")}\n`;
+  return sections.join("\n\n");
 }
 
 /** The combined report: per env, every seed's validation curve and the mean ± SE band, and the tables. */
@@ -206,6 +211,8 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
  * per-seed tables.
  */
 export function formatArmSweepMarkdown(arms: readonly { arm: string; summary: SweepSummary }[]): string {
+  const seeds = [...new Set(arms.flatMap(({ summary }) => summary.seeds))];
+  if (seeds.length === 0) return "# Seed sweep of the arms\n\nNo seed has validated yet.\n";
   const rows = arms.flatMap(({ arm, summary }) =>
     summary.envs.map((env) => [
       arm,
@@ -216,18 +223,15 @@ export function formatArmSweepMarkdown(arms: readonly { arm: string; summary: Sw
       `${env.collapsed} of ${env.seeds.length}`,
     ]),
   );
-  const seeds = [...new Set(arms.flatMap(({ summary }) => summary.seeds))];
   const episodes = arms[0]?.summary.episodes ?? 0;
   const table = markdownTable(
     ["arm", "env", "start", "end", "ended above start", "fell > 2 SE below start"],
     rows,
   );
-  if (seeds.length === 0) return "# Seed sweep of the arms\n\nNo seed has validated yet.\n";
   const details = arms.map(({ arm, summary }) =>
     summary.envs.length === 0
       ? `## ${arm}\n\nNo seed has validated yet.\n`
-      : // The arm's own tables, without the single-sweep title and preamble.
-        `## ${arm}\n\n${formatSweepMarkdown(summary).replace(/^# Seed sweep\n\n[^\n]*\n\n/, "")}`,
+      : `## ${arm}\n\n${envSections(summary)}\n`,
   );
   return `# Seed sweep of the arms\n\nValidation success on ${episodes} episodes per env, seeds ${seeds.join(", ")}; mean ± standard error across seeds (the end's over the finished seeds only).\n\n${table}\n\n${details.join("\n")}`;
 }
