@@ -351,20 +351,18 @@ function gemmParams(
       p.m * p.n,
       p.n,
       accumulate ? 1 : 0,
-      epilogue.bias ? 1 : 0,
-      c.n0,
-      epilogue.addend ? 1 : 0,
-      epilogue.addendBase,
+      ...epilogue.params,
     ],
     [p.alpha],
   );
 }
 
-/** What a chunk's epilogue adds: the bias and the addend only in the first chunk along k. */
+/**
+ * What a chunk's epilogue adds: the bias and the addend only in the first chunk along k. `params` are
+ * the Params fields hasBias, biasBase, hasAddend, addendBase; `bindings` are bindings 3 and 4.
+ */
 interface Epilogue {
-  bias: boolean;
-  addend: boolean;
-  addendBase: number;
+  params: [number, number, number, number];
   bindings: [GPUBuffer | Binding, GPUBuffer | Binding];
 }
 
@@ -372,9 +370,7 @@ function epilogueOf(ctx: GpuContext, args: MatmulArgs, p: Problem, c: Chunk): Ep
   const first = c.k0 === 0;
   const addend = args.addend ? windowFor(ctx, args.addend, spans(p, c).out, p.bytes) : undefined;
   return {
-    bias: !!args.bias && first,
-    addend: !!addend && first,
-    addendBase: addend?.base ?? 0,
+    params: [args.bias && first ? 1 : 0, c.n0, addend && first ? 1 : 0, addend?.base ?? 0],
     bindings: [args.bias ?? placeholder(ctx), addend?.binding ?? placeholder(ctx)],
   };
 }
@@ -982,10 +978,7 @@ function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
           p.m * p.n,
           p.n,
           accumulate ? 1 : 0,
-          epilogue.bias ? 1 : 0,
-          c.n0,
-          epilogue.addend ? 1 : 0,
-          epilogue.addendBase,
+          ...epilogue.params,
         ],
         [p.alpha],
       ),

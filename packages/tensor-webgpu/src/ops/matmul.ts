@@ -131,14 +131,7 @@ function gradB(
  * bias is broadcast-added after.
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
-  const fused =
-    bias !== undefined &&
-    bias.rank === 1 &&
-    weight.rank === 2 &&
-    bias.shape[0] === weight.shape[0] &&
-    bias.dtype === x.dtype &&
-    weight.dtype === x.dtype;
-  if (fused) return product(x, weight, { transB: true }, { bias });
+  if (bias && inEpilogue(x, weight, bias)) return product(x, weight, { transB: true }, { bias });
   const y = matmul(x, weight, { transB: true });
   if (!bias) return y;
   const out = add(y, bias);
@@ -154,12 +147,10 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
 export function addLinear(addend: Tensor, x: Tensor, weight: Tensor, bias?: Tensor, alpha = 1): Tensor {
   const outShape = [...x.shape.slice(0, -1), weight.shape[0]];
   const fits =
-    weight.rank === 2 &&
-    x.dtype === weight.dtype &&
+    inEpilogue(x, weight, bias) &&
     addend.dtype === x.dtype &&
     addend.rank === outShape.length &&
-    addend.shape.every((d, i) => d === outShape[i]) &&
-    (bias === undefined || (bias.rank === 1 && bias.shape[0] === weight.shape[0] && bias.dtype === x.dtype));
+    addend.shape.every((d, i) => d === outShape[i]);
   if (fits) return product(x, weight, { transB: true }, { alpha, bias, addend });
   const y = linear(x, weight, bias);
   const scaled = alpha === 1 ? y : scale(y, alpha);
@@ -167,4 +158,13 @@ export function addLinear(addend: Tensor, x: Tensor, weight: Tensor, bias?: Tens
   const out = add(addend, scaled);
   scaled.dispose();
   return out;
+}
+
+/** Whether x · Wᵀ (+ bias) can run as one kernel: W [out, in], a bias [out], all of x's dtype. */
+function inEpilogue(x: Tensor, weight: Tensor, bias: Tensor | undefined): boolean {
+  return (
+    weight.rank === 2 &&
+    weight.dtype === x.dtype &&
+    (bias === undefined || (bias.rank === 1 && bias.shape[0] === weight.shape[0] && bias.dtype === x.dtype))
+  );
 }
