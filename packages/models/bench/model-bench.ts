@@ -53,6 +53,12 @@ export function benchTokens(shape: Qwen2Shape, batch: number, seq: number) {
   };
 }
 
+/** `batch` prompts of `promptLength` of the benchmark's deterministic tokens, as decoding starts from. */
+export function benchPrompts(shape: Qwen2Shape, batch: number, promptLength: number): Int32Array[] {
+  const { ids } = benchTokens(shape, batch, promptLength);
+  return Array.from({ length: batch }, (_, b) => ids.slice(b * promptLength, (b + 1) * promptLength));
+}
+
 export interface TrainingMeasurement {
   tokensPerSecond: number;
   secondsPerStep: number[];
@@ -128,10 +134,7 @@ export async function measureDecode(
   model: Qwen2Model,
   options: { batch: number; promptLength: number; newTokens: number; temperature?: number },
 ): Promise<DecodeMeasurement> {
-  const { ids } = benchTokens(model.config, options.batch, options.promptLength);
-  const prompts = Array.from({ length: options.batch }, (_, b) =>
-    ids.slice(b * options.promptLength, (b + 1) * options.promptLength),
-  );
+  const prompts = benchPrompts(model.config, options.batch, options.promptLength);
   const temperature = options.temperature ?? 0;
   await generate(model, prompts, { maxNewTokens: 2, temperature });
   const backend = model.parameters()[0]!.backend;

@@ -20,7 +20,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import {
-  benchTokens,
+  benchPrompts,
   MODEL_SIZES,
   measureDecode,
   measureTraining,
@@ -308,10 +308,7 @@ if (wants("model")) {
       printKernels("one forward+backward step", train);
       // The profile starts once the prompt's prefill has produced the first token: then 8 decoding steps.
       const steps = 8;
-      const { ids } = benchTokens(shape, decode.batch, decode.promptLength);
-      const prompts = Array.from({ length: decode.batch }, (_, b) =>
-        ids.slice(b * decode.promptLength, (b + 1) * decode.promptLength),
-      );
+      const prompts = benchPrompts(shape, decode.batch, decode.promptLength);
       let profiling = false;
       await generate(qwen, prompts, {
         maxNewTokens: 1 + steps,
