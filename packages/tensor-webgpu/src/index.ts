@@ -61,6 +61,32 @@ export {
   textureSizeClass,
 } from "./gpu/texture-pool.js";
 export { blockFor, waitForGpu } from "./gpu/wait.js";
+// Matmul kernels measured per adapter: the context's table of choices, and the tuner that fills it
+export {
+  adapterKey,
+  type CandidateTime,
+  choiceName,
+  disableMatmulTuning,
+  enableMatmulTuning,
+  type MatmulChoice,
+  MatmulChoiceTable,
+  type MatmulShape,
+  matmulChoices,
+  matmulShapeKey,
+  type MatmulTuningFile,
+  MatmulTuningFileError,
+  type MatmulVariant,
+  parseTuningFile,
+  TUNING_FORMAT,
+  type TunedMatmul,
+} from "./kernels/matmul-choices.js";
+export type { BlockedTile } from "./kernels/matmul-gpu.js";
+export {
+  matmulCandidates,
+  type TuneOptions,
+  timeMatmulCandidates,
+  tuneMatmuls,
+} from "./kernels/matmul-tuning.js";
 export * from "./ops/index.js";
 export { AdamW, type AdamWMoments, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
 export {

@@ -11,6 +11,12 @@ export {
   usesLora,
 } from "./run/lora.js";
 export {
+  type KernelChoiceStore,
+  KernelTuner,
+  type TuningPass,
+  tunesKernels,
+} from "./run/kernel-tuning.js";
+export {
   checkMemoryFit,
   longestSequence,
   type MemorySettings,

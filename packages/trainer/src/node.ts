@@ -27,6 +27,7 @@ export {
   writeArmSweepSummary,
 } from "./node/experiments.js";
 export { loadPolicyWithProgress, runTrainingJob, trainInFolder } from "./node/job.js";
+export { KernelChoiceFiles, ragenCacheDir } from "./node/kernel-choice-files.js";
 export { loadPolicy, modelLocation, modelParameterCount } from "./node/load-policy.js";
 export { acquireRunLock, LOCK_FILE, type LockHolder, type RunLock } from "./node/run-lock.js";
 export {

@@ -52,6 +52,7 @@ import type { Binding, GpuContext } from "../gpu/context.js";
 import type { PooledTexture } from "../gpu/texture-pool.js";
 import { bindingWindow } from "./binding-windows.js";
 import { enableFor, type FloatStorage } from "./elementwise.js";
+import { type MatmulChoice, type MatmulShape, type MatmulVariant, matmulChoices } from "./matmul-choices.js";
 import {
   BLOCKED_TILE,
   type BlockedTile,
@@ -69,7 +70,7 @@ import {
 } from "./matmul-gpu.js";
 import { wgslCache } from "./wgsl/code-cache.js";
 
-export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix" | "matvec";
+export type { MatmulVariant } from "./matmul-choices.js";
 
 export interface MatmulArgs {
   a: GPUBuffer;
@@ -565,8 +566,8 @@ function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
 // ---------------------------------------------------------------------------------------------------------
 // Variants "blocked" and "subgroup-matrix" (kernels in matmul-gpu.ts): 128 x 128 tiles per workgroup.
 
-function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
-  const tile = args.blockedTile ?? BLOCKED_TILE;
+function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: BlockedTile): void {
+  const tile = chosen ?? BLOCKED_TILE;
   const problem = blockedTileProblem(tile);
   if (problem) throw new RangeError(`matmul: ${problem}`);
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
@@ -1039,9 +1040,28 @@ function problemOf(args: MatmulArgs): Problem {
   return p;
 }
 
+/** The shape `matmul` looks up in the context's table of measured choices. */
+export function matmulShapeOf(args: MatmulArgs): MatmulShape {
+  const { batch, m, n, k } = args;
+  return { batch, m, n, k, transA: !!args.transA, transB: !!args.transB, dtype: args.dtype ?? "f32" };
+}
+
+/**
+ * Which kernel `matmul` runs for these arguments on this context: the forced variant, else the measured
+ * winner of the problem's group when tuning is on (matmul-choices.ts), else the fixed rule below.
+ */
+export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
+  if (args.variant) return { variant: args.variant, ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}) };
+  const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
+  return tuned ?? { variant: fixedRule(ctx, args) };
+}
+
 /** Which variant `matmul` runs for these arguments on this context's adapter. */
 export function matmulVariant(ctx: GpuContext, args: MatmulArgs): MatmulVariant {
-  if (args.variant) return args.variant;
+  return matmulChoice(ctx, args).variant;
+}
+
+function fixedRule(ctx: GpuContext, args: MatmulArgs): MatmulVariant {
   if (!ctx.info.adapter.isSoftware) {
     // Measured on an H100 (bench/cases/matmul.ts): "tiled" was the fastest f32 variant on most shapes
     // (4096³ 22 TFLOP/s, "blocked" 6-7: it won only at 2048³); "matvec" reads decode weights coalesced.
@@ -1061,10 +1081,12 @@ export function matmulVariant(ctx: GpuContext, args: MatmulArgs): MatmulVariant 
 export function matmul(ctx: GpuContext, args: MatmulArgs): void {
   const p = problemOf(args);
   if (p.batch === 0 || p.m === 0 || p.n === 0) return;
-  const variant = p.k === 0 ? "buffer" : matmulVariant(ctx, args); // k = 0: out = 0 (or unchanged)
+  // k = 0: out = 0 (or unchanged)
+  const choice: MatmulChoice = p.k === 0 ? { variant: "buffer" } : matmulChoice(ctx, args);
+  const variant = choice.variant;
   if (variant === "texture") runTexture(ctx, args, p);
   else if (variant === "tiled") runTiled(ctx, args, p);
-  else if (variant === "blocked") runBlocked(ctx, args, p);
+  else if (variant === "blocked") runBlocked(ctx, args, p, choice.blockedTile);
   else if (variant === "subgroup-matrix") runSubgroupMatrix(ctx, args, p);
   else if (variant === "matvec") runMatvec(ctx, args, p);
   else runBuffer(ctx, args, p);

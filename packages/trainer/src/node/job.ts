@@ -10,6 +10,7 @@ import { runTraining } from "../run/train.js";
 import { validationEnvs } from "../run/validation.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
 import { deviceMemoryBudget } from "./device-memory.js";
+import { KernelChoiceFiles } from "./kernel-choice-files.js";
 import { loadPolicy } from "./load-policy.js";
 import { NodeRunStorage } from "./storage.js";
 import { runSeedSweep } from "./sweep.js";
@@ -43,6 +44,7 @@ export async function trainInFolder(
     storage: new NodeRunStorage(settings.outDir),
     loadPolicy: loadPolicyWithProgress,
     progress: process.stderr,
+    kernelChoices: new KernelChoiceFiles(),
     ...(deviceMemory ? { deviceMemory } : {}),
   });
 }

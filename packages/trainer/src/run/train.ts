@@ -19,6 +19,7 @@ import { checkSettingsFit } from "../settings/fit.js";
 import { describeProfileChoice } from "../settings/print.js";
 import { remoteRolloutProblems, type SettingSource } from "../settings/resolve.js";
 import { type EnvBaselines, measureBaselines } from "./baselines.js";
+import { type KernelChoiceStore, KernelTuner } from "./kernel-tuning.js";
 import { attachActorAdapters, checkLoraResume, loraCheckpointState, usesLora } from "./lora.js";
 import { checkMemoryFit, longestSequence } from "./memory-fit.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
@@ -71,6 +72,8 @@ export interface TrainingRun {
    * whose estimated peak is larger stops at start-up (checkMemoryFit). None: not checked.
    */
   deviceMemory?: { bytes: number; source: string };
+  /** Where measured matmul kernel choices are kept between runs (settings.kernelTuning); none: not kept. */
+  kernelChoices?: KernelChoiceStore;
 }
 
 /** The settings document a run saves: the resolved settings and where each came from. */
@@ -148,6 +151,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       `memory: about ${(estimate.peak / 2 ** 30).toFixed(1)} GiB at the peak for sequences of up to ${seqLen} tokens; ${source} allows ${(bytes / 2 ** 30).toFixed(1)} GiB`,
     );
   }
+  const tuner = KernelTuner.forRun(settings.kernelTuning, backend, run.kernelChoices, say);
   const saved: SavedSettings = { settings, sources: run.sources ?? {} };
   if (checkpoint) warnOnChangedSettings(storage, settings, say);
   for (const line of describeProfileChoice({ settings, sources: run.sources ?? {} })) say(line);
@@ -238,6 +242,8 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
     for (let step = lastStep + 1; step <= settings.steps && !budgetSpent(); step++) {
       // Timed apart from the step (timing_s/vstar), so the two add up to the run's time.
       const stage1 = await updater.beforeStep(trainManager.trainResets);
+      // Shapes met since the last step (the first step's, validation's) are timed before this one runs.
+      const tuning = await tuner?.tunePending(progress);
       const stepStart = performance.now();
       let rollout: TrajectoryBatch;
       let genSeconds: number;
@@ -279,6 +285,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       const metrics: Record<string, number> = { ...rollout.metrics, ...updateMetrics, ...remoteMetrics };
       // Stage-1 metrics (A*-PO) go with the step they were estimated for.
       Object.assign(metrics, stage1);
+      if (tuning) metrics["timing_s/kernel_tuning"] = tuning.seconds;
       // Stage 1 reports what it sampled in this call; states a killed run sampled come from the cache.
       const stage1Tokens = stage1[VSTAR_GENERATED_TOKENS];
       if (stage1Tokens !== undefined) {

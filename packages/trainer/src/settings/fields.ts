@@ -115,6 +115,8 @@ export interface TrainingSettings {
   checkpointEvery: number;
   /** Device memory the run may use, GiB; null: the host's on a software adapter, unchecked on a GPU. */
   deviceMemoryGiB: number | null;
+  /** Measure the fastest matmul kernel per problem shape on this GPU: auto (on a GPU, not on lavapipe), on, off. */
+  kernelTuning: "auto" | "on" | "off";
   algorithm: "starpo" | "apo";
   train: {
     envGroups: number;
@@ -158,6 +160,7 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
   resume: true,
   checkpointEvery: 10,
   deviceMemoryGiB: null,
+  kernelTuning: "auto",
   algorithm: "starpo",
   train: { envGroups: 8, groupsPerEnv: null, groupSize: 16, tokenBudget: 0 },
   validation: { envs: null, groupsPerEnv: 128, samples: 1, every: 10, temperature: 0.5, topP: 1, topK: 0 },
@@ -294,6 +297,10 @@ export const SETTINGS_FIELDS: SettingsFields = {
     description:
       "Device memory the run may use (GiB): a run whose estimated peak (estimateTrainingMemory) is larger stops at start-up, naming settings that fit (null: three quarters of the host's memory on a software adapter such as lavapipe; not checked on a GPU)",
   },
+  kernelTuning: oneOf(
+    ["auto", "on", "off"],
+    "Time every matmul kernel that can run each problem shape the run meets, once per shape group, and run the fastest from then on (kept per GPU in ~/.cache/ragen): auto on a GPU, not on a software adapter such as lavapipe; on; off (the fixed rule)",
+  ),
   algorithm: oneOf(
     ["starpo", "apo"],
     "starpo (PPO/GRPO) or apo (A*-PO: offline V*, least-squares policy regression)",

@@ -1,0 +1,221 @@
+/**
+ * Which matmul kernel runs a problem, as measured on this adapter (matmul-tuning.ts measures).
+ *
+ * The best kernel and tile depend on the card and the shape: on an H200 the same "tiled" kernel ran at
+ * 0.42x of PyTorch at 2048³ and 0.11x at 4096³, and no fixed rule picked well on both the H100 and the
+ * H200. So a context can keep a table of measured choices. Problems are grouped by element type,
+ * transposes and each dimension rounded up to a power of two (a 1,900-token micro-batch is tuned once
+ * with the 2,048-token ones); `matmul` looks each problem up, runs the measured winner when there is one,
+ * and otherwise takes the fixed rule and notes the group as pending, for the next tuning pass.
+ *
+ * A table is tied to one adapter (vendor, architecture, device, description); tables are saved and
+ * loaded as JSON, checked field by field.
+ */
+import type { GpuContext } from "../gpu/context.js";
+import type { FloatStorage } from "./elementwise.js";
+import { type BlockedTile, blockedTileProblem } from "./matmul-gpu.js";
+
+export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix" | "matvec";
+
+const VARIANTS: readonly MatmulVariant[] = ["texture", "tiled", "buffer", "blocked", "subgroup-matrix", "matvec"];
+
+/** The dimensions and layout of a matmul problem: what decides which kernel is fastest. */
+export interface MatmulShape {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  transA: boolean;
+  transB: boolean;
+  dtype: FloatStorage;
+}
+
+/** A kernel for a problem: the variant and, for "blocked", its tile. */
+export interface MatmulChoice {
+  variant: MatmulVariant;
+  blockedTile?: BlockedTile;
+}
+
+/** One candidate's measured GPU time per product (median over the tuning's rounds). */
+export interface CandidateTime {
+  kernel: string;
+  ms: number;
+}
+
+/** A tuned group: the shape it was measured on, the winner, and every candidate's time. */
+export interface TunedMatmul {
+  key: string;
+  shape: MatmulShape;
+  choice: MatmulChoice;
+  candidates: CandidateTime[];
+}
+
+/** The saved form of a table. */
+export interface MatmulTuningFile {
+  format: typeof TUNING_FORMAT;
+  adapter: string;
+  entries: TunedMatmul[];
+}
+
+export const TUNING_FORMAT = "ragen-matmul-tuning/1";
+
+const bucket = (x: number) => 2 ** Math.ceil(Math.log2(Math.max(1, x)));
+
+/** The group a problem belongs to: element type, transposes, each dimension rounded up to a power of two. */
+export function matmulShapeKey(shape: MatmulShape): string {
+  const layout = `${shape.transA ? "T" : "N"}${shape.transB ? "T" : "N"}`;
+  return `${shape.dtype} ${layout} ${bucket(shape.batch)}x${bucket(shape.m)}x${bucket(shape.n)}x${bucket(shape.k)}`;
+}
+
+/** A kernel's name in reports: "tiled", "blocked 128x64/16". */
+export function choiceName(choice: MatmulChoice): string {
+  const tile = choice.blockedTile;
+  return tile ? `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}` : choice.variant;
+}
+
+/** The adapter a table belongs to. */
+export function adapterKey(ctx: GpuContext): string {
+  const { vendor, architecture, device, description } = ctx.info.adapter;
+  return [vendor, architecture, device, description].join(" | ");
+}
+
+export class MatmulTuningFileError extends Error {
+  constructor(where: string, problem: string) {
+    super(`matmul tuning ${where}: ${problem}`);
+    this.name = "MatmulTuningFileError";
+  }
+}
+
+export class MatmulChoiceTable {
+  private readonly tuned = new Map<string, TunedMatmul>();
+  private readonly pending = new Map<string, MatmulShape>();
+
+  constructor(readonly adapter: string) {}
+
+  /** The measured choice for this problem's group; an unmeasured group is noted as pending. */
+  lookup(shape: MatmulShape): MatmulChoice | undefined {
+    const key = matmulShapeKey(shape);
+    const entry = this.tuned.get(key);
+    if (entry) return entry.choice;
+    if (!this.pending.has(key)) this.pending.set(key, { ...shape });
+    return undefined;
+  }
+
+  /** One problem of each group seen but not yet measured, in the order first seen. */
+  pendingShapes(): MatmulShape[] {
+    return [...this.pending.values()];
+  }
+
+  set(entry: TunedMatmul): void {
+    this.tuned.set(entry.key, entry);
+    this.pending.delete(entry.key);
+  }
+
+  get(shape: MatmulShape): TunedMatmul | undefined {
+    return this.tuned.get(matmulShapeKey(shape));
+  }
+
+  get size(): number {
+    return this.tuned.size;
+  }
+
+  entries(): TunedMatmul[] {
+    return [...this.tuned.values()];
+  }
+
+  toJSON(): MatmulTuningFile {
+    return { format: TUNING_FORMAT, adapter: this.adapter, entries: this.entries() };
+  }
+
+  /**
+   * Take the entries of a saved table (checked; `where` names the source in errors). A table of another
+   * adapter is not taken: returns false.
+   */
+  load(saved: unknown, where = "table"): boolean {
+    const file = parseTuningFile(saved, where);
+    if (file.adapter !== this.adapter) return false;
+    for (const entry of file.entries) this.set(entry);
+    return true;
+  }
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+const isCount = (x: unknown): x is number => Number.isInteger(x) && (x as number) >= 1;
+
+function parseShape(x: unknown, where: string): MatmulShape {
+  if (!isRecord(x)) throw new MatmulTuningFileError(where, "shape is not an object");
+  for (const dim of ["batch", "m", "n", "k"] as const)
+    if (!isCount(x[dim])) throw new MatmulTuningFileError(where, `shape.${dim} is not a positive integer`);
+  if (typeof x.transA !== "boolean" || typeof x.transB !== "boolean")
+    throw new MatmulTuningFileError(where, "shape.transA and shape.transB must be true or false");
+  if (x.dtype !== "f32" && x.dtype !== "f16")
+    throw new MatmulTuningFileError(where, `shape.dtype is ${JSON.stringify(x.dtype)}, not "f32" or "f16"`);
+  const { batch, m, n, k, transA, transB, dtype } = x as unknown as MatmulShape;
+  return { batch, m, n, k, transA, transB, dtype };
+}
+
+function parseChoice(x: unknown, where: string): MatmulChoice {
+  if (!isRecord(x)) throw new MatmulTuningFileError(where, "choice is not an object");
+  if (!VARIANTS.includes(x.variant as MatmulVariant))
+    throw new MatmulTuningFileError(
+      where,
+      `choice.variant is ${JSON.stringify(x.variant)}, not one of ${VARIANTS.join(", ")}`,
+    );
+  const variant = x.variant as MatmulVariant;
+  if (x.blockedTile === undefined) return { variant };
+  const tile = x.blockedTile as BlockedTile;
+  const problem = isRecord(tile) ? blockedTileProblem(tile) : "choice.blockedTile is not an object";
+  if (problem) throw new MatmulTuningFileError(where, problem);
+  return { variant, blockedTile: { rows: tile.rows, cols: tile.cols, depth: tile.depth } };
+}
+
+/** A saved table, checked: every field of every entry, the keys against their shapes. */
+export function parseTuningFile(x: unknown, where = "table"): MatmulTuningFile {
+  if (!isRecord(x)) throw new MatmulTuningFileError(where, "not a JSON object");
+  if (x.format !== TUNING_FORMAT)
+    throw new MatmulTuningFileError(where, `format is ${JSON.stringify(x.format)}, expected "${TUNING_FORMAT}"`);
+  if (typeof x.adapter !== "string") throw new MatmulTuningFileError(where, "adapter is not a string");
+  if (!Array.isArray(x.entries)) throw new MatmulTuningFileError(where, "entries is not an array");
+  const entries = x.entries.map((e: unknown, i: number): TunedMatmul => {
+    const at = `${where}, entry ${i}`;
+    if (!isRecord(e)) throw new MatmulTuningFileError(at, "not an object");
+    const shape = parseShape(e.shape, at);
+    const key = matmulShapeKey(shape);
+    if (e.key !== key)
+      throw new MatmulTuningFileError(at, `key ${JSON.stringify(e.key)} does not match its shape (${key})`);
+    if (!Array.isArray(e.candidates)) throw new MatmulTuningFileError(at, "candidates is not an array");
+    const candidates = e.candidates.map((c: unknown) => {
+      if (!isRecord(c) || typeof c.kernel !== "string" || typeof c.ms !== "number")
+        throw new MatmulTuningFileError(at, "a candidate is not {kernel, ms}");
+      return { kernel: c.kernel, ms: c.ms };
+    });
+    return { key, shape, choice: parseChoice(e.choice, at), candidates };
+  });
+  return { format: TUNING_FORMAT, adapter: x.adapter, entries };
+}
+
+const tables = new WeakMap<GpuContext, MatmulChoiceTable>();
+
+/** The context's table of measured choices, if tuning is on for it. */
+export function matmulChoices(ctx: GpuContext): MatmulChoiceTable | undefined {
+  return tables.get(ctx);
+}
+
+/**
+ * Turn tuning on for a context: from now on `matmul` runs measured choices and notes unmeasured problem
+ * groups for `tuneMatmuls`. Returns the context's table (the same one on every call).
+ */
+export function enableMatmulTuning(ctx: GpuContext): MatmulChoiceTable {
+  let table = tables.get(ctx);
+  if (!table) {
+    table = new MatmulChoiceTable(adapterKey(ctx));
+    tables.set(ctx, table);
+  }
+  return table;
+}
+
+/** Turn tuning off for a context: `matmul` goes back to its fixed rule. */
+export function disableMatmulTuning(ctx: GpuContext): void {
+  tables.delete(ctx);
+}

@@ -1,0 +1,182 @@
+/**
+ * Measures which matmul kernel is fastest for a problem on this adapter and keeps the winner in the
+ * context's table (matmul-choices.ts), so that `matmul` runs it from then on.
+ *
+ * Each candidate (every variant and "blocked" tile that can run the problem here) is compiled and run
+ * once, then timed over `rounds` rounds of `repeats` products each, the candidates' order rotating from
+ * round to round so that none always runs first after a pause; a candidate's time is its median round.
+ * On a GPU with timestamp queries the time is the kernels' own (the kernel profiler); on a software
+ * adapter, or without timestamps, it is the wall clock around a wait for the queue, which also counts the
+ * texture variant's staging copies (the profiler times dispatches only). Operands are filled with a fixed pattern of small values: data
+ * changes a GPU's power draw, and zeros would flatter every kernel.
+ */
+import type { GpuContext } from "../gpu/context.js";
+import {
+  type CandidateTime,
+  choiceName,
+  enableMatmulTuning,
+  type MatmulChoice,
+  type MatmulShape,
+  matmulShapeKey,
+  type TunedMatmul,
+} from "./matmul-choices.js";
+import { type BlockedTile, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
+import { matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
+
+/** The "blocked" tiles a hardware adapter tries, from the largest per-invocation block down. */
+const BLOCKED_TILES: readonly BlockedTile[] = [
+  { rows: 128, cols: 128, depth: 8 },
+  { rows: 128, cols: 128, depth: 16 },
+  { rows: 128, cols: 64, depth: 16 },
+  { rows: 64, cols: 128, depth: 16 },
+  { rows: 64, cols: 64, depth: 16 },
+  { rows: 64, cols: 64, depth: 32 },
+];
+
+/** Every kernel that can run this problem on this context. */
+export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
+  const candidates: MatmulChoice[] = [{ variant: "buffer" }, { variant: "tiled" }];
+  if (shape.m <= MATVEC_MAX_ROWS && !shape.transA && shape.transB) candidates.push({ variant: "matvec" });
+  if (ctx.info.adapter.isSoftware) {
+    // Lavapipe runs workgroup-memory kernels lane by lane: "blocked" is never near the texture variant.
+    if (textureVariantAvailable(ctx)) candidates.push({ variant: "texture" });
+    return candidates;
+  }
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+  for (const tile of BLOCKED_TILES)
+    if (blockedTileBytes(tile) <= limit) candidates.push({ variant: "blocked", blockedTile: tile });
+  if (shape.dtype === "f16" && subgroupMatrixShape(ctx)) candidates.push({ variant: "subgroup-matrix" });
+  return candidates;
+}
+
+export interface TuneOptions {
+  /** Products per timed round (default 3). */
+  repeats?: number;
+  /** Timed rounds per candidate; the median counts (default 3). */
+  rounds?: number;
+  /** Candidates to try instead of matmulCandidates' (tests, benchmarks). */
+  candidates?: (shape: MatmulShape) => MatmulChoice[];
+  /** Called before each problem is measured: how many are done, of how many, and which. */
+  onProblem?: (done: number, total: number, key: string) => void;
+}
+
+const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
+/** Bytes written per call while filling an operand. */
+const FILL_CHUNK = 1 << 22;
+
+function filledBuffer(ctx: GpuContext, elements: number, dtype: MatmulShape["dtype"]): GPUBuffer {
+  const bytes = Math.max(4, Math.ceil((elements * (dtype === "f16" ? 2 : 4)) / 4) * 4);
+  const buffer = ctx.device.createBuffer({ size: bytes, usage: STORAGE, label: "matmul tuning operand" });
+  // A fixed pattern of values in [-0.5, 0.5): f32 bits, or pairs of f16 bits in each 32-bit word.
+  const words = new Uint32Array(Math.min(bytes, FILL_CHUNK) / 4);
+  const f32 = new Float32Array(words.buffer);
+  for (let i = 0; i < words.length; i++) {
+    const value = ((i * 7919) % 1000) / 1000 - 0.5;
+    if (dtype === "f32") f32[i] = value;
+    else words[i] = 0x3800_3800 ^ (i & 0x03ff_03ff); // pairs of halves in [0.5, 1), varying mantissas
+  }
+  for (let offset = 0; offset < bytes; offset += words.byteLength) {
+    const size = Math.min(words.byteLength, bytes - offset);
+    ctx.device.queue.writeBuffer(buffer, offset, words, 0, size / 4);
+  }
+  return buffer;
+}
+
+/** Milliseconds of `run`'s GPU work: timestamps on a GPU that has them, else the wall clock. */
+async function gpuMilliseconds(ctx: GpuContext, run: () => void): Promise<number> {
+  if (ctx.info.features.timestampQuery && !ctx.info.adapter.isSoftware) {
+    ctx.startKernelProfile();
+    run();
+    return (await ctx.stopKernelProfile()).totalMs;
+  }
+  await ctx.sync();
+  const start = performance.now();
+  run();
+  await ctx.sync();
+  return performance.now() - start;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** Measure every candidate on one problem; the fastest first. Candidates that fail to run are left out. */
+export async function timeMatmulCandidates(
+  ctx: GpuContext,
+  shape: MatmulShape,
+  candidates: MatmulChoice[],
+  options: Pick<TuneOptions, "repeats" | "rounds"> = {},
+): Promise<(CandidateTime & { choice: MatmulChoice })[]> {
+  const repeats = options.repeats ?? 3;
+  const rounds = options.rounds ?? 3;
+  const { batch, m, n, k, dtype } = shape;
+  const a = filledBuffer(ctx, batch * m * k, dtype);
+  const b = filledBuffer(ctx, batch * k * n, dtype);
+  const out = filledBuffer(ctx, batch * m * n, dtype);
+  const args = { a, b, out, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
+  const run = (choice: MatmulChoice) => matmul(ctx, { ...args, ...choice });
+  try {
+    // Compile and run each once; a kernel the driver rejects is not a candidate.
+    const usable: MatmulChoice[] = [];
+    for (const choice of candidates) {
+      ctx.device.pushErrorScope("validation");
+      let failed = false;
+      try {
+        run(choice);
+        await ctx.sync();
+      } catch {
+        failed = true;
+      }
+      if ((await ctx.device.popErrorScope()) === null && !failed) usable.push(choice);
+    }
+    const times = usable.map(() => [] as number[]);
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < usable.length; i++) {
+        const c = (i + round) % usable.length;
+        const ms = await gpuMilliseconds(ctx, () => {
+          for (let r = 0; r < repeats; r++) run(usable[c]!);
+        });
+        times[c]!.push(ms / repeats);
+      }
+    }
+    return usable
+      .map((choice, i) => ({ choice, kernel: choiceName(choice), ms: median(times[i]!) }))
+      .sort((x, y) => x.ms - y.ms);
+  } finally {
+    await ctx.sync().catch(() => undefined);
+    for (const buffer of [a, b, out]) buffer.destroy();
+  }
+}
+
+/**
+ * Measure the candidates of each problem (by default the groups `matmul` has seen unmeasured since
+ * tuning was turned on) and keep each winner in the context's table. Turns tuning on for the context.
+ */
+export async function tuneMatmuls(
+  ctx: GpuContext,
+  shapes?: readonly MatmulShape[],
+  options: TuneOptions = {},
+): Promise<TunedMatmul[]> {
+  const table = enableMatmulTuning(ctx);
+  const todo = shapes ?? table.pendingShapes();
+  const tuned: TunedMatmul[] = [];
+  for (const [index, shape] of todo.entries()) {
+    const key = matmulShapeKey(shape);
+    options.onProblem?.(index, todo.length, key);
+    const candidates = options.candidates?.(shape) ?? matmulCandidates(ctx, shape);
+    const timed = await timeMatmulCandidates(ctx, shape, candidates, options);
+    if (timed.length === 0) throw new Error(`matmul tuning: no kernel could run ${key} on this adapter`);
+    const entry: TunedMatmul = {
+      key,
+      shape: { ...shape },
+      choice: timed[0]!.choice,
+      candidates: timed.map(({ kernel, ms }) => ({ kernel, ms })),
+    };
+    table.set(entry);
+    tuned.push(entry);
+  }
+  options.onProblem?.(todo.length, todo.length, "");
+  return tuned;
+}

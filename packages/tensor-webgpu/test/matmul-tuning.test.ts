@@ -1,0 +1,193 @@
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  adapterKey,
+  disableMatmulTuning,
+  enableMatmulTuning,
+  type MatmulShape,
+  MatmulTuningFileError,
+  matmulChoices,
+  matmulShapeKey,
+  parseTuningFile,
+  TUNING_FORMAT,
+} from "../src/kernels/matmul-choices.js";
+import { matmul, matmulChoice, matmulVariant } from "../src/kernels/matmul.js";
+import { matmulCandidates, timeMatmulCandidates, tuneMatmuls } from "../src/kernels/matmul-tuning.js";
+import { matmulRef } from "../src/reference/matmul.js";
+import { expectClose, randomArray, testContext } from "./helpers.js";
+
+const shape = (m: number, n: number, k: number, extra: Partial<MatmulShape> = {}): MatmulShape => ({
+  batch: 1,
+  m,
+  n,
+  k,
+  transA: false,
+  transB: true,
+  dtype: "f32",
+  ...extra,
+});
+
+afterEach(async () => disableMatmulTuning(await testContext()));
+
+describe("matmul shape groups", () => {
+  it("round each dimension up to a power of two and keep layout and element type apart", () => {
+    expect(matmulShapeKey(shape(1900, 896, 896))).toBe("f32 NT 1x2048x1024x1024");
+    expect(matmulShapeKey(shape(2048, 1024, 1024))).toBe(matmulShapeKey(shape(1900, 896, 896)));
+    expect(matmulShapeKey(shape(2049, 896, 896))).toBe("f32 NT 1x4096x1024x1024");
+    expect(matmulShapeKey(shape(64, 64, 64, { transA: true, transB: false }))).toBe("f32 TN 1x64x64x64");
+    expect(matmulShapeKey(shape(64, 64, 64, { dtype: "f16" }))).not.toBe(matmulShapeKey(shape(64, 64, 64)));
+  });
+});
+
+describe("the choice table", () => {
+  it("notes each unmeasured group once, and a measured choice replaces the fixed rule", async () => {
+    const ctx = await testContext();
+    const args = { a: undefined!, b: undefined!, out: undefined!, batch: 1, m: 100, n: 96, k: 80, transB: true };
+    const fixed = matmulVariant(ctx, args);
+    const table = enableMatmulTuning(ctx);
+    expect(matmulVariant(ctx, args)).toBe(fixed);
+    matmulVariant(ctx, { ...args, m: 120 }); // the same group
+    matmulVariant(ctx, { ...args, transB: false }); // another layout
+    expect(table.pendingShapes().map(matmulShapeKey)).toEqual(["f32 NT 1x128x128x128", "f32 NN 1x128x128x128"]);
+
+    const other = fixed === "tiled" ? "buffer" : "tiled";
+    table.set({ key: matmulShapeKey(shape(100, 96, 80)), shape: shape(100, 96, 80), choice: { variant: other }, candidates: [] });
+    expect(matmulVariant(ctx, args)).toBe(other);
+    expect(table.pendingShapes().map(matmulShapeKey)).toEqual(["f32 NN 1x128x128x128"]);
+    // A forced variant still wins, and turning tuning off restores the fixed rule.
+    expect(matmulVariant(ctx, { ...args, variant: "buffer" })).toBe("buffer");
+    disableMatmulTuning(ctx);
+    expect(matmulVariant(ctx, args)).toBe(fixed);
+  });
+
+  it("runs a measured blocked tile and computes the same product", async () => {
+    const ctx = await testContext();
+    const s = shape(70, 130, 48);
+    const tile = { rows: 64, cols: 128, depth: 16 } as const;
+    enableMatmulTuning(ctx).set({
+      key: matmulShapeKey(s),
+      shape: s,
+      choice: { variant: "blocked", blockedTile: tile },
+      candidates: [],
+    });
+    const a = randomArray(s.m * s.k, 1);
+    const b = randomArray(s.n * s.k, 2);
+    const [aBuffer, bBuffer, out] = [ctx.upload(a), ctx.upload(b), ctx.pool.acquire(s.m * s.n * 4)];
+    const args = { a: aBuffer, b: bBuffer, out, batch: 1, m: s.m, n: s.n, k: s.k, transB: true };
+    expect(matmulChoice(ctx, args)).toEqual({ variant: "blocked", blockedTile: tile });
+    matmul(ctx, args);
+    const actual = new Float32Array(await ctx.read(out, s.m * s.n * 4));
+    expectClose(actual, matmulRef({ batch: 1, m: s.m, n: s.n, k: s.k, transB: true, a, b }), 1e-4, 1e-4);
+    for (const buffer of [aBuffer, bBuffer, out]) ctx.pool.release(buffer);
+  });
+
+  it("saves and loads as checked JSON, and leaves another adapter's table alone", async () => {
+    const ctx = await testContext();
+    const table = enableMatmulTuning(ctx);
+    const s = shape(64, 256, 128);
+    table.set({
+      key: matmulShapeKey(s),
+      shape: s,
+      choice: { variant: "blocked", blockedTile: { rows: 128, cols: 64, depth: 16 } },
+      candidates: [
+        { kernel: "blocked 128x64/16", ms: 0.5 },
+        { kernel: "tiled", ms: 0.7 },
+      ],
+    });
+    const saved = JSON.parse(JSON.stringify(table));
+    expect(saved.format).toBe(TUNING_FORMAT);
+    expect(saved.adapter).toBe(adapterKey(ctx));
+
+    disableMatmulTuning(ctx);
+    const fresh = enableMatmulTuning(ctx);
+    expect(fresh.size).toBe(0);
+    expect(fresh.load(saved)).toBe(true);
+    expect(fresh.get(s)).toEqual(table.get(s));
+    expect(fresh.load({ ...saved, adapter: "Some Other GPU" })).toBe(false);
+  });
+
+  it("names what is wrong in a damaged file", () => {
+    const s = shape(64, 64, 64);
+    const good = {
+      format: TUNING_FORMAT,
+      adapter: "x",
+      entries: [{ key: matmulShapeKey(s), shape: s, choice: { variant: "tiled" }, candidates: [] }],
+    };
+    expect(parseTuningFile(good).entries).toHaveLength(1);
+    const damaged = (change: (file: typeof good) => unknown) => () =>
+      parseTuningFile(change(structuredClone(good)), "kernels.json");
+    expect(damaged(() => [])).toThrow(/kernels\.json: not a JSON object/);
+    expect(damaged((f) => ({ ...f, format: "v0" }))).toThrow(/format is "v0"/);
+    expect(damaged((f) => ({ ...f, entries: {} }))).toThrow(/entries is not an array/);
+    const entry = (patch: object) => (f: typeof good) => ({ ...f, entries: [{ ...f.entries[0], ...patch }] });
+    expect(damaged(entry({ choice: { variant: "fastest" } }))).toThrow(
+      /kernels\.json, entry 0: choice\.variant is "fastest"/,
+    );
+    expect(damaged(entry({ choice: { variant: "blocked", blockedTile: { rows: 32, cols: 64, depth: 8 } } }))).toThrow(
+      /64 or 128 rows/,
+    );
+    expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(/does not match its shape \(f32 NT 1x64x64x64\)/);
+    expect(damaged(entry({ shape: { ...s, m: 0 } }))).toThrow(/shape\.m is not a positive integer/);
+    expect(damaged(entry({ shape: { ...s, dtype: "bf16" } }))).toThrow(/shape\.dtype is "bf16"/);
+    expect(damaged(entry({ candidates: [{ kernel: "tiled" }] }))).toThrow(/not \{kernel, ms\}/);
+    expect(damaged(entry({}))).not.toThrow(MatmulTuningFileError);
+  });
+});
+
+describe("tuneMatmuls", () => {
+  it("measures the candidates of every group matmul saw, and keeps the fastest", async () => {
+    const ctx = await testContext();
+    const table = enableMatmulTuning(ctx);
+    const s = shape(48, 40, 32);
+    const [a, b, out] = [ctx.pool.acquire(48 * 32 * 4), ctx.pool.acquire(40 * 32 * 4), ctx.pool.acquire(48 * 40 * 4)];
+    matmul(ctx, { a, b, out, batch: 1, m: 48, n: 40, k: 32, transB: true });
+    for (const buffer of [a, b, out]) ctx.pool.release(buffer);
+    expect(table.pendingShapes()).toEqual([s]);
+
+    const seen: string[] = [];
+    const tuned = await tuneMatmuls(ctx, undefined, {
+      repeats: 2,
+      rounds: 3,
+      candidates: () => [{ variant: "buffer" }, { variant: "tiled" }],
+      onProblem: (done, total, key) => seen.push(`${done}/${total} ${key}`),
+    });
+    expect(seen).toEqual(["0/1 f32 NT 1x64x64x32", "1/1 "]);
+    expect(tuned).toHaveLength(1);
+    const entry = tuned[0]!;
+    expect(entry.candidates.map((c) => c.kernel).sort()).toEqual(["buffer", "tiled"]);
+    for (const c of entry.candidates) expect(c.ms).toBeGreaterThan(0);
+    // The winner is the faster candidate, and matmul now runs it.
+    expect(entry.candidates[0]!.ms).toBeLessThanOrEqual(entry.candidates[1]!.ms);
+    expect(entry.choice.variant).toBe(entry.candidates[0]!.kernel);
+    expect(table.pendingShapes()).toEqual([]);
+    expect(matmulVariant(ctx, { a, b, out, batch: 1, m: 48, n: 40, k: 32, transB: true })).toBe(
+      entry.choice.variant,
+    );
+    expect(matmulChoices(ctx)).toBe(table);
+  });
+
+  it("offers every variant that can run the problem on this adapter", async () => {
+    const ctx = await testContext();
+    const decode = matmulCandidates(ctx, shape(4, 256, 128)).map((c) => c.variant);
+    expect(decode).toContain("matvec");
+    expect(matmulCandidates(ctx, shape(4, 256, 128, { transB: false })).map((c) => c.variant)).not.toContain(
+      "matvec",
+    );
+    const training = matmulCandidates(ctx, shape(512, 512, 512));
+    if (ctx.info.adapter.isSoftware) {
+      expect(training.map((c) => c.variant)).not.toContain("blocked");
+    } else {
+      const tiles = training.filter((c) => c.variant === "blocked");
+      expect(tiles.length).toBeGreaterThan(1);
+    }
+  });
+
+  it("leaves out a candidate the adapter cannot run", async () => {
+    const ctx = await testContext();
+    // "subgroup-matrix" refuses f32 operands (and adapters without matrix units): it is dropped, not fatal.
+    const times = await timeMatmulCandidates(ctx, shape(32, 32, 32), [
+      { variant: "buffer" },
+      { variant: "subgroup-matrix" },
+    ]);
+    expect(times.map((t) => t.kernel)).toEqual(["buffer"]);
+  });
+});

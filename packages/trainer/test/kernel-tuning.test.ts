@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { matmulChoices, type MatmulTuningFile, parseTuningFile, webGpuBackend } from "@ragen/tensor-webgpu";
+import { afterAll, describe, expect, it } from "vitest";
+import { type KernelChoiceStore, KernelTuner, MemoryRunStorage, resolveSettings, SMOKE_RUN_SETTINGS } from "../src/index.js";
+import { KernelChoiceFiles, ragenCacheDir } from "../src/node.js";
+import { trainInMemory } from "./helpers/memory-policy.js";
+
+const root = mkdtempSync(join(tmpdir(), "kernel-tuning-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A store in memory that records what it was given. */
+class MemoryChoices implements KernelChoiceStore {
+  readonly tables = new Map<string, MatmulTuningFile>();
+  load(adapter: string) {
+    return this.tables.get(adapter);
+  }
+  save(adapter: string, table: MatmulTuningFile) {
+    this.tables.set(adapter, structuredClone(table));
+  }
+  describe() {
+    return "memory";
+  }
+}
+
+describe("kernel tuning in a run", () => {
+  it("measures the shapes the first step met before the second, keeps them, and starts the next run tuned", async () => {
+    const store = new MemoryChoices();
+    const said: string[] = [];
+    const storage = new MemoryRunStorage("tuned");
+    const { settings, sources } = await resolveSettings({
+      overrides: [...SMOKE_RUN_SETTINGS, "envs=Bandit", "model=tiny", "steps=2", "kernelTuning=on"],
+      parameterCount: 1e5,
+    });
+    await trainInMemory({ settings, sources }, storage, { kernelChoices: store, say: (l) => said.push(l) });
+    // The validation at step 0 met the decoding shapes, timed before step 1; step 1 met the training
+    // shapes (forward and backward), timed before step 2.
+    expect(storage.rows[1]!.metrics["timing_s/kernel_tuning"]).toBeGreaterThan(0);
+    expect(storage.rows[2]!.metrics["timing_s/kernel_tuning"]).toBeGreaterThan(0);
+    const [adapter, table] = [...store.tables.entries()][0]!;
+    const file = parseTuningFile(table);
+    expect(file.adapter).toBe(adapter);
+    expect(file.entries.length).toBeGreaterThan(3);
+    // Forward (x · Wᵀ), input gradient and weight gradient layouts were all met.
+    expect(new Set(file.entries.map((e) => e.key.split(" ")[1]))).toEqual(new Set(["NT", "NN", "TN"]));
+    for (const entry of file.entries) {
+      expect(entry.candidates.length).toBeGreaterThan(1);
+      expect(entry.choice.variant).toBe(entry.candidates[0]!.kernel.split(" ")[0]);
+    }
+    expect(said.some((l) => /kernel tuning: measured \d+ matmul shape groups/.test(l))).toBe(true);
+
+    // The next run takes the kept table and has nothing left to measure.
+    const again: string[] = [];
+    const second = new MemoryRunStorage("second");
+    await trainInMemory({ settings, sources }, second, { kernelChoices: store, say: (l) => again.push(l) });
+    expect(again.some((l) => l.includes(`${file.entries.length} measured matmul shape groups from memory`))).toBe(true);
+    expect(second.rows.some((r) => r.metrics["timing_s/kernel_tuning"] !== undefined)).toBe(false);
+  });
+
+  it("does not tune on a software adapter unless asked, and turns a context's tuning off again", async () => {
+    const backend = await webGpuBackend();
+    const store = new MemoryChoices();
+    const said: string[] = [];
+    expect(KernelTuner.forRun("on", backend, store, (l) => said.push(l))).toBeDefined();
+    expect(matmulChoices(backend.ctx)).toBeDefined();
+    const auto = KernelTuner.forRun("auto", backend, store, () => {});
+    expect(auto === undefined).toBe(backend.ctx.info.adapter.isSoftware);
+    expect(KernelTuner.forRun("off", backend, store, () => {})).toBeUndefined();
+    expect(matmulChoices(backend.ctx)).toBeUndefined();
+  });
+
+  it("keeps one file per adapter, and measures again after a damaged one", async () => {
+    const files = new KernelChoiceFiles(join(root, "cache"));
+    const backend = await webGpuBackend();
+    const table = { format: "ragen-matmul-tuning/1", adapter: "GPU | x", entries: [] } as MatmulTuningFile;
+    files.save("GPU | x", table);
+    expect(files.load("GPU | x")).toEqual(table);
+    expect(files.load("GPU | y")).toBeUndefined();
+    expect(files.describe("GPU | x")).not.toBe(files.describe("GPU | y"));
+
+    const said: string[] = [];
+    const damaged = new KernelChoiceFiles(join(root, "damaged"));
+    const tuner = KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
+    damaged.save("unused", table); // creates the folder
+    const adapterFile = damaged.describe(matmulChoices(backend.ctx)!.adapter);
+    writeFileSync(adapterFile, "{ not json");
+    KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
+    expect(tuner).toBeDefined();
+    expect(said.join("\n")).toMatch(/is not JSON .*; its shapes will be measured again/);
+    writeFileSync(adapterFile, JSON.stringify({ ...table, adapter: matmulChoices(backend.ctx)!.adapter, format: "v0" }));
+    KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
+    expect(said.join("\n")).toMatch(/format is "v0"/);
+  });
+
+  it("finds the cache folder from the environment", () => {
+    expect(ragenCacheDir({ RAGEN_CACHE_DIR: "/c" })).toBe("/c");
+    expect(ragenCacheDir({ XDG_CACHE_HOME: "/x" })).toBe(join("/x", "ragen"));
+    expect(ragenCacheDir({})).toMatch(/\.cache[/\\]ragen$/);
+  });
+});
