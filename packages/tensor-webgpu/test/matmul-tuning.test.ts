@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { matmul, matmulChoice, matmulVariant } from "../src/kernels/matmul.js";
 import {
   adapterKey,
   disableMatmulTuning,
@@ -10,7 +11,6 @@ import {
   parseTuningFile,
   TUNING_FORMAT,
 } from "../src/kernels/matmul-choices.js";
-import { matmul, matmulChoice, matmulVariant } from "../src/kernels/matmul.js";
 import { matmulCandidates, timeMatmulCandidates, tuneMatmuls } from "../src/kernels/matmul-tuning.js";
 import { matmulRef } from "../src/reference/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
@@ -41,16 +41,33 @@ describe("matmul shape groups", () => {
 describe("the choice table", () => {
   it("notes each unmeasured group once, and a measured choice replaces the fixed rule", async () => {
     const ctx = await testContext();
-    const args = { a: undefined!, b: undefined!, out: undefined!, batch: 1, m: 100, n: 96, k: 80, transB: true };
+    const args = {
+      a: undefined!,
+      b: undefined!,
+      out: undefined!,
+      batch: 1,
+      m: 100,
+      n: 96,
+      k: 80,
+      transB: true,
+    };
     const fixed = matmulVariant(ctx, args);
     const table = enableMatmulTuning(ctx);
     expect(matmulVariant(ctx, args)).toBe(fixed);
     matmulVariant(ctx, { ...args, m: 120 }); // the same group
     matmulVariant(ctx, { ...args, transB: false }); // another layout
-    expect(table.pendingShapes().map(matmulShapeKey)).toEqual(["f32 NT 1x128x128x128", "f32 NN 1x128x128x128"]);
+    expect(table.pendingShapes().map(matmulShapeKey)).toEqual([
+      "f32 NT 1x128x128x128",
+      "f32 NN 1x128x128x128",
+    ]);
 
     const other = fixed === "tiled" ? "buffer" : "tiled";
-    table.set({ key: matmulShapeKey(shape(100, 96, 80)), shape: shape(100, 96, 80), choice: { variant: other }, candidates: [] });
+    table.set({
+      key: matmulShapeKey(shape(100, 96, 80)),
+      shape: shape(100, 96, 80),
+      choice: { variant: other },
+      candidates: [],
+    });
     expect(matmulVariant(ctx, args)).toBe(other);
     expect(table.pendingShapes().map(matmulShapeKey)).toEqual(["f32 NN 1x128x128x128"]);
     // A forced variant still wins, and turning tuning off restores the fixed rule.
@@ -122,10 +139,12 @@ describe("the choice table", () => {
     expect(damaged(entry({ choice: { variant: "fastest" } }))).toThrow(
       /kernels\.json, entry 0: choice\.variant is "fastest"/,
     );
-    expect(damaged(entry({ choice: { variant: "blocked", blockedTile: { rows: 32, cols: 64, depth: 8 } } }))).toThrow(
-      /64 or 128 rows/,
+    expect(
+      damaged(entry({ choice: { variant: "blocked", blockedTile: { rows: 32, cols: 64, depth: 8 } } })),
+    ).toThrow(/64 or 128 rows/);
+    expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(
+      /does not match its shape \(f32 NT 1x64x64x64\)/,
     );
-    expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(/does not match its shape \(f32 NT 1x64x64x64\)/);
     expect(damaged(entry({ shape: { ...s, m: 0 } }))).toThrow(/shape\.m is not a positive integer/);
     expect(damaged(entry({ shape: { ...s, dtype: "bf16" } }))).toThrow(/shape\.dtype is "bf16"/);
     expect(damaged(entry({ candidates: [{ kernel: "tiled" }] }))).toThrow(/not \{kernel, ms\}/);
@@ -138,7 +157,11 @@ describe("tuneMatmuls", () => {
     const ctx = await testContext();
     const table = enableMatmulTuning(ctx);
     const s = shape(48, 40, 32);
-    const [a, b, out] = [ctx.pool.acquire(48 * 32 * 4), ctx.pool.acquire(40 * 32 * 4), ctx.pool.acquire(48 * 40 * 4)];
+    const [a, b, out] = [
+      ctx.pool.acquire(48 * 32 * 4),
+      ctx.pool.acquire(40 * 32 * 4),
+      ctx.pool.acquire(48 * 40 * 4),
+    ];
     matmul(ctx, { a, b, out, batch: 1, m: 48, n: 40, k: 32, transB: true });
     for (const buffer of [a, b, out]) ctx.pool.release(buffer);
     expect(table.pendingShapes()).toEqual([s]);

@@ -2,6 +2,12 @@
 
 export { type EnvBaselines, measureBaselines } from "./run/baselines.js";
 export {
+  type KernelChoiceStore,
+  KernelTuner,
+  type TuningPass,
+  tunesKernels,
+} from "./run/kernel-tuning.js";
+export {
   attachActorAdapters,
   checkLoraResume,
   createLoraCritic,
@@ -10,12 +16,6 @@ export {
   loraOptions,
   usesLora,
 } from "./run/lora.js";
-export {
-  type KernelChoiceStore,
-  KernelTuner,
-  type TuningPass,
-  tunesKernels,
-} from "./run/kernel-tuning.js";
 export {
   checkMemoryFit,
   longestSequence,

@@ -1,9 +1,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { matmulChoices, type MatmulTuningFile, parseTuningFile, webGpuBackend } from "@ragen/tensor-webgpu";
+import { type MatmulTuningFile, matmulChoices, parseTuningFile, webGpuBackend } from "@ragen/tensor-webgpu";
 import { afterAll, describe, expect, it } from "vitest";
-import { type KernelChoiceStore, KernelTuner, MemoryRunStorage, resolveSettings, SMOKE_RUN_SETTINGS } from "../src/index.js";
+import {
+  type KernelChoiceStore,
+  KernelTuner,
+  MemoryRunStorage,
+  resolveSettings,
+  SMOKE_RUN_SETTINGS,
+} from "../src/index.js";
 import { KernelChoiceFiles, ragenCacheDir } from "../src/node.js";
 import { trainInMemory } from "./helpers/memory-policy.js";
 
@@ -54,7 +60,9 @@ describe("kernel tuning in a run", () => {
     const again: string[] = [];
     const second = new MemoryRunStorage("second");
     await trainInMemory({ settings, sources }, second, { kernelChoices: store, say: (l) => again.push(l) });
-    expect(again.some((l) => l.includes(`${file.entries.length} measured matmul shape groups from memory`))).toBe(true);
+    expect(
+      again.some((l) => l.includes(`${file.entries.length} measured matmul shape groups from memory`)),
+    ).toBe(true);
     expect(second.rows.some((r) => r.metrics["timing_s/kernel_tuning"] !== undefined)).toBe(false);
   });
 
@@ -88,7 +96,10 @@ describe("kernel tuning in a run", () => {
     KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
     expect(tuner).toBeDefined();
     expect(said.join("\n")).toMatch(/is not JSON .*; its shapes will be measured again/);
-    writeFileSync(adapterFile, JSON.stringify({ ...table, adapter: matmulChoices(backend.ctx)!.adapter, format: "v0" }));
+    writeFileSync(
+      adapterFile,
+      JSON.stringify({ ...table, adapter: matmulChoices(backend.ctx)!.adapter, format: "v0" }),
+    );
     KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
     expect(said.join("\n")).toMatch(/format is "v0"/);
   });

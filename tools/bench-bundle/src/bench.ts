@@ -4,7 +4,7 @@
  *   node bench.mjs [--quick] [--only matmul,attention,model] [--match 4096] [--min-time 0.5]
  *                  [--model qwen0.5b] [--batch 4] [--seq 512] [--steps 3]
  *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--repeats 1]
- *                  [--torch auto|on|off] [--out results-folder]
+ *                  [--torch auto|on|off] [--profile] [--tune] [--out results-folder]
  *
  * Runs the kernel benchmarks (matmul, attention, row ops, ...) and the model benchmark (a Qwen2-shaped
  * model's forward+backward and batched decode) on the machine's preferred high-performance WebGPU adapter,
@@ -12,6 +12,10 @@
  * off and on, bf16; SDPA attention; the model in f32 and under bf16 autocast), else on the CPU with 1
  * thread and with all cores, keeping the better. With --repeats > 1 the model measurements alternate this
  * engine and PyTorch and report the median. Writes results.json and results.md to --out.
+ *
+ * --tune: times every matmul kernel that can run each PyTorch-compared matmul shape (tuneMatmuls'
+ * candidates) and reports the fastest beside PyTorch; then measures the model again with the kernels tuned
+ * to the shapes it met (what a run with kernelTuning does from its second step on).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
@@ -34,9 +38,18 @@ import {
   runCases,
   selectCases,
 } from "../../../packages/tensor-webgpu/bench/run-cases.js";
-import { type KernelTime, webGpuBackend } from "../../../packages/tensor-webgpu/src/index.js";
+import {
+  choiceName,
+  enableMatmulTuning,
+  type KernelTime,
+  type MatmulShape,
+  matmulCandidates,
+  timeMatmulCandidates,
+  tuneMatmuls,
+  webGpuBackend,
+} from "../../../packages/tensor-webgpu/src/index.js";
 import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels/matmul.js";
-import { comparisonRows, type PeerResults, renderMarkdown } from "./report.js";
+import { comparisonRows, type PeerResults, renderMarkdown, type TunedMatmulResult } from "./report.js";
 import { measureStarPOStep, RAGEN_STEP, type StarPOStepResult } from "./starpo-step.js";
 
 const { values } = parseArgs({
@@ -59,6 +72,7 @@ const { values } = parseArgs({
     "starpo-new-tokens": { type: "string", default: String(RAGEN_STEP.newTokens) },
     torch: { type: "string", default: "auto" },
     profile: { type: "boolean", default: false },
+    tune: { type: "boolean", default: false },
     out: { type: "string", default: "bench-results" },
   },
 });
@@ -227,6 +241,39 @@ if (usePeer && kernels.length > 0) {
     );
 }
 
+// ---- matmul kernels tuned per shape (--tune): every candidate on each PyTorch-compared shape
+const tunedMatmuls: TunedMatmulResult[] = [];
+if (values.tune && kernels.length > 0) {
+  console.log("\n# matmul candidates per shape (--tune)");
+  const dtypes = features.shaderF16 ? (["f32", "f16"] as const) : (["f32"] as const);
+  for (const m of PEER_MATMUL.filter((m) => ran(`${m.label} [auto]`))) {
+    for (const dtype of dtypes) {
+      const shape: MatmulShape = {
+        batch: 1,
+        m: m.m,
+        n: m.n,
+        k: m.k,
+        transA: !!m.transA,
+        transB: !!m.transB,
+        dtype,
+      };
+      const times = await timeMatmulCandidates(ctx, shape, matmulCandidates(ctx, shape), {
+        repeats: quick ? 2 : 5,
+        rounds: 3,
+      });
+      const tflops = (ms: number) => (2 * m.m * m.n * m.k) / (ms / 1000) / 1e12;
+      console.log(
+        `${m.label} ${dtype}: ${times.map((t) => `${t.kernel} ${tflops(t.ms).toFixed(2)}`).join(", ")} TFLOP/s`,
+      );
+      tunedMatmuls.push({
+        label: m.label,
+        dtype,
+        candidates: times.map((t) => ({ kernel: t.kernel, ms: t.ms, tflops: tflops(t.ms) })),
+      });
+    }
+  }
+}
+
 // ---- model
 interface ModelResult {
   size: string;
@@ -242,6 +289,14 @@ interface ModelResult {
   phases?: Record<string, number>;
   /** GPU time per kernel of one forward+backward step and of one decoding step (--profile). */
   kernelProfile?: { train: KernelTime[]; decode: KernelTime[] };
+  /** The same measurements with the matmul kernels tuned to the model's shapes (--tune). */
+  tuned?: {
+    trainTokensPerSecond: number[];
+    decodeTokensPerSecond: number[];
+    groups: number;
+    seconds: number;
+    choices: { key: string; kernel: string; candidates: number }[];
+  };
 }
 let model: ModelResult | undefined;
 if (wants("model")) {
@@ -349,7 +404,59 @@ if (wants("model")) {
       }
     }
   }
+  if (values.tune) model.tuned = await measureTuned(qwen, { batch, seq, steps }, decode);
   qwen.dispose();
+}
+
+/**
+ * Tune the matmul kernels to the shapes one forward+backward step and one decode meet, then measure both
+ * again (as many rounds as --repeats), printing the profile of the tuned step with --profile.
+ */
+async function measureTuned(
+  qwen: Qwen2Model,
+  train: { batch: number; seq: number; steps: number },
+  decode: { batch: number; promptLength: number; newTokens: number },
+): Promise<NonNullable<ModelResult["tuned"]>> {
+  const table = enableMatmulTuning(ctx);
+  await measureTraining(qwen, backend, { ...train, steps: 0 });
+  await measureDecode(qwen, { ...decode, newTokens: 2 });
+  const start = performance.now();
+  const tuned = await tuneMatmuls(ctx);
+  const seconds = (performance.now() - start) / 1000;
+  console.log(`\ntuned ${tuned.length} matmul shape groups of the model in ${seconds.toFixed(1)} s:`);
+  for (const t of tuned)
+    console.log(
+      `  ${t.key.padEnd(28)} ${t.candidates
+        .slice(0, 4)
+        .map((c) => `${c.kernel} ${c.ms.toFixed(3)}`)
+        .join(", ")} ms`,
+    );
+  const result: NonNullable<ModelResult["tuned"]> = {
+    trainTokensPerSecond: [],
+    decodeTokensPerSecond: [],
+    groups: table.size,
+    seconds,
+    choices: tuned.map((t) => ({
+      key: t.key,
+      kernel: choiceName(t.choice),
+      candidates: t.candidates.length,
+    })),
+  };
+  for (let r = 0; r < number("repeats"); r++) {
+    const t = await measureTraining(qwen, backend, train);
+    const d = await measureDecode(qwen, decode);
+    result.trainTokensPerSecond.push(t.tokensPerSecond);
+    result.decodeTokensPerSecond.push(d.tokensPerSecond);
+    console.log(
+      `this engine, tuned kernels: forward+backward ${t.tokensPerSecond.toFixed(1)} tokens/s, decode ${d.tokensPerSecond.toFixed(1)} tokens/s`,
+    );
+  }
+  if (values.profile && ctx.info.features.timestampQuery)
+    printKernels(
+      "one forward+backward step, tuned kernels",
+      await profileKernels(() => measureTraining(qwen, backend, { ...train, steps: 0 })),
+    );
+  return result;
 }
 
 /** Run `work` under a kernel profile: the kernels by GPU time. */
@@ -373,6 +480,7 @@ function printKernels(what: string, kernels: KernelTime[]): void {
 
 // ---- one StarPO step at RAGEN's settings
 let starpo: StarPOStepResult | undefined;
+let starpoTuned: StarPOStepResult | undefined;
 if (wants("starpo")) {
   const size = quick ? "tiny" : values.model!;
   const shape = MODEL_SIZES[size]!;
@@ -388,16 +496,29 @@ if (wants("starpo")) {
     `\n# one StarPO step, ${size}: ${options.groups} groups x ${options.groupSize}, ${options.newTokens} new tokens after ${options.promptLength}`,
   );
   const actor = Qwen2Model.random(shape, 0, backend);
+  const printStep = (what: string, step: StarPOStepResult) =>
+    console.log(
+      `${what}: ${Object.entries(step.seconds)
+        .map(([phase, s]) => `${phase} ${s.toFixed(2)}`)
+        .join(
+          ", ",
+        )}; ${step.generatedTokens} tokens generated, ${step.trainedTrajectories} trajectories trained, ` +
+        `peak ${(step.peakBytes / 2 ** 30).toFixed(2)} GiB`,
+    );
+  // With --tune the first step also notes its matmul shapes; they are tuned, and a second step runs on them.
+  if (values.tune) enableMatmulTuning(ctx);
   starpo = await measureStarPOStep(actor, backend, options);
+  printStep("seconds per phase", starpo);
+  if (values.tune) {
+    const start = performance.now();
+    const tuned = await tuneMatmuls(ctx);
+    console.log(
+      `tuned ${tuned.length} more matmul shape groups in ${((performance.now() - start) / 1000).toFixed(1)} s`,
+    );
+    starpoTuned = await measureStarPOStep(actor, backend, options);
+    printStep("seconds per phase, tuned kernels", starpoTuned);
+  }
   actor.dispose();
-  console.log(
-    `seconds per phase: ${Object.entries(starpo.seconds)
-      .map(([phase, s]) => `${phase} ${s.toFixed(2)}`)
-      .join(
-        ", ",
-      )}; ${starpo.generatedTokens} tokens generated, ${starpo.trainedTrajectories} trajectories trained, ` +
-      `peak ${(starpo.peakBytes / 2 ** 30).toFixed(2)} GiB`,
-  );
 }
 
 // ---- report
@@ -413,8 +534,10 @@ const report = {
   subgroupSizes,
   quick,
   kernels,
+  tunedMatmuls,
   model,
   starpo,
+  starpoTuned,
   peer: usePeer ? peer : undefined,
 };
 const write = (name: string, text: string) => {
@@ -428,6 +551,7 @@ const rows = comparisonRows(
   usePeer ? peer : undefined,
   PEER_MATMUL.map((m) => m.label),
   PEER_ATTENTION.map((a) => a.label),
+  tunedMatmuls,
 );
 write("results.md", renderMarkdown(report, rows));
 console.log(`\n${renderMarkdown(report, rows)}`);

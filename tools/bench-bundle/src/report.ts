@@ -10,6 +10,13 @@ export interface PeerResults {
   model: { dtype: string; threads: number; train: number; decode: number; peakBytes: number }[];
 }
 
+/** Every kernel that could run one PyTorch-compared matmul shape, fastest first (--tune). */
+export interface TunedMatmulResult {
+  label: string;
+  dtype: "f32" | "f16";
+  candidates: { kernel: string; ms: number; tflops: number }[];
+}
+
 export interface ModelSummary {
   size: string;
   batch: number;
@@ -18,6 +25,16 @@ export interface ModelSummary {
   newTokens: number;
   trainTokensPerSecond: number[];
   decodeTokensPerSecond: number[];
+  peakBytes: number;
+  /** The same with the matmul kernels tuned to the model's shapes (--tune). */
+  tuned?: { trainTokensPerSecond: number[]; decodeTokensPerSecond: number[] };
+}
+
+export interface StarPOSummary {
+  options: { groups: number; groupSize: number; promptLength: number; newTokens: number };
+  seconds: Record<string, number>;
+  generatedTokens: number;
+  trainedTrajectories: number;
   peakBytes: number;
 }
 
@@ -41,6 +58,7 @@ export function comparisonRows(
   peer: PeerResults | undefined,
   matmulLabels: readonly string[],
   attentionLabels: readonly string[],
+  tunedMatmuls: readonly TunedMatmulResult[] = [],
 ): ComparisonRow[] {
   const rows: ComparisonRow[] = [];
   const engine = (name: string) => kernels.find((k) => k.name === name && k.gflops !== undefined);
@@ -64,6 +82,13 @@ export function comparisonRows(
     if (f16 && peer?.device === "cuda") {
       add(`matmul ${label} f16`, t(f16), p("bf16"), "bf16");
       add(`matmul ${label} f16`, t(f16), p("f16"), "f16");
+    }
+    for (const tuned of tunedMatmuls.filter((r) => r.label === label)) {
+      const best = tuned.candidates[0];
+      if (!best) continue;
+      const name = `matmul ${label} ${tuned.dtype}, fastest kernel (${best.kernel})`;
+      if (tuned.dtype === "f32") add(name, best.tflops, p("f32"), "f32, TF32 off");
+      else if (peer?.device === "cuda") add(name, best.tflops, p("bf16"), "bf16");
     }
   }
   for (const label of attentionLabels) {
@@ -91,40 +116,40 @@ export function comparisonRows(
     };
     const label = `${model.size} forward+backward ${model.batch}x${model.seq}`;
     const decodeLabel = `${model.size} decode batch ${model.decodeBatch}, ${model.newTokens} tokens`;
+    const sides = [{ suffix: "", train, decode }];
+    if (model.tuned)
+      sides.push({
+        suffix: ", tuned kernels",
+        train: median(model.tuned.trainTokensPerSecond),
+        decode: median(model.tuned.decodeTokensPerSecond),
+      });
     if (modes.length === 0) {
-      rows.push({
-        case: label,
-        engine: `${fmt(train)} tokens/s`,
-        peer: "-",
-        peerMode: "-",
-        ratio: undefined,
-      });
-      rows.push({
-        case: decodeLabel,
-        engine: `${fmt(decode)} tokens/s`,
-        peer: "-",
-        peerMode: "-",
-        ratio: undefined,
-      });
+      for (const side of sides) {
+        const none = { peer: "-", peerMode: "-", ratio: undefined };
+        rows.push({ case: `${label}${side.suffix}`, engine: `${fmt(side.train)} tokens/s`, ...none });
+        rows.push({ case: `${decodeLabel}${side.suffix}`, engine: `${fmt(side.decode)} tokens/s`, ...none });
+      }
     }
     for (const dtype of modes) {
       const mode = dtype === "bf16" ? "eager, bf16 autocast" : "eager f32";
       const pt = best(dtype, "train");
       const pd = best(dtype, "decode");
-      rows.push({
-        case: label,
-        engine: `${fmt(train)} tokens/s`,
-        peer: `${fmt(pt)} tokens/s`,
-        peerMode: `${mode}${threads(dtype, "train")}`,
-        ratio: train / pt,
-      });
-      rows.push({
-        case: decodeLabel,
-        engine: `${fmt(decode)} tokens/s`,
-        peer: `${fmt(pd)} tokens/s`,
-        peerMode: `${mode}, KV cache${threads(dtype, "decode")}`,
-        ratio: decode / pd,
-      });
+      for (const side of sides) {
+        rows.push({
+          case: `${label}${side.suffix}`,
+          engine: `${fmt(side.train)} tokens/s`,
+          peer: `${fmt(pt)} tokens/s`,
+          peerMode: `${mode}${threads(dtype, "train")}`,
+          ratio: side.train / pt,
+        });
+        rows.push({
+          case: `${decodeLabel}${side.suffix}`,
+          engine: `${fmt(side.decode)} tokens/s`,
+          peer: `${fmt(pd)} tokens/s`,
+          peerMode: `${mode}, KV cache${threads(dtype, "decode")}`,
+          ratio: side.decode / pd,
+        });
+      }
     }
   }
   return rows;
@@ -137,13 +162,9 @@ export function renderMarkdown(
     peer?: PeerResults;
     kernels: readonly KernelResult[];
     model?: ModelSummary;
-    starpo?: {
-      options: { groups: number; groupSize: number; promptLength: number; newTokens: number };
-      seconds: Record<string, number>;
-      generatedTokens: number;
-      trainedTrajectories: number;
-      peakBytes: number;
-    };
+    starpo?: StarPOSummary;
+    /** The same step on matmul kernels tuned to the shapes of the first (--tune). */
+    starpoTuned?: StarPOSummary;
   },
   rows: readonly ComparisonRow[],
 ): string {
@@ -165,15 +186,27 @@ export function renderMarkdown(
     );
   if (report.starpo) {
     const { options: o, seconds, generatedTokens, trainedTrajectories, peakBytes } = report.starpo;
+    const tuned = report.starpoTuned;
     lines.push(
       "",
       `## One StarPO step (${o.groups} groups x ${o.groupSize}, ${o.newTokens} new tokens after ${o.promptLength})`,
       "",
       `${generatedTokens} tokens generated, ${trainedTrajectories} trajectories trained after the filter, peak ${(peakBytes / 2 ** 30).toFixed(2)} GiB.`,
       "",
-      "| phase | seconds |",
-      "|---|---|",
-      ...Object.entries(seconds).map(([phase, s]) => `| ${phase} | ${s.toFixed(2)} |`),
+      ...(tuned
+        ? [
+            "| phase | seconds | seconds, tuned kernels |",
+            "|---|---|---|",
+            ...Object.entries(seconds).map(
+              ([phase, s]) =>
+                `| ${phase} | ${s.toFixed(2)} | ${fmt(tuned.seconds[phase] ?? Number.NaN, 2)} |`,
+            ),
+          ]
+        : [
+            "| phase | seconds |",
+            "|---|---|",
+            ...Object.entries(seconds).map(([phase, s]) => `| ${phase} | ${s.toFixed(2)} |`),
+          ]),
     );
   }
   lines.push("", "## Every kernel case", "", "| case | ms | rate | dispatches |", "|---|---|---|---|");

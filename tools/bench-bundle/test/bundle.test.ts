@@ -35,7 +35,7 @@ describe("bench:bundle", () => {
     const out = join(work, "results");
     const log = execFileSync(
       process.execPath,
-      [join(moved, "bench.mjs"), "--quick", "--profile", "--torch", "off", "--out", out],
+      [join(moved, "bench.mjs"), "--quick", "--profile", "--tune", "--torch", "off", "--out", out],
       {
         cwd: work,
         encoding: "utf8",
@@ -50,9 +50,16 @@ describe("bench:bundle", () => {
         trainTokensPerSecond: number[];
         decodeTokensPerSecond: number[];
         kernelProfile: Record<"train" | "decode", { label: string; ms: number; dispatches: number }[]>;
+        tuned: {
+          trainTokensPerSecond: number[];
+          groups: number;
+          choices: { key: string; candidates: number }[];
+        };
       };
+      tunedMatmuls: { label: string; dtype: string; candidates: { kernel: string; tflops: number }[] }[];
       latency: { syncMs: number };
       starpo: { seconds: Record<string, number>; trainedTrajectories: number };
+      starpoTuned: { seconds: Record<string, number> };
     };
     const ran = report.kernels.filter((k) => !k.skipped);
     expect(ran.map((k) => k.name)).toEqual(
@@ -67,12 +74,24 @@ describe("bench:bundle", () => {
     for (const k of [...train, ...decode]) expect(k.ms).toBeGreaterThanOrEqual(0);
     expect(decode.reduce((n, k) => n + k.dispatches, 0)).toBeGreaterThan(10);
     expect(report.latency.syncMs).toBeGreaterThan(0);
+    // --tune: every candidate kernel of the compared matmul shape, and the model again on tuned kernels.
+    const tuned256 = report.tunedMatmuls.find((t) => t.label === "256^3" && t.dtype === "f32");
+    expect(tuned256?.candidates.length).toBeGreaterThan(1);
+    for (const c of tuned256!.candidates) expect(c.tflops).toBeGreaterThan(0);
+    expect(report.model.tuned.trainTokensPerSecond[0]).toBeGreaterThan(0);
+    expect(report.model.tuned.groups).toBeGreaterThan(3);
+    expect(new Set(report.model.tuned.choices.map((c) => c.key.split(" ")[1]))).toEqual(
+      new Set(["NT", "NN", "TN"]),
+    );
     for (const phase of ["generate", "values", "update_critic", "update_actor", "step"]) {
       expect(report.starpo.seconds[phase], phase).toBeGreaterThan(0);
+      expect(report.starpoTuned.seconds[phase], phase).toBeGreaterThan(0);
     }
     const markdown = readFileSync(join(out, "results.md"), "utf8");
     expect(markdown).toContain("| case | this engine | PyTorch | PyTorch mode | ratio |");
     expect(markdown).toContain("256^3 [auto]");
+    expect(markdown).toMatch(/tiny forward\+backward 2x32, tuned kernels \| [0-9.]+ tokens\/s/);
     expect(markdown).toContain("## One StarPO step");
+    expect(markdown).toContain("| phase | seconds | seconds, tuned kernels |");
   });
 });

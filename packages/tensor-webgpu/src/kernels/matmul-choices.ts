@@ -17,7 +17,14 @@ import { type BlockedTile, blockedTileProblem } from "./matmul-gpu.js";
 
 export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix" | "matvec";
 
-const VARIANTS: readonly MatmulVariant[] = ["texture", "tiled", "buffer", "blocked", "subgroup-matrix", "matvec"];
+const VARIANTS: readonly MatmulVariant[] = [
+  "texture",
+  "tiled",
+  "buffer",
+  "blocked",
+  "subgroup-matrix",
+  "matvec",
+];
 
 /** The dimensions and layout of a matmul problem: what decides which kernel is fastest. */
 export interface MatmulShape {
@@ -174,7 +181,10 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
 export function parseTuningFile(x: unknown, where = "table"): MatmulTuningFile {
   if (!isRecord(x)) throw new MatmulTuningFileError(where, "not a JSON object");
   if (x.format !== TUNING_FORMAT)
-    throw new MatmulTuningFileError(where, `format is ${JSON.stringify(x.format)}, expected "${TUNING_FORMAT}"`);
+    throw new MatmulTuningFileError(
+      where,
+      `format is ${JSON.stringify(x.format)}, expected "${TUNING_FORMAT}"`,
+    );
   if (typeof x.adapter !== "string") throw new MatmulTuningFileError(where, "adapter is not a string");
   if (!Array.isArray(x.entries)) throw new MatmulTuningFileError(where, "entries is not an array");
   const entries = x.entries.map((e: unknown, i: number): TunedMatmul => {

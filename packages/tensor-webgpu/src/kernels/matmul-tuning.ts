@@ -11,6 +11,7 @@
  * changes a GPU's power draw, and zeros would flatter every kernel.
  */
 import type { GpuContext } from "../gpu/context.js";
+import { matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
 import {
   type CandidateTime,
   choiceName,
@@ -21,7 +22,6 @@ import {
   type TunedMatmul,
 } from "./matmul-choices.js";
 import { type BlockedTile, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
-import { matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
 
 /** The "blocked" tiles a hardware adapter tries, from the largest per-invocation block down. */
 const BLOCKED_TILES: readonly BlockedTile[] = [

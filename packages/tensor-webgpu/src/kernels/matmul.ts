@@ -1051,7 +1051,8 @@ export function matmulShapeOf(args: MatmulArgs): MatmulShape {
  * winner of the problem's group when tuning is on (matmul-choices.ts), else the fixed rule below.
  */
 export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
-  if (args.variant) return { variant: args.variant, ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}) };
+  if (args.variant)
+    return { variant: args.variant, ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}) };
   const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
   return tuned ?? { variant: fixedRule(ctx, args) };
 }
