@@ -8,7 +8,7 @@ import {
   matmulVariant,
   textureVariantAvailable,
 } from "../src/kernels/matmul.js";
-import { type BlockedTile, blockedTileBytes } from "../src/kernels/matmul-gpu.js";
+import { BLOCKED_TILES, type BlockedTile, blockedTileBytes } from "../src/kernels/matmul-gpu.js";
 import { matmulRef } from "../src/reference/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -169,14 +169,7 @@ for (const variant of variants) {
 }
 
 // Every tile shape of the "blocked" kernel (the default 128 x 128 / 8 runs every case above).
-const blockedTiles: BlockedTile[] = [
-  { rows: 128, cols: 128, depth: 16 },
-  { rows: 128, cols: 64, depth: 16 },
-  { rows: 64, cols: 128, depth: 16 },
-  { rows: 64, cols: 64, depth: 16 },
-  { rows: 64, cols: 64, depth: 32 },
-  { rows: 128, cols: 64, depth: 32 },
-];
+const blockedTiles = BLOCKED_TILES.slice(1);
 const blockedCases: Case[] = [
   { batch: 1, m: 3, n: 5, k: 7 },
   { batch: 1, m: 17, n: 33, k: 65, transA: true },

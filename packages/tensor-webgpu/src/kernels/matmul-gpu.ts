@@ -64,6 +64,17 @@ export function blockedTileProblem(tile: BlockedTile): string | undefined {
   return undefined;
 }
 
+/** Every tile a "blocked" kernel takes, the default first. */
+export const BLOCKED_TILES: readonly BlockedTile[] = [BLOCKED_TILE].concat(
+  ([128, 64] as const).flatMap((rows) =>
+    ([128, 64] as const).flatMap((cols) =>
+      ([8, 16, 32] as const)
+        .map((depth): BlockedTile => ({ rows, cols, depth }))
+        .filter((t) => !blockedTileProblem(t) && !(t.rows === 128 && t.cols === 128 && t.depth === 8)),
+    ),
+  ),
+);
+
 /** Workgroup memory of a "blocked" kernel: both staged slices, one padding vec4 per k-row. */
 export const blockedTileBytes = (tile: BlockedTile): number =>
   16 * tile.depth * (tile.rows / 4 + 1 + tile.cols / 4 + 1);

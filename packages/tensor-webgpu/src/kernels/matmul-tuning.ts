@@ -21,17 +21,7 @@ import {
   matmulShapeKey,
   type TunedMatmul,
 } from "./matmul-choices.js";
-import { type BlockedTile, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
-
-/** The "blocked" tiles a hardware adapter tries, from the largest per-invocation block down. */
-const BLOCKED_TILES: readonly BlockedTile[] = [
-  { rows: 128, cols: 128, depth: 8 },
-  { rows: 128, cols: 128, depth: 16 },
-  { rows: 128, cols: 64, depth: 16 },
-  { rows: 64, cols: 128, depth: 16 },
-  { rows: 64, cols: 64, depth: 16 },
-  { rows: 64, cols: 64, depth: 32 },
-];
+import { BLOCKED_TILES, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
 
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {

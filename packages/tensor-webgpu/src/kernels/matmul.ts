@@ -110,18 +110,11 @@ export interface MatmulArgs {
 // ---------------------------------------------------------------------------------------------------------
 // Problem description and chunking
 
-interface Problem {
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  transA: boolean;
-  transB: boolean;
+interface Problem extends MatmulShape {
   aBatchStride: number;
   bBatchStride: number;
   accumulate: boolean;
   alpha: number;
-  dtype: FloatStorage;
   /** Bytes per element of a, b and out. */
   bytes: number;
 }
