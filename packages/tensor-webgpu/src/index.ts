@@ -61,18 +61,41 @@ export {
   textureSizeClass,
 } from "./gpu/texture-pool.js";
 export { blockFor, waitForGpu } from "./gpu/wait.js";
-// Matmul kernels measured per adapter: the context's table of choices, and the tuner that fills it
+// Kernels measured per adapter: matmul kernels and attention tiles, their tables and tuners
+export {
+  type AttentionTileTable,
+  attentionTiles,
+  disableAttentionTuning,
+  enableAttentionTuning,
+  type Tile,
+  type TiledDispatch,
+  type TunedTile,
+  tileName,
+} from "./kernels/attention/tile-choices.js";
+export { timeAttentionTiles, tuneAttentionTiles } from "./kernels/attention/tile-tuning.js";
+export {
+  disableKernelTuning,
+  enableKernelTuning,
+  KERNEL_TUNING_FORMAT,
+  type KernelTuningFile,
+  type KernelTuningPass,
+  loadKernelTuning,
+  measuredKernelProblems,
+  pendingKernelProblems,
+  saveKernelTuning,
+  tuneKernels,
+} from "./kernels/kernel-tuning.js";
 export {
   adapterKey,
   type CandidateTime,
   choiceName,
   disableMatmulTuning,
   enableMatmulTuning,
+  KernelTuningFileError,
   type MatmulChoice,
   MatmulChoiceTable,
   type MatmulShape,
   type MatmulTuningFile,
-  MatmulTuningFileError,
   type MatmulVariant,
   matmulChoices,
   matmulShapeKey,
@@ -87,6 +110,7 @@ export {
   timeMatmulCandidates,
   tuneMatmuls,
 } from "./kernels/matmul-tuning.js";
+export type { TimingOptions } from "./kernels/tuning-timer.js";
 export * from "./ops/index.js";
 export { AdamW, type AdamWMoments, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
 export {

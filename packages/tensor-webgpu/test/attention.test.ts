@@ -1,12 +1,24 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type AttentionDims, EMPTY_ROW_LSE } from "../src/core/attention.js";
 import type { GpuContext } from "../src/gpu/context.js";
+import { KV_GRAD_KERNEL, Q_GRAD_KERNEL } from "../src/kernels/attention/backward.js";
+import { FORWARD_KERNEL } from "../src/kernels/attention/forward.js";
 import {
   attentionBackward,
   attentionForward,
   attentionTuning,
   decodeAttention,
 } from "../src/kernels/attention/index.js";
+import {
+  attentionTileKey,
+  attentionTiles,
+  disableAttentionTuning,
+  enableAttentionTuning,
+  tileCandidates,
+  tileName,
+} from "../src/kernels/attention/tile-choices.js";
+import { tuneAttentionTiles } from "../src/kernels/attention/tile-tuning.js";
+import { disableKernelTuning, loadKernelTuning, saveKernelTuning } from "../src/kernels/kernel-tuning.js";
 import { attentionBackwardRef, attentionForwardRef, decodeAttentionRef } from "../src/reference/attention.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -168,6 +180,78 @@ describe("attention with other head sizes and tiles", () => {
       attentionForward(ctx, { ...small, headDim: 6, seqLen: 2, kvLen: 2, q: b, k: b, v: b, out: b }),
     ).toThrow(/multiple of 4/);
     ctx.pool.release(b);
+  });
+});
+
+describe("attention tiles measured per adapter", () => {
+  afterEach(async () => disableAttentionTuning(await testContext()));
+  const kernels = [FORWARD_KERNEL, KV_GRAD_KERNEL, Q_GRAD_KERNEL];
+  // headDim 16: every tile fits in 32 KiB of workgroup memory (lavapipe's), so every one runs here.
+  const c: Case = { ...small, batch: 2, seqLen: 70, kvLen: 70, kvStart: [0, 9] };
+
+  // The tiles only tuning tries run nowhere else: each kernel runs its i-th one in round i.
+  for (const round of [0, 1, 2]) {
+    it(`a tuned tile is the one that runs, and computes the same (tuning-only tiles, round ${round})`, async () => {
+      const ctx = await testContext();
+      const table = enableAttentionTuning(ctx);
+      const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+      for (const kernel of kernels) {
+        const tile = kernel.tiles.tuning[round]!;
+        expect(kernel.bytes(tile, c.headDim / 4)).toBeLessThanOrEqual(limit);
+        table.set({ key: attentionTileKey(kernel, c), tile, candidates: [] });
+      }
+      const before = ctx.stats.pipelines;
+      await checkAgainstReference(c, 11 + round);
+      expect(table.pendingDispatches()).toEqual([]); // every dispatch found its tuned tile
+      expect(ctx.stats.pipelines).toBeGreaterThan(before); // new tiles, new shaders
+    });
+  }
+
+  it("times every candidate of the dispatches met, keeps the fastest, and saves and loads them", async () => {
+    const ctx = await testContext();
+    const table = enableAttentionTuning(ctx);
+    const dims: Case = { ...small, seqLen: 24, kvLen: 24 };
+    await runGpu(ctx, dims, inputs(dims, 5));
+    expect(table.pendingDispatches().map((d) => d.kernel.name)).toEqual(kernels.map((k) => k.name));
+    const tuned = await tuneAttentionTiles(ctx, undefined, { repeats: 1, rounds: 1 });
+    expect(tuned).toHaveLength(3);
+    const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+    for (const [i, entry] of tuned.entries()) {
+      const software = ctx.info.adapter.isSoftware;
+      const candidates = tileCandidates(kernels[i]!, dims.headDim / 4, limit, software).map(tileName);
+      expect(candidates.length).toBeGreaterThan(1);
+      expect(entry.candidates.map((t) => t.tile).sort()).toEqual([...candidates].sort());
+      expect(tileName(entry.tile)).toBe(entry.candidates[0]!.tile);
+      expect(entry.candidates[0]!.ms).toBeLessThanOrEqual(entry.candidates.at(-1)!.ms);
+    }
+    expect(table.pendingDispatches()).toEqual([]);
+
+    const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
+    expect(saved.attention).toHaveLength(3);
+    disableKernelTuning(ctx);
+    expect(loadKernelTuning(ctx, saved, "tuning.json")).toBe(true);
+    expect(attentionTiles(ctx)!.entries()).toEqual(tuned);
+    expect(loadKernelTuning(ctx, { ...saved, adapter: "another GPU" })).toBe(false);
+    const damaged = {
+      ...saved,
+      attention: [{ ...saved.attention[0], tile: { bq: 0, bk: 8, rm: 1, rn: 1 } }],
+    };
+    expect(() => loadKernelTuning(ctx, damaged, "tuning.json")).toThrow(
+      /tuning\.json, attention entry 0: tile\.bq is not a positive integer/,
+    );
+    expect(() => loadKernelTuning(ctx, { ...saved, format: "x" })).toThrow(/format is "x"/);
+  });
+
+  it("runs a saved tile only if it is one of the kernel's own", async () => {
+    const ctx = await testContext();
+    const table = enableAttentionTuning(ctx);
+    const dims: Case = { ...small, seqLen: 9, kvLen: 9 };
+    table.set({
+      key: attentionTileKey(FORWARD_KERNEL, dims),
+      tile: { bq: 24, bk: 8, rm: 3, rn: 1 },
+      candidates: [],
+    });
+    await checkAgainstReference(dims, 2); // falls back to the list's tile
   });
 });
 

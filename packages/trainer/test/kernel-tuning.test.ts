@@ -1,7 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type MatmulTuningFile, matmulChoices, parseTuningFile, webGpuBackend } from "@ragen/tensor-webgpu";
+import {
+  attentionTiles,
+  KERNEL_TUNING_FORMAT,
+  type KernelTuningFile,
+  matmulChoices,
+  webGpuBackend,
+} from "@ragen/tensor-webgpu";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   type KernelChoiceStore,
@@ -18,11 +24,11 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** A store in memory that records what it was given. */
 class MemoryChoices implements KernelChoiceStore {
-  readonly tables = new Map<string, MatmulTuningFile>();
+  readonly tables = new Map<string, KernelTuningFile>();
   load(adapter: string) {
     return this.tables.get(adapter);
   }
-  save(adapter: string, table: MatmulTuningFile) {
+  save(adapter: string, table: KernelTuningFile) {
     this.tables.set(adapter, structuredClone(table));
   }
   describe() {
@@ -31,7 +37,7 @@ class MemoryChoices implements KernelChoiceStore {
 }
 
 describe("kernel tuning in a run", () => {
-  it("measures the shapes the first step met before the second, keeps them, and starts the next run tuned", async () => {
+  it("measures the problems the first steps met before the next, keeps them, and starts the next run tuned", async () => {
     const store = new MemoryChoices();
     const said: string[] = [];
     const storage = new MemoryRunStorage("tuned");
@@ -40,29 +46,38 @@ describe("kernel tuning in a run", () => {
       parameterCount: 1e5,
     });
     await trainInMemory({ settings, sources }, storage, { kernelChoices: store, say: (l) => said.push(l) });
-    // The validation at step 0 met the decoding shapes, timed before step 1; step 1 met the training
-    // shapes (forward and backward), timed before step 2.
+    // The validation at step 0 met the decoding problems, timed before step 1; step 1 met the training
+    // ones (forward and backward), timed before step 2.
     expect(storage.rows[1]!.metrics["timing_s/kernel_tuning"]).toBeGreaterThan(0);
     expect(storage.rows[2]!.metrics["timing_s/kernel_tuning"]).toBeGreaterThan(0);
-    const [adapter, table] = [...store.tables.entries()][0]!;
-    const file = parseTuningFile(table);
+    const [adapter, file] = [...store.tables.entries()][0]!;
+    expect(file.format).toBe(KERNEL_TUNING_FORMAT);
     expect(file.adapter).toBe(adapter);
-    expect(file.entries.length).toBeGreaterThan(3);
+    expect(file.matmul.length).toBeGreaterThan(3);
     // Forward (x · Wᵀ), input gradient and weight gradient layouts were all met.
-    expect(new Set(file.entries.map((e) => e.key.split(" ")[1]))).toEqual(new Set(["NT", "NN", "TN"]));
-    for (const entry of file.entries) {
+    expect(new Set(file.matmul.map((e) => e.key.split(" ")[1]))).toEqual(new Set(["NT", "NN", "TN"]));
+    for (const entry of file.matmul) {
       expect(entry.candidates.length).toBeGreaterThan(1);
       expect(entry.choice.variant).toBe(entry.candidates[0]!.kernel.split(" ")[0]);
     }
-    expect(said.some((l) => /kernel tuning: measured \d+ matmul shape groups/.test(l))).toBe(true);
+    // The update's attention: forward, dK/dV and dQ.
+    expect(new Set(file.attention.map((e) => e.key.split(" ")[0]))).toEqual(
+      new Set(["forward", "dkdv", "dq"]),
+    );
+    expect(said.some((l) => /kernel tuning: measured \d+ matmul and \d+ attention problems/.test(l))).toBe(
+      true,
+    );
 
     // The next run takes the kept table and has nothing left to measure.
     const again: string[] = [];
     const second = new MemoryRunStorage("second");
-    await trainInMemory({ settings, sources }, second, { kernelChoices: store, say: (l) => again.push(l) });
-    expect(
-      again.some((l) => l.includes(`${file.entries.length} measured matmul shape groups from memory`)),
-    ).toBe(true);
+    const oneStep = { ...settings, steps: 1 };
+    await trainInMemory({ settings: oneStep, sources }, second, {
+      kernelChoices: store,
+      say: (l) => again.push(l),
+    });
+    const measured = file.matmul.length + file.attention.length;
+    expect(again.some((l) => l.includes(`${measured} measured kernel problems from memory`))).toBe(true);
     expect(second.rows.some((r) => r.metrics["timing_s/kernel_tuning"] !== undefined)).toBe(false);
   });
 
@@ -76,12 +91,18 @@ describe("kernel tuning in a run", () => {
     expect(auto === undefined).toBe(backend.ctx.info.adapter.isSoftware);
     expect(KernelTuner.forRun("off", backend, store, () => {})).toBeUndefined();
     expect(matmulChoices(backend.ctx)).toBeUndefined();
+    expect(attentionTiles(backend.ctx)).toBeUndefined();
   });
 
   it("keeps one file per adapter, and measures again after a damaged one", async () => {
     const files = new KernelChoiceFiles(join(root, "cache"));
     const backend = await webGpuBackend();
-    const table = { format: "ragen-matmul-tuning/1", adapter: "GPU | x", entries: [] } as MatmulTuningFile;
+    const table: KernelTuningFile = {
+      format: KERNEL_TUNING_FORMAT,
+      adapter: "GPU | x",
+      matmul: [],
+      attention: [],
+    };
     files.save("GPU | x", table);
     expect(files.load("GPU | x")).toEqual(table);
     expect(files.load("GPU | y")).toBeUndefined();
@@ -95,7 +116,7 @@ describe("kernel tuning in a run", () => {
     writeFileSync(adapterFile, "{ not json");
     KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
     expect(tuner).toBeDefined();
-    expect(said.join("\n")).toMatch(/is not JSON .*; its shapes will be measured again/);
+    expect(said.join("\n")).toMatch(/is not JSON .*; its problems will be measured again/);
     writeFileSync(
       adapterFile,
       JSON.stringify({ ...table, adapter: matmulChoices(backend.ctx)!.adapter, format: "v0" }),

@@ -13,9 +13,9 @@
  * thread and with all cores, keeping the better. With --repeats > 1 the model measurements alternate this
  * engine and PyTorch and report the median. Writes results.json and results.md to --out.
  *
- * --tune: times every matmul kernel that can run each PyTorch-compared matmul shape (tuneMatmuls'
- * candidates) and reports the fastest beside PyTorch; then measures the model again with the kernels tuned
- * to the shapes it met (what a run with kernelTuning does from its second step on).
+ * --tune: times every matmul kernel that can run each PyTorch-compared matmul shape (matmulCandidates)
+ * and reports the fastest beside PyTorch; then measures the model and the StarPO step again on matmul
+ * kernels and attention tiles tuned to the problems they met (what a run with kernelTuning does).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
@@ -40,12 +40,13 @@ import {
 } from "../../../packages/tensor-webgpu/bench/run-cases.js";
 import {
   choiceName,
-  enableMatmulTuning,
+  enableKernelTuning,
   type KernelTime,
   type MatmulShape,
   matmulCandidates,
+  measuredKernelProblems,
   timeMatmulCandidates,
-  tuneMatmuls,
+  tuneKernels,
   webGpuBackend,
 } from "../../../packages/tensor-webgpu/src/index.js";
 import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels/matmul.js";
@@ -293,7 +294,7 @@ interface ModelResult {
   tuned?: {
     trainTokensPerSecond: number[];
     decodeTokensPerSecond: number[];
-    groups: number;
+    problems: number;
     seconds: number;
     choices: { key: string; kernel: string; candidates: number }[];
   };
@@ -417,30 +418,46 @@ async function measureTuned(
   train: { batch: number; seq: number; steps: number },
   decode: { batch: number; promptLength: number; newTokens: number },
 ): Promise<NonNullable<ModelResult["tuned"]>> {
-  const table = enableMatmulTuning(ctx);
+  enableKernelTuning(ctx);
   await measureTraining(qwen, backend, { ...train, steps: 0 });
   await measureDecode(qwen, { ...decode, newTokens: 2 });
   const start = performance.now();
-  const tuned = await tuneMatmuls(ctx);
+  const tuned = await tuneKernels(ctx);
   const seconds = (performance.now() - start) / 1000;
-  console.log(`\ntuned ${tuned.length} matmul shape groups of the model in ${seconds.toFixed(1)} s:`);
-  for (const t of tuned)
+  console.log(
+    `\ntuned ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems of the model in ${seconds.toFixed(1)} s:`,
+  );
+  for (const t of tuned.matmul)
     console.log(
       `  ${t.key.padEnd(28)} ${t.candidates
         .slice(0, 4)
         .map((c) => `${c.kernel} ${c.ms.toFixed(3)}`)
         .join(", ")} ms`,
     );
+  for (const t of tuned.attention)
+    console.log(
+      `  ${t.key.padEnd(28)} ${t.candidates
+        .slice(0, 4)
+        .map((c) => `${c.tile} ${c.ms.toFixed(3)}`)
+        .join(", ")} ms`,
+    );
   const result: NonNullable<ModelResult["tuned"]> = {
     trainTokensPerSecond: [],
     decodeTokensPerSecond: [],
-    groups: table.size,
+    problems: measuredKernelProblems(ctx),
     seconds,
-    choices: tuned.map((t) => ({
-      key: t.key,
-      kernel: choiceName(t.choice),
-      candidates: t.candidates.length,
-    })),
+    choices: [
+      ...tuned.matmul.map((t) => ({
+        key: t.key,
+        kernel: choiceName(t.choice),
+        candidates: t.candidates.length,
+      })),
+      ...tuned.attention.map((t) => ({
+        key: t.key,
+        kernel: t.candidates[0]!.tile,
+        candidates: t.candidates.length,
+      })),
+    ],
   };
   for (let r = 0; r < number("repeats"); r++) {
     const t = await measureTraining(qwen, backend, train);
@@ -505,15 +522,15 @@ if (wants("starpo")) {
         )}; ${step.generatedTokens} tokens generated, ${step.trainedTrajectories} trajectories trained, ` +
         `peak ${(step.peakBytes / 2 ** 30).toFixed(2)} GiB`,
     );
-  // With --tune the first step also notes its matmul shapes; they are tuned, and a second step runs on them.
-  if (values.tune) enableMatmulTuning(ctx);
+  // With --tune the first step also notes its kernel problems; they are tuned, and a second step runs on them.
+  if (values.tune) enableKernelTuning(ctx);
   starpo = await measureStarPOStep(actor, backend, options);
   printStep("seconds per phase", starpo);
   if (values.tune) {
     const start = performance.now();
-    const tuned = await tuneMatmuls(ctx);
+    const tuned = await tuneKernels(ctx);
     console.log(
-      `tuned ${tuned.length} more matmul shape groups in ${((performance.now() - start) / 1000).toFixed(1)} s`,
+      `tuned ${tuned.matmul.length} more matmul and ${tuned.attention.length} attention problems in ${((performance.now() - start) / 1000).toFixed(1)} s`,
     );
     starpoTuned = await measureStarPOStep(actor, backend, options);
     printStep("seconds per phase, tuned kernels", starpoTuned);

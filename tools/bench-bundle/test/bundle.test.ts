@@ -52,7 +52,7 @@ describe("bench:bundle", () => {
         kernelProfile: Record<"train" | "decode", { label: string; ms: number; dispatches: number }[]>;
         tuned: {
           trainTokensPerSecond: number[];
-          groups: number;
+          problems: number;
           choices: { key: string; candidates: number }[];
         };
       };
@@ -79,9 +79,13 @@ describe("bench:bundle", () => {
     expect(tuned256?.candidates.length).toBeGreaterThan(1);
     for (const c of tuned256!.candidates) expect(c.tflops).toBeGreaterThan(0);
     expect(report.model.tuned.trainTokensPerSecond[0]).toBeGreaterThan(0);
-    expect(report.model.tuned.groups).toBeGreaterThan(3);
-    expect(new Set(report.model.tuned.choices.map((c) => c.key.split(" ")[1]))).toEqual(
+    expect(report.model.tuned.problems).toBeGreaterThan(3);
+    const keys = report.model.tuned.choices.map((c) => c.key);
+    expect(new Set(keys.filter((k) => /^f(32|16) /.test(k)).map((k) => k.split(" ")[1]))).toEqual(
       new Set(["NT", "NN", "TN"]),
+    );
+    expect(new Set(keys.filter((k) => !/^f(32|16) /.test(k)).map((k) => k.split(" ")[0]))).toEqual(
+      new Set(["forward", "dkdv", "dq"]),
     );
     for (const phase of ["generate", "values", "update_critic", "update_actor", "step"]) {
       expect(report.starpo.seconds[phase], phase).toBeGreaterThan(0);

@@ -86,10 +86,10 @@ export function adapterKey(ctx: GpuContext): string {
   return [vendor, architecture, device, description].join(" | ");
 }
 
-export class MatmulTuningFileError extends Error {
+export class KernelTuningFileError extends Error {
   constructor(where: string, problem: string) {
-    super(`matmul tuning ${where}: ${problem}`);
-    this.name = "MatmulTuningFileError";
+    super(`kernel tuning ${where}: ${problem}`);
+    this.name = "KernelTuningFileError";
   }
 }
 
@@ -151,21 +151,21 @@ const isRecord = (x: unknown): x is Record<string, unknown> =>
 const isCount = (x: unknown): x is number => Number.isInteger(x) && (x as number) >= 1;
 
 function parseShape(x: unknown, where: string): MatmulShape {
-  if (!isRecord(x)) throw new MatmulTuningFileError(where, "shape is not an object");
+  if (!isRecord(x)) throw new KernelTuningFileError(where, "shape is not an object");
   for (const dim of ["batch", "m", "n", "k"] as const)
-    if (!isCount(x[dim])) throw new MatmulTuningFileError(where, `shape.${dim} is not a positive integer`);
+    if (!isCount(x[dim])) throw new KernelTuningFileError(where, `shape.${dim} is not a positive integer`);
   if (typeof x.transA !== "boolean" || typeof x.transB !== "boolean")
-    throw new MatmulTuningFileError(where, "shape.transA and shape.transB must be true or false");
+    throw new KernelTuningFileError(where, "shape.transA and shape.transB must be true or false");
   if (x.dtype !== "f32" && x.dtype !== "f16")
-    throw new MatmulTuningFileError(where, `shape.dtype is ${JSON.stringify(x.dtype)}, not "f32" or "f16"`);
+    throw new KernelTuningFileError(where, `shape.dtype is ${JSON.stringify(x.dtype)}, not "f32" or "f16"`);
   const { batch, m, n, k, transA, transB, dtype } = x as unknown as MatmulShape;
   return { batch, m, n, k, transA, transB, dtype };
 }
 
 function parseChoice(x: unknown, where: string): MatmulChoice {
-  if (!isRecord(x)) throw new MatmulTuningFileError(where, "choice is not an object");
+  if (!isRecord(x)) throw new KernelTuningFileError(where, "choice is not an object");
   if (!VARIANTS.includes(x.variant as MatmulVariant))
-    throw new MatmulTuningFileError(
+    throw new KernelTuningFileError(
       where,
       `choice.variant is ${JSON.stringify(x.variant)}, not one of ${VARIANTS.join(", ")}`,
     );
@@ -173,31 +173,31 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
   if (x.blockedTile === undefined) return { variant };
   const tile = x.blockedTile as BlockedTile;
   const problem = isRecord(tile) ? blockedTileProblem(tile) : "choice.blockedTile is not an object";
-  if (problem) throw new MatmulTuningFileError(where, problem);
+  if (problem) throw new KernelTuningFileError(where, problem);
   return { variant, blockedTile: { rows: tile.rows, cols: tile.cols, depth: tile.depth } };
 }
 
 /** A saved table, checked: every field of every entry, the keys against their shapes. */
 export function parseTuningFile(x: unknown, where = "table"): MatmulTuningFile {
-  if (!isRecord(x)) throw new MatmulTuningFileError(where, "not a JSON object");
+  if (!isRecord(x)) throw new KernelTuningFileError(where, "not a JSON object");
   if (x.format !== TUNING_FORMAT)
-    throw new MatmulTuningFileError(
+    throw new KernelTuningFileError(
       where,
       `format is ${JSON.stringify(x.format)}, expected "${TUNING_FORMAT}"`,
     );
-  if (typeof x.adapter !== "string") throw new MatmulTuningFileError(where, "adapter is not a string");
-  if (!Array.isArray(x.entries)) throw new MatmulTuningFileError(where, "entries is not an array");
+  if (typeof x.adapter !== "string") throw new KernelTuningFileError(where, "adapter is not a string");
+  if (!Array.isArray(x.entries)) throw new KernelTuningFileError(where, "entries is not an array");
   const entries = x.entries.map((e: unknown, i: number): TunedMatmul => {
     const at = `${where}, entry ${i}`;
-    if (!isRecord(e)) throw new MatmulTuningFileError(at, "not an object");
+    if (!isRecord(e)) throw new KernelTuningFileError(at, "not an object");
     const shape = parseShape(e.shape, at);
     const key = matmulShapeKey(shape);
     if (e.key !== key)
-      throw new MatmulTuningFileError(at, `key ${JSON.stringify(e.key)} does not match its shape (${key})`);
-    if (!Array.isArray(e.candidates)) throw new MatmulTuningFileError(at, "candidates is not an array");
+      throw new KernelTuningFileError(at, `key ${JSON.stringify(e.key)} does not match its shape (${key})`);
+    if (!Array.isArray(e.candidates)) throw new KernelTuningFileError(at, "candidates is not an array");
     const candidates = e.candidates.map((c: unknown) => {
       if (!isRecord(c) || typeof c.kernel !== "string" || typeof c.ms !== "number")
-        throw new MatmulTuningFileError(at, "a candidate is not {kernel, ms}");
+        throw new KernelTuningFileError(at, "a candidate is not {kernel, ms}");
       return { kernel: c.kernel, ms: c.ms };
     });
     return { key, shape, choice: parseChoice(e.choice, at), candidates };

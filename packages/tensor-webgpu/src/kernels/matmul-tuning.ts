@@ -1,14 +1,8 @@
 /**
  * Measures which matmul kernel is fastest for a problem on this adapter and keeps the winner in the
- * context's table (matmul-choices.ts), so that `matmul` runs it from then on.
- *
- * Each candidate (every variant and "blocked" tile that can run the problem here) is compiled and run
- * once, then timed over `rounds` rounds of `repeats` products each, the candidates' order rotating from
- * round to round so that none always runs first after a pause; a candidate's time is its median round.
- * On a GPU with timestamp queries the time is the kernels' own (the kernel profiler); on a software
- * adapter, or without timestamps, it is the wall clock around a wait for the queue, which also counts the
- * texture variant's staging copies (the profiler times dispatches only). Operands are filled with a fixed pattern of small values: data
- * changes a GPU's power draw, and zeros would flatter every kernel.
+ * context's table (matmul-choices.ts), so that `matmul` runs it from then on. Every variant and "blocked"
+ * tile that can run the problem is timed (tuning-timer.ts) on operands filled with a fixed pattern of
+ * small values: data changes a GPU's power draw, and zeros would flatter every kernel.
  */
 import type { GpuContext } from "../gpu/context.js";
 import { matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
@@ -22,6 +16,7 @@ import {
   type TunedMatmul,
 } from "./matmul-choices.js";
 import { BLOCKED_TILES, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
+import { type TimingOptions, timeCandidates } from "./tuning-timer.js";
 
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
@@ -39,11 +34,7 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   return candidates;
 }
 
-export interface TuneOptions {
-  /** Products per timed round (default 3). */
-  repeats?: number;
-  /** Timed rounds per candidate; the median counts (default 3). */
-  rounds?: number;
+export interface TuneOptions extends TimingOptions {
   /** Candidates to try instead of matmulCandidates' (tests, benchmarks). */
   candidates?: (shape: MatmulShape) => MatmulChoice[];
   /** Called before each problem is measured: how many are done, of how many, and which. */
@@ -72,68 +63,26 @@ function filledBuffer(ctx: GpuContext, elements: number, dtype: MatmulShape["dty
   return buffer;
 }
 
-/** Milliseconds of `run`'s GPU work: timestamps on a GPU that has them, else the wall clock. */
-async function gpuMilliseconds(ctx: GpuContext, run: () => void): Promise<number> {
-  if (ctx.info.features.timestampQuery && !ctx.info.adapter.isSoftware) {
-    ctx.startKernelProfile();
-    run();
-    return (await ctx.stopKernelProfile()).totalMs;
-  }
-  await ctx.sync();
-  const start = performance.now();
-  run();
-  await ctx.sync();
-  return performance.now() - start;
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
 /** Measure every candidate on one problem; the fastest first. Candidates that fail to run are left out. */
 export async function timeMatmulCandidates(
   ctx: GpuContext,
   shape: MatmulShape,
   candidates: MatmulChoice[],
-  options: Pick<TuneOptions, "repeats" | "rounds"> = {},
+  options: TimingOptions = {},
 ): Promise<(CandidateTime & { choice: MatmulChoice })[]> {
-  const repeats = options.repeats ?? 3;
-  const rounds = options.rounds ?? 3;
   const { batch, m, n, k, dtype } = shape;
   const a = filledBuffer(ctx, batch * m * k, dtype);
   const b = filledBuffer(ctx, batch * k * n, dtype);
   const out = filledBuffer(ctx, batch * m * n, dtype);
   const args = { a, b, out, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
-  const run = (choice: MatmulChoice) => matmul(ctx, { ...args, ...choice });
   try {
-    // Compile and run each once; a kernel the driver rejects is not a candidate.
-    const usable: MatmulChoice[] = [];
-    for (const choice of candidates) {
-      ctx.device.pushErrorScope("validation");
-      let failed = false;
-      try {
-        run(choice);
-        await ctx.sync();
-      } catch {
-        failed = true;
-      }
-      if ((await ctx.device.popErrorScope()) === null && !failed) usable.push(choice);
-    }
-    const times = usable.map(() => [] as number[]);
-    for (let round = 0; round < rounds; round++) {
-      for (let i = 0; i < usable.length; i++) {
-        const c = (i + round) % usable.length;
-        const ms = await gpuMilliseconds(ctx, () => {
-          for (let r = 0; r < repeats; r++) run(usable[c]!);
-        });
-        times[c]!.push(ms / repeats);
-      }
-    }
-    return usable
-      .map((choice, i) => ({ choice, kernel: choiceName(choice), ms: median(times[i]!) }))
-      .sort((x, y) => x.ms - y.ms);
+    const timed = await timeCandidates(
+      ctx,
+      candidates,
+      (choice) => matmul(ctx, { ...args, ...choice }),
+      options,
+    );
+    return timed.map(({ candidate, ms }) => ({ choice: candidate, kernel: choiceName(candidate), ms }));
   } finally {
     await ctx.sync().catch(() => undefined);
     for (const buffer of [a, b, out]) buffer.destroy();

@@ -1,5 +1,5 @@
 /**
- * Measured matmul kernel choices on disk: one JSON file per adapter in the cache folder
+ * Kernel measurements (matmul kernels, attention tiles) on disk: one JSON file per adapter in the cache folder
  * ($RAGEN_CACHE_DIR, else $XDG_CACHE_HOME/ragen, else ~/.cache/ragen), written atomically. A file that
  * cannot be read or parsed is reported by the tuner and measured again; it holds nothing that cannot be.
  */
@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { writeFileAtomic } from "@ragen/logging/node";
-import type { MatmulTuningFile } from "@ragen/tensor-webgpu";
+import type { KernelTuningFile } from "@ragen/tensor-webgpu";
 import type { KernelChoiceStore } from "../run/kernel-tuning.js";
 
 /** The folder of the cache files. */
@@ -24,7 +24,7 @@ export class KernelChoiceFiles implements KernelChoiceStore {
   /** The file of one adapter: named by a hash of its description, which may hold any characters. */
   describe(adapter: string): string {
     const id = createHash("sha256").update(adapter).digest("hex").slice(0, 16);
-    return join(this.dir, `matmul-tuning-${id}.json`);
+    return join(this.dir, `kernel-tuning-${id}.json`);
   }
 
   load(adapter: string): unknown {
@@ -38,8 +38,8 @@ export class KernelChoiceFiles implements KernelChoiceStore {
     }
   }
 
-  save(adapter: string, table: MatmulTuningFile): void {
+  save(adapter: string, tuning: KernelTuningFile): void {
     mkdirSync(this.dir, { recursive: true });
-    writeFileAtomic(this.describe(adapter), `${JSON.stringify(table, null, 2)}\n`);
+    writeFileAtomic(this.describe(adapter), `${JSON.stringify(tuning, null, 2)}\n`);
   }
 }

@@ -1,34 +1,38 @@
 /**
- * Kernel tuning in a run: the fastest matmul kernel for each problem shape the run meets, measured on its
- * own GPU (tuneMatmuls of @ragen/tensor-webgpu). The first step runs on the fixed rule and notes the shapes
- * it met (rollout, update, validation); before each later step the shapes not yet measured are timed, and
- * the choices are kept in a store so that the next run on the same GPU starts tuned.
+ * Kernel tuning in a run: the fastest matmul kernel and attention tile for each problem the run meets,
+ * measured on its own GPU (tuneKernels of @ragen/tensor-webgpu). Kernels note the problems they meet
+ * (rollout, update, validation) and run the fixed rule until measured; before each step the problems
+ * noted since the last are timed, and the measurements are kept in a store so that the next run on the
+ * same GPU starts tuned.
  */
 import type { ProgressStream } from "@ragen/logging";
 import {
   adapterKey,
-  disableMatmulTuning,
-  enableMatmulTuning,
-  type MatmulChoiceTable,
-  type MatmulTuningFile,
-  tuneMatmuls,
+  disableKernelTuning,
+  enableKernelTuning,
+  type KernelTuningFile,
+  loadKernelTuning,
+  measuredKernelProblems,
+  pendingKernelProblems,
+  saveKernelTuning,
+  tuneKernels,
   type WebGpuBackend,
 } from "@ragen/tensor-webgpu";
 import type { TrainingSettings } from "../settings/fields.js";
 import { progressBar } from "./progress.js";
 
-/** Where measured choices are kept between runs: a file per adapter in Node, none in a browser. */
+/** Where measurements are kept between runs: a file per adapter in Node, none in a browser. */
 export interface KernelChoiceStore {
-  /** The saved table of this adapter, or undefined when there is none. */
+  /** The saved measurements of this adapter, or undefined when there are none. */
   load(adapter: string): unknown;
-  save(adapter: string, table: MatmulTuningFile): void;
-  /** Where this adapter's table is, for messages. */
+  save(adapter: string, tuning: KernelTuningFile): void;
+  /** Where this adapter's measurements are, for messages. */
   describe(adapter: string): string;
 }
 
 /** What one tuning pass did. */
 export interface TuningPass {
-  groups: number;
+  problems: number;
   seconds: number;
 }
 
@@ -41,14 +45,13 @@ export function tunesKernels(setting: TrainingSettings["kernelTuning"], backend:
 export class KernelTuner {
   private constructor(
     private readonly backend: WebGpuBackend,
-    private readonly table: MatmulChoiceTable,
     private readonly store: KernelChoiceStore | undefined,
     private readonly say: (line: string) => void,
   ) {}
 
   /**
-   * Turn tuning on or off for the run's context as `setting` says; when on, take the choices the store
-   * kept for this adapter. A damaged saved table is reported and measured again, not fatal.
+   * Turn tuning on or off for the run's context as `setting` says; when on, take the measurements the
+   * store kept for this adapter. A damaged saved file is reported and measured again, not fatal.
    */
   static forRun(
     setting: TrainingSettings["kernelTuning"],
@@ -56,46 +59,51 @@ export class KernelTuner {
     store: KernelChoiceStore | undefined,
     say: (line: string) => void,
   ): KernelTuner | undefined {
+    const { ctx } = backend;
     if (!tunesKernels(setting, backend)) {
-      disableMatmulTuning(backend.ctx);
+      disableKernelTuning(ctx);
       return undefined;
     }
-    const table = enableMatmulTuning(backend.ctx);
-    const adapter = adapterKey(backend.ctx);
+    enableKernelTuning(ctx);
+    const adapter = adapterKey(ctx);
     if (store) {
       try {
         const saved = store.load(adapter);
-        if (saved !== undefined && table.load(saved, store.describe(adapter)))
-          say(`kernel tuning: ${table.size} measured matmul shape groups from ${store.describe(adapter)}`);
+        if (saved !== undefined && loadKernelTuning(ctx, saved, store.describe(adapter)))
+          say(
+            `kernel tuning: ${measuredKernelProblems(ctx)} measured kernel problems from ${store.describe(adapter)}`,
+          );
       } catch (error) {
-        say(`kernel tuning: ${(error as Error).message}; its shapes will be measured again`);
+        say(`kernel tuning: ${(error as Error).message}; its problems will be measured again`);
       }
     }
-    return new KernelTuner(backend, table, store, say);
+    return new KernelTuner(backend, store, say);
   }
 
-  /** Measure the shape groups met since the last pass, keep the winners, and save them. */
+  /** Measure the problems noted since the last pass, keep the winners, and save them. */
   async tunePending(progress?: ProgressStream): Promise<TuningPass | undefined> {
-    const pending = this.table.pendingShapes();
-    if (pending.length === 0) return undefined;
+    const { ctx } = this.backend;
+    const pending = pendingKernelProblems(ctx);
+    if (pending === 0) return undefined;
     const start = performance.now();
-    const bar = progressBar(progress, "tune matmul kernels", pending.length);
-    const tuned = await tuneMatmuls(this.backend.ctx, pending, { onProblem: (done) => bar.update(done) });
+    const bar = progressBar(progress, "tune kernels", pending);
+    const tuned = await tuneKernels(ctx, { onProblem: (done) => bar.update(done) });
     bar.finish();
-    const adapter = adapterKey(this.backend.ctx);
-    this.store?.save(adapter, this.table.toJSON());
+    const adapter = adapterKey(ctx);
+    this.store?.save(adapter, saveKernelTuning(ctx));
     const seconds = (performance.now() - start) / 1000;
-    const changed = tuned.filter((t) => t.candidates.length > 1);
+    const problems = tuned.matmul.length + tuned.attention.length;
+    const changed = tuned.matmul.find((t) => t.candidates.length > 1);
     this.say(
-      `kernel tuning: measured ${tuned.length} matmul shape groups in ${seconds.toFixed(1)} s${
-        changed.length > 0
-          ? `; e.g. ${changed[0]!.key}: ${changed[0]!.candidates
+      `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems in ${seconds.toFixed(1)} s${
+        changed
+          ? `; e.g. ${changed.key}: ${changed.candidates
               .slice(0, 3)
               .map((c) => `${c.kernel} ${c.ms.toFixed(3)} ms`)
               .join(", ")}`
           : ""
       }${this.store ? ` (kept in ${this.store.describe(adapter)})` : ""}`,
     );
-    return { groups: tuned.length, seconds };
+    return { problems, seconds };
   }
 }

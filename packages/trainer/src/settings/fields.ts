@@ -115,7 +115,7 @@ export interface TrainingSettings {
   checkpointEvery: number;
   /** Device memory the run may use, GiB; null: the host's on a software adapter, unchecked on a GPU. */
   deviceMemoryGiB: number | null;
-  /** Measure the fastest matmul kernel per problem shape on this GPU: auto (on a GPU, not on lavapipe), on, off. */
+  /** Measure the fastest matmul kernel and attention tile per problem on this GPU: auto (a GPU, not lavapipe), on, off. */
   kernelTuning: "auto" | "on" | "off";
   algorithm: "starpo" | "apo";
   train: {
@@ -299,7 +299,7 @@ export const SETTINGS_FIELDS: SettingsFields = {
   },
   kernelTuning: oneOf(
     ["auto", "on", "off"],
-    "Time every matmul kernel that can run each problem shape the run meets, once per shape group, and run the fastest from then on (kept per GPU in ~/.cache/ragen): auto on a GPU, not on a software adapter such as lavapipe; on; off (the fixed rule)",
+    "Time every matmul kernel and attention tile that can run each problem the run meets, once per problem group, and run the fastest from then on (kept per GPU in ~/.cache/ragen): auto on a GPU, not on a software adapter such as lavapipe; on; off (the fixed rule)",
   ),
   algorithm: oneOf(
     ["starpo", "apo"],

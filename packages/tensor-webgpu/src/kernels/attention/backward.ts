@@ -212,16 +212,25 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 `;
 }
 
-const KV_GRAD: TiledKernel = {
+export const KV_GRAD_KERNEL: TiledKernel = {
   name: "backward dK/dV",
   key: "dkdv",
-  tiles: tileChoices({ bq: 16, bk: 32, rm: 4, rn: 4 }, [
-    { bq: 16, bk: 32, rm: 2, rn: 4 },
-    { bq: 16, bk: 16, rm: 2, rn: 2 },
-    { bq: 8, bk: 16, rm: 1, rn: 2 },
-    { bq: 8, bk: 8, rm: 1, rn: 1 },
-    { bq: 4, bk: 8, rm: 1, rn: 1 },
-  ]),
+  tiles: tileChoices(
+    { bq: 16, bk: 32, rm: 4, rn: 4 },
+    [
+      { bq: 16, bk: 32, rm: 2, rn: 4 },
+      { bq: 16, bk: 16, rm: 2, rn: 2 },
+      { bq: 8, bk: 16, rm: 1, rn: 2 },
+      { bq: 8, bk: 8, rm: 1, rn: 1 },
+      { bq: 4, bk: 8, rm: 1, rn: 1 },
+    ],
+    // Larger blocks and more threads that still fit headDim 64 in a discrete GPU's 48 KiB.
+    [
+      { bq: 32, bk: 32, rm: 4, rn: 4 },
+      { bq: 32, bk: 32, rm: 2, rn: 2 },
+      { bq: 16, bk: 32, rm: 2, rn: 2 },
+    ],
+  ),
   bytes: (t, d4) => gradientTiles(t, kvGradQStride(t, d4), d4, true).bytes,
   code: kvGradCode,
 };
@@ -283,16 +292,24 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 `;
 }
 
-const Q_GRAD: TiledKernel = {
+export const Q_GRAD_KERNEL: TiledKernel = {
   name: "backward dQ",
   key: "dq",
-  tiles: tileChoices({ bq: 32, bk: 16, rm: 4, rn: 4 }, [
-    { bq: 32, bk: 16, rm: 4, rn: 2 },
-    { bq: 16, bk: 16, rm: 2, rn: 2 },
-    { bq: 16, bk: 8, rm: 2, rn: 1 },
-    { bq: 8, bk: 8, rm: 1, rn: 1 },
-    { bq: 8, bk: 4, rm: 1, rn: 1 },
-  ]),
+  tiles: tileChoices(
+    { bq: 32, bk: 16, rm: 4, rn: 4 },
+    [
+      { bq: 32, bk: 16, rm: 4, rn: 2 },
+      { bq: 16, bk: 16, rm: 2, rn: 2 },
+      { bq: 16, bk: 8, rm: 2, rn: 1 },
+      { bq: 8, bk: 8, rm: 1, rn: 1 },
+      { bq: 8, bk: 4, rm: 1, rn: 1 },
+    ],
+    [
+      { bq: 64, bk: 16, rm: 4, rn: 2 },
+      { bq: 32, bk: 32, rm: 4, rn: 4 },
+      { bq: 32, bk: 32, rm: 2, rn: 2 },
+    ],
+  ),
   bytes: (t, d4) => gradientTiles(t, d4, qGradKStride(t, d4), false).bytes,
   code: qGradCode,
 };
@@ -316,12 +333,12 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
   );
   const flags = args.kvStart ? HAS_KV_START : 0;
   const inputs = [args.q, args.k, args.v, args.dOut, stats, args.kvStart ?? args.q];
-  recordTiled(ctx, KV_GRAD, args, flags, [...inputs, args.dK, args.dV], (tile) => [
+  recordTiled(ctx, KV_GRAD_KERNEL, args, flags, [...inputs, args.dK, args.dV], (tile) => [
     Math.ceil(kvLen / tile.bk),
     numKvHeads,
     batch,
   ]);
-  recordTiled(ctx, Q_GRAD, args, flags, [...inputs, args.dQ], (tile) => [
+  recordTiled(ctx, Q_GRAD_KERNEL, args, flags, [...inputs, args.dQ], (tile) => [
     Math.ceil(seqLen / tile.bq),
     numHeads,
     batch,

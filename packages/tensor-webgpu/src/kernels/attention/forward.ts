@@ -151,16 +151,25 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 // tiles fit, larger per-thread tiles in fewer threads, since a load from workgroup memory costs lavapipe
 // far more than an FMA (8x8 would be faster still, but takes seconds longer to JIT); for large headDim the
 // hardware tiles, whose smaller per-thread accumulators JIT faster.
-const FORWARD: TiledKernel = {
+export const FORWARD_KERNEL: TiledKernel = {
   name: "forward",
   key: "forward",
-  tiles: tileChoices({ bq: 32, bk: 32, rm: 8, rn: 4 }, [
-    { bq: 32, bk: 32, rm: 4, rn: 4 },
-    { bq: 32, bk: 16, rm: 4, rn: 2 },
-    { bq: 16, bk: 16, rm: 2, rn: 2 },
-    { bq: 16, bk: 8, rm: 2, rn: 1 },
-    { bq: 8, bk: 8, rm: 1, rn: 1 },
-  ]),
+  tiles: tileChoices(
+    { bq: 32, bk: 32, rm: 8, rn: 4 },
+    [
+      { bq: 32, bk: 32, rm: 4, rn: 4 },
+      { bq: 32, bk: 16, rm: 4, rn: 2 },
+      { bq: 16, bk: 16, rm: 2, rn: 2 },
+      { bq: 16, bk: 8, rm: 2, rn: 1 },
+      { bq: 8, bk: 8, rm: 1, rn: 1 },
+    ],
+    [
+      // Larger query blocks: fewer reloads of each key block, more threads or more scores per thread.
+      { bq: 64, bk: 32, rm: 4, rn: 4 },
+      { bq: 64, bk: 32, rm: 8, rn: 4 },
+      { bq: 32, bk: 64, rm: 4, rn: 4 },
+    ],
+  ),
   bytes: (t, d4) => 4 * (t.bq * d4 * 4 + t.bk * kvStride(t, d4) * 4 + t.bq * t.bk + 3 * t.bq),
   code: forwardCode,
 };
@@ -187,7 +196,7 @@ export function attentionForward(ctx: GpuContext, args: AttentionForwardArgs): v
   const flags = (args.kvStart ? HAS_KV_START : 0) | (args.lse ? WRITE_LSE : 0);
   recordTiled(
     ctx,
-    FORWARD,
+    FORWARD_KERNEL,
     args,
     flags,
     [args.q, args.k, args.v, args.out, args.lse ?? scratchBuffer(ctx), args.kvStart ?? args.q],

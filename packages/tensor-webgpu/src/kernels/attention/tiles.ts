@@ -17,23 +17,9 @@ import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { f32Bits, uniforms } from "../elementwise.js";
 import { cachedCode, each, resolveScale } from "./shared.js";
+import { attentionTiles, type Tile, type TileChoices, type TiledKernel } from "./tile-choices.js";
 
-/** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
-export interface Tile {
-  bq: number;
-  bk: number;
-  rm: number;
-  rn: number;
-}
-
-/**
- * Candidate tiles per kind of adapter, best first; the first whose workgroup memory fits is used (larger
- * headDim falls through to smaller tiles).
- */
-export interface TileChoices {
-  hardware: Tile[];
-  software: Tile[];
-}
+export type { Tile, TileChoices, TiledKernel } from "./tile-choices.js";
 
 /**
  * Which tile lists to use: "auto" picks by adapter (software adapters such as lavapipe get larger
@@ -41,9 +27,12 @@ export interface TileChoices {
  */
 export const attentionTuning: { profile: "auto" | "hardware" | "software" } = { profile: "auto" };
 
-/** The hardware list, and the same behind a software-only first choice. */
-export function tileChoices(softwareFirst: Tile, hardware: Tile[]): TileChoices {
-  return { hardware, software: [softwareFirst, ...hardware] };
+/**
+ * The hardware list, the same behind a software-only first choice, and tiles only tuning tries (larger
+ * ones, whose gain depends on the card).
+ */
+export function tileChoices(softwareFirst: Tile, hardware: Tile[], tuning: Tile[] = []): TileChoices {
+  return { hardware, software: [softwareFirst, ...hardware], tuning };
 }
 
 function tileProfile(ctx: GpuContext): "hardware" | "software" {
@@ -215,20 +204,10 @@ export function storeColumns(opts: {
   return each(columns, (c) => (guarded ? `if (${col(c)} < ${d4}u) { ${store(c)} }` : store(c)));
 }
 
-/** A tiled kernel: its candidate tiles, the workgroup memory (bytes) and WGSL of each tile for a headDim. */
-export interface TiledKernel {
-  /** Pipeline labels and errors say "attention <name>". */
-  name: string;
-  /** Prefix of the kernel's keys in the code cache. */
-  key: string;
-  tiles: TileChoices;
-  bytes(tile: Tile, d4: number): number;
-  code(tile: Tile, d4: number): string;
-}
-
 /**
- * Records one dispatch of `kernel` with the first tile for this adapter whose workgroup memory fits the
- * device; `bindings` take @binding(0..) in order, the Params block follows them.
+ * Records one dispatch of `kernel`: with tuning on, the tile measured best for this problem's group;
+ * otherwise the first tile for this adapter whose workgroup memory fits the device. `bindings` take
+ * @binding(0..) in order, the Params block follows them.
  */
 export function recordTiled(
   ctx: GpuContext,
@@ -239,19 +218,36 @@ export function recordTiled(
   workgroups: (tile: Tile) => [number, number, number],
 ): void {
   const { headDim } = dims;
-  const d4 = headDim / 4;
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  const tile = kernel.tiles[tileProfile(ctx)].find((t) => kernel.bytes(t, d4) <= limit);
+  const tuned = attentionTiles(ctx)?.lookup(
+    { kernel, dims, flags, bindingSizes: bindings.map((b) => b.size), workgroups },
+    limit,
+  );
+  const tile = tuned ?? kernel.tiles[tileProfile(ctx)].find((t) => kernel.bytes(t, headDim / 4) <= limit);
   if (!tile) {
     throw new RangeError(
       `attention ${kernel.name}: headDim ${headDim} needs more workgroup memory than this device's ${limit} bytes`,
     );
   }
+  dispatchTiled(ctx, kernel, tile, dims, flags, bindings, workgroups);
+}
+
+/** Records one dispatch of `kernel` with `tile`. */
+export function dispatchTiled(
+  ctx: GpuContext,
+  kernel: TiledKernel,
+  tile: Tile,
+  dims: AttentionDims,
+  flags: number,
+  bindings: GPUBuffer[],
+  workgroups: (tile: Tile) => [number, number, number],
+): void {
+  const d4 = dims.headDim / 4;
   const code = cachedCode(`${kernel.key}:${tile.bq}:${tile.bk}:${tile.rm}:${tile.rn}:${d4}`, () =>
     kernel.code(tile, d4),
   );
   ctx.dispatch(
-    ctx.pipeline(`attention ${kernel.name} (headDim ${headDim})`, code),
+    ctx.pipeline(`attention ${kernel.name} (headDim ${dims.headDim})`, code),
     bindings,
     attentionParams(dims, flags, tile),
     workgroups(tile),

@@ -1,0 +1,172 @@
+/**
+ * Which tile a tiled attention kernel (prefill forward, dK/dV, dQ) uses, as measured on this adapter; the
+ * counterpart of matmul-choices.ts, and filled by tile-tuning.ts.
+ *
+ * Without measurements each kernel takes the first tile of its list for the adapter kind that fits the
+ * device's workgroup memory. With tuning on, a dispatch looks its problem up (the kernel, the heads and
+ * head size, batch, query and key lengths rounded up to powers of two); a measured group runs its
+ * winner, an unmeasured one runs the list's tile and is noted, with what it takes to run it again (the
+ * sizes of its bindings, its flags and grid), for the next tuning pass. Only a kernel's own candidate
+ * tiles are ever run: a saved tile that is not one of them is ignored.
+ */
+import type { AttentionDims } from "../../core/attention.js";
+import type { GpuContext } from "../../gpu/context.js";
+import { KernelTuningFileError } from "../matmul-choices.js";
+
+/** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
+export interface Tile {
+  bq: number;
+  bk: number;
+  rm: number;
+  rn: number;
+}
+
+/**
+ * Candidate tiles per kind of adapter, best first; the first whose workgroup memory fits is used (larger
+ * headDim falls through to smaller tiles). `tuning`: more tiles that only tuning tries.
+ */
+export interface TileChoices {
+  hardware: Tile[];
+  software: Tile[];
+  tuning: Tile[];
+}
+
+/** A tiled kernel: its candidate tiles, the workgroup memory (bytes) and WGSL of each tile for a headDim. */
+export interface TiledKernel {
+  /** Pipeline labels and errors say "attention <name>". */
+  name: string;
+  /** Prefix of the kernel's keys in the code cache. */
+  key: string;
+  tiles: TileChoices;
+  bytes(tile: Tile, d4: number): number;
+  code(tile: Tile, d4: number): string;
+}
+
+/** One dispatch of a tiled kernel, as tuning runs it again on buffers of its own. */
+export interface TiledDispatch {
+  kernel: TiledKernel;
+  dims: AttentionDims;
+  flags: number;
+  /** Bytes of each binding, in binding order. */
+  bindingSizes: number[];
+  workgroups: (tile: Tile) => [number, number, number];
+}
+
+/** A measured group: the winner and every candidate's GPU time per dispatch (median of the rounds). */
+export interface TunedTile {
+  key: string;
+  tile: Tile;
+  candidates: { tile: string; ms: number }[];
+}
+
+export const tileName = (t: Tile): string => `${t.bq}x${t.bk}/${t.rm}x${t.rn}`;
+
+const bucket = (x: number) => 2 ** Math.ceil(Math.log2(Math.max(1, x)));
+
+/** The group a dispatch belongs to. */
+export function attentionTileKey(kernel: TiledKernel, dims: AttentionDims): string {
+  const { numHeads, numKvHeads, headDim, batch, seqLen, kvLen } = dims;
+  const causal = (dims.causal ?? true) ? "causal" : "full";
+  return `${kernel.key} ${numHeads}/${numKvHeads}x${headDim} ${causal} ${bucket(batch)}x${bucket(seqLen)}x${bucket(kvLen)}`;
+}
+
+/**
+ * Every tile a kernel may run that fits this device's workgroup memory: its lists, without repeats. On a
+ * software adapter, where compiling each costs seconds, only the two kinds' first choices.
+ */
+export function tileCandidates(
+  kernel: TiledKernel,
+  d4: number,
+  workgroupBytes: number,
+  software = false,
+): Tile[] {
+  const { hardware, software: softwareList, tuning } = kernel.tiles;
+  const fits = (tile: Tile) => kernel.bytes(tile, d4) <= workgroupBytes;
+  const all = software
+    ? [softwareList.find(fits), hardware.find(fits)].filter((t): t is Tile => t !== undefined)
+    : [...hardware, ...softwareList, ...tuning];
+  const seen = new Set<string>();
+  return all.filter((tile) => {
+    const name = tileName(tile);
+    if (seen.has(name) || !fits(tile)) return false;
+    seen.add(name);
+    return true;
+  });
+}
+
+export class AttentionTileTable {
+  private readonly tuned = new Map<string, TunedTile>();
+  private readonly pending = new Map<string, TiledDispatch>();
+
+  /** The measured tile of this dispatch's group, if it is one of the kernel's candidates here. */
+  lookup(dispatch: TiledDispatch, workgroupBytes: number): Tile | undefined {
+    const key = attentionTileKey(dispatch.kernel, dispatch.dims);
+    const entry = this.tuned.get(key);
+    if (!entry) {
+      if (!this.pending.has(key)) this.pending.set(key, dispatch);
+      return undefined;
+    }
+    const name = tileName(entry.tile);
+    const d4 = dispatch.dims.headDim / 4;
+    // Any tile of the kernel's lists may have been measured best, whatever the adapter kind.
+    return tileCandidates(dispatch.kernel, d4, workgroupBytes).find((t) => tileName(t) === name);
+  }
+
+  /** One dispatch of each group met but not yet measured, in the order first met. */
+  pendingDispatches(): TiledDispatch[] {
+    return [...this.pending.values()];
+  }
+
+  set(entry: TunedTile): void {
+    this.tuned.set(entry.key, entry);
+    this.pending.delete(entry.key);
+  }
+
+  get size(): number {
+    return this.tuned.size;
+  }
+
+  entries(): TunedTile[] {
+    return [...this.tuned.values()];
+  }
+
+  /** Take saved entries, checked (`where` names the source in errors). */
+  load(saved: unknown, where: string): void {
+    if (!Array.isArray(saved)) throw new KernelTuningFileError(where, "attention is not an array");
+    for (const [i, e] of saved.entries()) {
+      const at = `${where}, attention entry ${i}`;
+      const entry = e as TunedTile;
+      if (typeof entry?.key !== "string") throw new KernelTuningFileError(at, "key is not a string");
+      const tile = entry.tile as unknown as Record<string, unknown>;
+      for (const field of ["bq", "bk", "rm", "rn"])
+        if (!Number.isInteger(tile?.[field]) || (tile[field] as number) < 1)
+          throw new KernelTuningFileError(at, `tile.${field} is not a positive integer`);
+      if (!Array.isArray(entry.candidates) || entry.candidates.some((c) => typeof c?.ms !== "number"))
+        throw new KernelTuningFileError(at, "candidates is not a list of {tile, ms}");
+      const { bq, bk, rm, rn } = entry.tile;
+      this.set({ key: entry.key, tile: { bq, bk, rm, rn }, candidates: entry.candidates });
+    }
+  }
+}
+
+const tables = new WeakMap<GpuContext, AttentionTileTable>();
+
+/** The context's table of measured attention tiles, if tuning is on for it. */
+export function attentionTiles(ctx: GpuContext): AttentionTileTable | undefined {
+  return tables.get(ctx);
+}
+
+/** Turn attention tile tuning on for a context; returns its table (the same one on every call). */
+export function enableAttentionTuning(ctx: GpuContext): AttentionTileTable {
+  let table = tables.get(ctx);
+  if (!table) {
+    table = new AttentionTileTable();
+    tables.set(ctx, table);
+  }
+  return table;
+}
+
+/** Turn attention tile tuning off for a context: each kernel takes its list's first fitting tile again. */
+export function disableAttentionTuning(ctx: GpuContext): void {
+  tables.delete(ctx);
+}

@@ -1,0 +1,133 @@
+/**
+ * Kernel tuning as one thing: the matmul kernels (matmul-choices.ts, matmul-tuning.ts) and the attention
+ * tiles (attention/tile-choices.ts, attention/tile-tuning.ts) measured on this adapter for the problems a
+ * program meets, and the measurements saved and loaded together as one JSON document per adapter.
+ *
+ *   enableKernelTuning(ctx);          // kernels note the problems they meet
+ *   ...                               // a training step, a decode
+ *   await tuneKernels(ctx);           // time every candidate of each noted problem; keep the fastest
+ *   const saved = saveKernelTuning(ctx);
+ *   loadKernelTuning(ctx, saved);     // in the next process, on the same adapter
+ */
+import type { GpuContext } from "../gpu/context.js";
+import {
+  AttentionTileTable,
+  attentionTiles,
+  disableAttentionTuning,
+  enableAttentionTuning,
+  type TunedTile,
+} from "./attention/tile-choices.js";
+import { tuneAttentionTiles } from "./attention/tile-tuning.js";
+import {
+  adapterKey,
+  disableMatmulTuning,
+  enableMatmulTuning,
+  KernelTuningFileError,
+  matmulChoices,
+  parseTuningFile,
+  TUNING_FORMAT,
+  type TunedMatmul,
+} from "./matmul-choices.js";
+import { tuneMatmuls } from "./matmul-tuning.js";
+import type { TimingOptions } from "./tuning-timer.js";
+
+export const KERNEL_TUNING_FORMAT = "ragen-kernel-tuning/1";
+
+/** The saved measurements of one adapter. */
+export interface KernelTuningFile {
+  format: typeof KERNEL_TUNING_FORMAT;
+  adapter: string;
+  matmul: TunedMatmul[];
+  attention: TunedTile[];
+}
+
+/** What one tuning pass measured. */
+export interface KernelTuningPass {
+  matmul: TunedMatmul[];
+  attention: TunedTile[];
+}
+
+/** Turn tuning on for a context: matmuls and tiled attention kernels note the problems they meet. */
+export function enableKernelTuning(ctx: GpuContext): void {
+  enableMatmulTuning(ctx);
+  enableAttentionTuning(ctx);
+}
+
+/** Turn tuning off for a context: every kernel goes back to its fixed rule. */
+export function disableKernelTuning(ctx: GpuContext): void {
+  disableMatmulTuning(ctx);
+  disableAttentionTuning(ctx);
+}
+
+/** Problems noted and not yet measured (0 when tuning is off). */
+export function pendingKernelProblems(ctx: GpuContext): number {
+  return (
+    (matmulChoices(ctx)?.pendingShapes().length ?? 0) + (attentionTiles(ctx)?.pendingDispatches().length ?? 0)
+  );
+}
+
+/** Measured problems (0 when tuning is off). */
+export function measuredKernelProblems(ctx: GpuContext): number {
+  return (matmulChoices(ctx)?.size ?? 0) + (attentionTiles(ctx)?.size ?? 0);
+}
+
+/**
+ * Time every candidate of each problem noted since the last pass and keep the fastest. `onProblem` hears
+ * before each problem how many are done, of how many, and which (and once more at the end).
+ */
+export async function tuneKernels(
+  ctx: GpuContext,
+  options: TimingOptions & { onProblem?: (done: number, total: number, key: string) => void } = {},
+): Promise<KernelTuningPass> {
+  enableKernelTuning(ctx);
+  const shapes = matmulChoices(ctx)!.pendingShapes();
+  const dispatches = attentionTiles(ctx)!.pendingDispatches();
+  const total = shapes.length + dispatches.length;
+  const report = (offset: number) => (done: number, _: number, key: string) =>
+    options.onProblem?.(offset + done, total, key);
+  const matmul = await tuneMatmuls(ctx, shapes, { ...options, onProblem: report(0) });
+  const attention = await tuneAttentionTiles(ctx, dispatches, {
+    ...options,
+    onProblem: report(shapes.length),
+  });
+  options.onProblem?.(total, total, "");
+  return { matmul, attention };
+}
+
+/** The context's measurements, to save. */
+export function saveKernelTuning(ctx: GpuContext): KernelTuningFile {
+  return {
+    format: KERNEL_TUNING_FORMAT,
+    adapter: adapterKey(ctx),
+    matmul: matmulChoices(ctx)?.entries() ?? [],
+    attention: attentionTiles(ctx)?.entries() ?? [],
+  };
+}
+
+/**
+ * Take saved measurements (checked entry by entry; `where` names the source in errors) and turn tuning
+ * on. Measurements of another adapter are not taken: returns false.
+ */
+export function loadKernelTuning(ctx: GpuContext, saved: unknown, where = "saved tuning"): boolean {
+  if (typeof saved !== "object" || saved === null || Array.isArray(saved))
+    throw new KernelTuningFileError(where, "not a JSON object");
+  const file = saved as Partial<KernelTuningFile>;
+  if (file.format !== KERNEL_TUNING_FORMAT)
+    throw new KernelTuningFileError(
+      where,
+      `format is ${JSON.stringify(file.format)}, expected "${KERNEL_TUNING_FORMAT}"`,
+    );
+  if (typeof file.adapter !== "string") throw new KernelTuningFileError(where, "adapter is not a string");
+  // Check everything before taking anything.
+  const matmul = parseTuningFile(
+    { format: TUNING_FORMAT, adapter: file.adapter, entries: file.matmul },
+    where,
+  );
+  const attention = new AttentionTileTable();
+  attention.load(file.attention, where);
+  if (file.adapter !== adapterKey(ctx)) return false;
+  for (const entry of matmul.entries) enableMatmulTuning(ctx).set(entry);
+  for (const entry of attention.entries()) enableAttentionTuning(ctx).set(entry);
+  enableKernelTuning(ctx);
+  return true;
+}
