@@ -110,7 +110,7 @@ export {
   timeMatmulCandidates,
   tuneMatmuls,
 } from "./kernels/matmul-tuning.js";
-export type { TimingOptions } from "./kernels/tuning-timer.js";
+export { REPLACE_MARGIN, type TimingOptions } from "./kernels/tuning-timer.js";
 export * from "./ops/index.js";
 export { AdamW, type AdamWMoments, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
 export {

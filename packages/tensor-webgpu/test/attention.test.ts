@@ -18,7 +18,9 @@ import {
   tileName,
 } from "../src/kernels/attention/tile-choices.js";
 import { tuneAttentionTiles } from "../src/kernels/attention/tile-tuning.js";
+import { listTile } from "../src/kernels/attention/tiles.js";
 import { disableKernelTuning, loadKernelTuning, saveKernelTuning } from "../src/kernels/kernel-tuning.js";
+import { REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
 import { attentionBackwardRef, attentionForwardRef, decodeAttentionRef } from "../src/reference/attention.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -221,8 +223,12 @@ describe("attention tiles measured per adapter", () => {
       const candidates = tileCandidates(kernels[i]!, dims.headDim / 4, limit, software).map(tileName);
       expect(candidates.length).toBeGreaterThan(1);
       expect(entry.candidates.map((t) => t.tile).sort()).toEqual([...candidates].sort());
-      expect(tileName(entry.tile)).toBe(entry.candidates[0]!.tile);
+      // Fastest first; the winner is the fastest, or the list's tile within the margin of it.
       expect(entry.candidates[0]!.ms).toBeLessThanOrEqual(entry.candidates.at(-1)!.ms);
+      const chosen = entry.candidates.find((t) => t.tile === tileName(entry.tile))!;
+      expect(chosen.ms).toBeLessThanOrEqual(entry.candidates[0]!.ms * (1 + REPLACE_MARGIN));
+      if (chosen !== entry.candidates[0])
+        expect(entry.tile).toEqual(listTile(ctx, kernels[i]!, dims.headDim / 4));
     }
     expect(table.pendingDispatches()).toEqual([]);
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { matmul, matmulChoice, matmulVariant } from "../src/kernels/matmul.js";
+import { fixedRuleVariant, matmul, matmulChoice, matmulVariant } from "../src/kernels/matmul.js";
 import {
   adapterKey,
   disableMatmulTuning,
@@ -12,6 +12,7 @@ import {
   TUNING_FORMAT,
 } from "../src/kernels/matmul-choices.js";
 import { matmulCandidates, timeMatmulCandidates, tuneMatmuls } from "../src/kernels/matmul-tuning.js";
+import { chooseWinner, REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
 import { matmulRef } from "../src/reference/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -152,6 +153,22 @@ describe("the choice table", () => {
   });
 });
 
+describe("choosing a winner", () => {
+  it("keeps the fixed rule's choice on a near tie, and takes a clearly faster one", () => {
+    const timed = (fixedMs: number) =>
+      [
+        { candidate: "blocked", ms: 1.0 },
+        { candidate: "tiled", ms: fixedMs },
+      ].sort((a, b) => a.ms - b.ms);
+    const isFixed = (c: string) => c === "tiled";
+    expect(chooseWinner(timed(1.04), isFixed)).toBe("tiled");
+    expect(chooseWinner(timed(1.2), isFixed)).toBe("blocked");
+    expect(chooseWinner(timed(0.9), isFixed)).toBe("tiled");
+    expect(chooseWinner([{ candidate: "blocked", ms: 1 }], isFixed)).toBe("blocked");
+    expect(chooseWinner([], isFixed)).toBeUndefined();
+  });
+});
+
 describe("tuneMatmuls", () => {
   it("measures the candidates of every group matmul saw, and keeps the fastest", async () => {
     const ctx = await testContext();
@@ -178,9 +195,11 @@ describe("tuneMatmuls", () => {
     const entry = tuned[0]!;
     expect(entry.candidates.map((c) => c.kernel).sort()).toEqual(["buffer", "tiled"]);
     for (const c of entry.candidates) expect(c.ms).toBeGreaterThan(0);
-    // The winner is the faster candidate, and matmul now runs it.
+    // Fastest first; the winner is the fastest, or the fixed rule's kernel within the margin of it.
     expect(entry.candidates[0]!.ms).toBeLessThanOrEqual(entry.candidates[1]!.ms);
-    expect(entry.choice.variant).toBe(entry.candidates[0]!.kernel);
+    const fixed = entry.candidates.find((c) => c.kernel === fixedRuleVariant(ctx, s))!;
+    const keepsFixed = fixed.ms <= entry.candidates[0]!.ms * (1 + REPLACE_MARGIN);
+    expect(entry.choice.variant).toBe(keepsFixed ? fixed.kernel : entry.candidates[0]!.kernel);
     expect(table.pendingShapes()).toEqual([]);
     expect(matmulVariant(ctx, { a, b, out, batch: 1, m: 48, n: 40, k: 32, transB: true })).toBe(
       entry.choice.variant,

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   attentionTiles,
+  choiceName,
   KERNEL_TUNING_FORMAT,
   type KernelTuningFile,
   matmulChoices,
@@ -58,7 +59,9 @@ describe("kernel tuning in a run", () => {
     expect(new Set(file.matmul.map((e) => e.key.split(" ")[1]))).toEqual(new Set(["NT", "NN", "TN"]));
     for (const entry of file.matmul) {
       expect(entry.candidates.length).toBeGreaterThan(1);
-      expect(entry.choice.variant).toBe(entry.candidates[0]!.kernel.split(" ")[0]);
+      // The fastest, or the fixed rule's kernel within the margin of it.
+      const chosen = entry.candidates.find((c) => c.kernel === choiceName(entry.choice))!;
+      expect(chosen.ms).toBeLessThanOrEqual(entry.candidates[0]!.ms * 1.05);
     }
     // The update's attention: forward, dK/dV and dQ.
     expect(new Set(file.attention.map((e) => e.key.split(" ")[0]))).toEqual(

@@ -2,10 +2,11 @@
  * Measures which matmul kernel is fastest for a problem on this adapter and keeps the winner in the
  * context's table (matmul-choices.ts), so that `matmul` runs it from then on. Every variant and "blocked"
  * tile that can run the problem is timed (tuning-timer.ts) on operands filled with a fixed pattern of
- * small values: data changes a GPU's power draw, and zeros would flatter every kernel.
+ * small values: data changes a GPU's power draw, and zeros would flatter every kernel. The fastest wins,
+ * unless the fixed rule's kernel is within REPLACE_MARGIN of it.
  */
 import type { GpuContext } from "../gpu/context.js";
-import { matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
+import { fixedRuleVariant, matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
 import {
   type CandidateTime,
   choiceName,
@@ -16,7 +17,7 @@ import {
   type TunedMatmul,
 } from "./matmul-choices.js";
 import { BLOCKED_TILES, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
-import { type TimingOptions, timeCandidates } from "./tuning-timer.js";
+import { chooseWinner, type TimingOptions, timeCandidates } from "./tuning-timer.js";
 
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
@@ -106,11 +107,16 @@ export async function tuneMatmuls(
     options.onProblem?.(index, todo.length, key);
     const candidates = options.candidates?.(shape) ?? matmulCandidates(ctx, shape);
     const timed = await timeMatmulCandidates(ctx, shape, candidates, options);
-    if (timed.length === 0) throw new Error(`matmul tuning: no kernel could run ${key} on this adapter`);
+    const fixed = fixedRuleVariant(ctx, shape);
+    const choice = chooseWinner(
+      timed.map((t) => ({ candidate: t.choice, ms: t.ms })),
+      (c) => c.variant === fixed && !c.blockedTile,
+    );
+    if (!choice) throw new Error(`matmul tuning: no kernel could run ${key} on this adapter`);
     const entry: TunedMatmul = {
       key,
       shape: { ...shape },
-      choice: timed[0]!.choice,
+      choice,
       candidates: timed.map(({ kernel, ms }) => ({ kernel, ms })),
     };
     table.set(entry);

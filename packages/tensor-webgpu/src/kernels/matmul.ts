@@ -1055,7 +1055,15 @@ export function matmulVariant(ctx: GpuContext, args: MatmulArgs): MatmulVariant 
   return matmulChoice(ctx, args).variant;
 }
 
-function fixedRule(ctx: GpuContext, args: MatmulArgs): MatmulVariant {
+/** The variant the fixed rule (no measurements) runs for a problem of this shape. */
+export function fixedRuleVariant(ctx: GpuContext, shape: MatmulShape): MatmulVariant {
+  return fixedRule(ctx, shape);
+}
+
+function fixedRule(
+  ctx: GpuContext,
+  args: Pick<MatmulArgs, "m" | "n" | "k" | "transA" | "transB" | "dtype">,
+): MatmulVariant {
   if (!ctx.info.adapter.isSoftware) {
     // Measured on an H100 (bench/cases/matmul.ts): "tiled" was the fastest f32 variant on most shapes
     // (4096³ 22 TFLOP/s, "blocked" 6-7: it won only at 2048³); "matvec" reads decode weights coalesced.

@@ -68,3 +68,21 @@ export async function timeCandidates<T>(
   }
   return usable.map((candidate, i) => ({ candidate, ms: median(times[i]!) })).sort((x, y) => x.ms - y.ms);
 }
+
+/**
+ * How much faster than the fixed rule's choice a candidate must measure to replace it. Timings of one
+ * kernel vary by a few percent from round to round (more on a shared machine); a near tie keeps the
+ * choice that was measured in context when the rule was written.
+ */
+export const REPLACE_MARGIN = 0.05;
+
+/** The fastest of `timed` (fastest first), or the fixed rule's choice when it is within the margin. */
+export function chooseWinner<T>(
+  timed: readonly { candidate: T; ms: number }[],
+  isDefault: (c: T) => boolean,
+): T | undefined {
+  const fastest = timed[0];
+  const fallback = timed.find((t) => isDefault(t.candidate));
+  if (fastest && fallback && fallback.ms <= fastest.ms * (1 + REPLACE_MARGIN)) return fallback.candidate;
+  return fastest?.candidate;
+}

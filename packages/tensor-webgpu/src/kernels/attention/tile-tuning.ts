@@ -2,10 +2,11 @@
  * Measures which tile is fastest for each tiled attention dispatch (prefill forward, dK/dV, dQ) noted by
  * the context's table (tile-choices.ts), and keeps the winner there. A noted dispatch is run again on
  * fresh zero-filled buffers of its bindings' sizes (timing does not depend on the values: every score is
- * computed, masked or not), with each candidate tile in turn (tuning-timer.ts).
+ * computed, masked or not), with each candidate tile in turn (tuning-timer.ts). The fastest wins, unless
+ * the list's tile is within REPLACE_MARGIN of it.
  */
 import type { GpuContext } from "../../gpu/context.js";
-import { type TimingOptions, timeCandidates } from "../tuning-timer.js";
+import { chooseWinner, type TimingOptions, timeCandidates } from "../tuning-timer.js";
 import {
   attentionTileKey,
   enableAttentionTuning,
@@ -14,7 +15,7 @@ import {
   tileCandidates,
   tileName,
 } from "./tile-choices.js";
-import { dispatchTiled } from "./tiles.js";
+import { dispatchTiled, listTile } from "./tiles.js";
 
 const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
 
@@ -61,9 +62,13 @@ export async function tuneAttentionTiles(
     const key = attentionTileKey(dispatch.kernel, dispatch.dims);
     options.onProblem?.(index, todo.length, key);
     const candidates = await timeAttentionTiles(ctx, dispatch, options);
-    const winner = tileCandidates(dispatch.kernel, dispatch.dims.headDim / 4, limit).find(
-      (t) => tileName(t) === candidates[0]?.tile,
+    const tiles = tileCandidates(dispatch.kernel, dispatch.dims.headDim / 4, limit);
+    const listed = listTile(ctx, dispatch.kernel, dispatch.dims.headDim / 4);
+    const name = chooseWinner(
+      candidates.map((c) => ({ candidate: c.tile, ms: c.ms })),
+      (c) => listed !== undefined && c === tileName(listed),
     );
+    const winner = tiles.find((t) => tileName(t) === name);
     if (!winner) throw new Error(`attention tuning: no tile could run ${key} on this adapter`);
     const entry = { key, tile: winner, candidates };
     table.set(entry);

@@ -40,6 +40,12 @@ function tileProfile(ctx: GpuContext): "hardware" | "software" {
   return ctx.info.adapter.isSoftware ? "software" : "hardware";
 }
 
+/** The tile a kernel runs without measurements: its list's first for this adapter kind that fits. */
+export function listTile(ctx: GpuContext, kernel: TiledKernel, d4: number): Tile | undefined {
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+  return kernel.tiles[tileProfile(ctx)].find((t) => kernel.bytes(t, d4) <= limit);
+}
+
 /** The threads of a tile (TY x TX), and WGSL for the rows and keys thread (ty, tx) owns. */
 export function tileThreads(tile: Tile) {
   const ty = tile.bq / tile.rm;
@@ -223,7 +229,7 @@ export function recordTiled(
     { kernel, dims, flags, bindingSizes: bindings.map((b) => b.size), workgroups },
     limit,
   );
-  const tile = tuned ?? kernel.tiles[tileProfile(ctx)].find((t) => kernel.bytes(t, headDim / 4) <= limit);
+  const tile = tuned ?? listTile(ctx, kernel, headDim / 4);
   if (!tile) {
     throw new RangeError(
       `attention ${kernel.name}: headDim ${headDim} needs more workgroup memory than this device's ${limit} bytes`,
