@@ -50,7 +50,7 @@ import {
   webGpuBackend,
 } from "../../../packages/tensor-webgpu/src/index.js";
 import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels/matmul.js";
-import { comparisonRows, type PeerResults, renderMarkdown, type TunedMatmulResult } from "./report.js";
+import { comparisonRows, type PeerResults, rate, renderMarkdown, type TunedMatmulResult } from "./report.js";
 import { measureStarPOStep, RAGEN_STEP, type StarPOStepResult } from "./starpo-step.js";
 
 const { values } = parseArgs({
@@ -263,9 +263,7 @@ if (values.tune && kernels.length > 0) {
         rounds: 3,
       });
       const tflops = (ms: number) => (2 * m.m * m.n * m.k) / (ms / 1000) / 1e12;
-      console.log(
-        `${m.label} ${dtype}: ${times.map((t) => `${t.kernel} ${tflops(t.ms).toFixed(2)}`).join(", ")} TFLOP/s`,
-      );
+      console.log(`${m.label} ${dtype}: ${times.map((t) => `${t.kernel} ${rate(tflops(t.ms))}`).join(", ")}`);
       tunedMatmuls.push({
         label: m.label,
         dtype,

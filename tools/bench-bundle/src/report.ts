@@ -49,7 +49,7 @@ export interface ComparisonRow {
 
 const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : "-");
 /** A rate in TFLOP/s, or in GFLOP/s below one TFLOP/s (CPUs, small kernels). */
-const rate = (tflops: number) =>
+export const rate = (tflops: number) =>
   tflops >= 1 ? `${fmt(tflops, 2)} TFLOP/s` : `${fmt(tflops * 1000, 1)} GFLOP/s`;
 
 export function comparisonRows(
