@@ -7,7 +7,8 @@
  * feeds RM or RN FMAs). Tile shapes are chosen per adapter kind from candidate lists: real GPUs get 64
  * threads with 4x4-ish tiles; lavapipe, where a load from workgroup memory costs many times an FMA (it is
  * done lane by lane), gets larger per-thread tiles in fewer threads. Block sizes shrink for larger headDim
- * to fit the device's workgroup memory.
+ * to fit the device's workgroup memory. With tuning on, the tile measured fastest on the adapter for the
+ * problem runs instead (tile-choices.ts, tile-tuning.ts).
  *
  * Loop bounds that equal baked-in constants are passed as uniforms so that lavapipe's LLVM does not unroll
  * them: unrolled, each shader took several seconds longer to JIT, for no speed-up.
