@@ -425,18 +425,15 @@ async function measureTuned(
   console.log(
     `\ntuned ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems of the model in ${seconds.toFixed(1)} s:`,
   );
-  for (const t of tuned.matmul)
+  const rows = [
+    ...tuned.matmul.map((t) => ({ key: t.key, times: t.candidates.map((c) => [c.kernel, c.ms] as const) })),
+    ...tuned.attention.map((t) => ({ key: t.key, times: t.candidates.map((c) => [c.tile, c.ms] as const) })),
+  ];
+  for (const { key, times } of rows)
     console.log(
-      `  ${t.key.padEnd(28)} ${t.candidates
+      `  ${key.padEnd(28)} ${times
         .slice(0, 4)
-        .map((c) => `${c.kernel} ${c.ms.toFixed(3)}`)
-        .join(", ")} ms`,
-    );
-  for (const t of tuned.attention)
-    console.log(
-      `  ${t.key.padEnd(28)} ${t.candidates
-        .slice(0, 4)
-        .map((c) => `${c.tile} ${c.ms.toFixed(3)}`)
+        .map(([name, ms]) => `${name} ${ms.toFixed(3)}`)
         .join(", ")} ms`,
     );
   const result: NonNullable<ModelResult["tuned"]> = {
