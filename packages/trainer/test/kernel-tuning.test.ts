@@ -84,6 +84,56 @@ describe("kernel tuning in a run", () => {
     expect(second.rows.some((r) => r.metrics["timing_s/kernel_tuning"] !== undefined)).toBe(false);
   });
 
+  it("goes on when the measurements cannot be kept, or tuning itself fails", async () => {
+    const backend = await webGpuBackend();
+    const said: string[] = [];
+    const readOnly: KernelChoiceStore = {
+      load: () => undefined,
+      save: () => {
+        throw new Error("EROFS: read-only file system");
+      },
+      describe: () => "/ro/kernel-tuning.json",
+    };
+    const tuner = KernelTuner.forRun("on", backend, readOnly, (l) => said.push(l))!;
+    matmulChoices(backend.ctx)!.lookup({
+      batch: 1,
+      m: 8,
+      n: 8,
+      k: 8,
+      transA: false,
+      transB: false,
+      dtype: "f32",
+    });
+    expect(await tuner.tunePending()).toMatchObject({ problems: 1 });
+    expect(said.at(-1)).toMatch(
+      /measured 1 matmul and 0 attention problems .*\(not kept: EROFS: read-only file system\)/,
+    );
+
+    // A pass that fails (a driver error, a lost candidate): the run goes on untuned, and stops tuning.
+    const failing = KernelTuner.forRun(
+      "on",
+      backend,
+      readOnly,
+      (l) => said.push(l),
+      async () => {
+        throw new Error("no kernel could run f32 NN 1x8x8x8 on this adapter");
+      },
+    )!;
+    matmulChoices(backend.ctx)!.lookup({
+      batch: 1,
+      m: 9,
+      n: 300,
+      k: 8,
+      transA: false,
+      transB: false,
+      dtype: "f32",
+    });
+    expect(await failing.tunePending()).toBeUndefined();
+    expect(said.at(-1)).toMatch(/kernel tuning failed \(.*\); the run goes on with the fixed kernel rule/);
+    expect(matmulChoices(backend.ctx)).toBeUndefined();
+    expect(await failing.tunePending()).toBeUndefined();
+  });
+
   it("does not tune on a software adapter unless asked, and turns a context's tuning off again", async () => {
     const backend = await webGpuBackend();
     const store = new MemoryChoices();

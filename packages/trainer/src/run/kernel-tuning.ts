@@ -11,6 +11,7 @@ import {
   disableKernelTuning,
   enableKernelTuning,
   type KernelTuningFile,
+  type KernelTuningPass,
   loadKernelTuning,
   measuredKernelProblems,
   pendingKernelProblems,
@@ -43,10 +44,13 @@ export function tunesKernels(setting: TrainingSettings["kernelTuning"], backend:
 }
 
 export class KernelTuner {
+  private failed = false;
+
   private constructor(
     private readonly backend: WebGpuBackend,
     private readonly store: KernelChoiceStore | undefined,
     private readonly say: (line: string) => void,
+    private readonly tune: typeof tuneKernels,
   ) {}
 
   /**
@@ -58,6 +62,8 @@ export class KernelTuner {
     backend: WebGpuBackend,
     store: KernelChoiceStore | undefined,
     say: (line: string) => void,
+    /** The measuring pass (tests replace it). */
+    tune: typeof tuneKernels = tuneKernels,
   ): KernelTuner | undefined {
     const { ctx } = backend;
     if (!tunesKernels(setting, backend)) {
@@ -77,22 +83,45 @@ export class KernelTuner {
         say(`kernel tuning: ${(error as Error).message}; its problems will be measured again`);
       }
     }
-    return new KernelTuner(backend, store, say);
+    return new KernelTuner(backend, store, say, tune);
   }
 
-  /** Measure the problems noted since the last pass, keep the winners, and save them. */
+  /**
+   * Measure the problems noted since the last pass, keep the winners, and save them. Tuning only makes a
+   * run faster: if it fails, the run goes on with the fixed rule (and says why); if saving fails, with the
+   * measurements in memory.
+   */
   async tunePending(progress?: ProgressStream): Promise<TuningPass | undefined> {
     const { ctx } = this.backend;
+    if (this.failed) return undefined;
     const pending = pendingKernelProblems(ctx);
     if (pending === 0) return undefined;
     const start = performance.now();
     const bar = progressBar(progress, "tune kernels", pending);
-    const tuned = await tuneKernels(ctx, { onProblem: (done) => bar.update(done) });
-    bar.finish();
+    let tuned: KernelTuningPass;
+    try {
+      tuned = await this.tune(ctx, { onProblem: (done) => bar.update(done) });
+    } catch (error) {
+      this.failed = true;
+      disableKernelTuning(ctx);
+      this.say(
+        `kernel tuning failed (${(error as Error).message}); the run goes on with the fixed kernel rule`,
+      );
+      return undefined;
+    } finally {
+      bar.finish();
+    }
     const adapter = adapterKey(ctx);
-    this.store?.save(adapter, saveKernelTuning(ctx));
+    let kept = "";
+    if (this.store) {
+      try {
+        this.store.save(adapter, saveKernelTuning(ctx));
+        kept = ` (kept in ${this.store.describe(adapter)})`;
+      } catch (error) {
+        kept = ` (not kept: ${(error as Error).message})`;
+      }
+    }
     const seconds = (performance.now() - start) / 1000;
-    const problems = tuned.matmul.length + tuned.attention.length;
     const changed = tuned.matmul.find((t) => t.candidates.length > 1);
     this.say(
       `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems in ${seconds.toFixed(1)} s${
@@ -102,8 +131,8 @@ export class KernelTuner {
               .map((c) => `${c.kernel} ${c.ms.toFixed(3)} ms`)
               .join(", ")}`
           : ""
-      }${this.store ? ` (kept in ${this.store.describe(adapter)})` : ""}`,
+      }${kept}`,
     );
-    return { problems, seconds };
+    return { problems: tuned.matmul.length + tuned.attention.length, seconds };
   }
 }
