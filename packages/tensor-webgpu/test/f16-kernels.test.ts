@@ -9,7 +9,12 @@ import {
   subgroupMatrixShape,
   textureVariantAvailable,
 } from "../src/kernels/matmul.js";
-import { pickSubgroupMatrixShape } from "../src/kernels/matmul-gpu.js";
+import {
+  BLOCKED_TILES,
+  type BlockedTile,
+  blockedTileBytes,
+  pickSubgroupMatrixShape,
+} from "../src/kernels/matmul-gpu.js";
 import { affineRef, binaryRef, unaryRef } from "../src/reference/elementwise.js";
 import {
   fromHalfBits,
@@ -61,49 +66,70 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     { batch: 2, m: 33, n: 31, k: 29, accumulate: true, alpha: 0.5, bias: true },
     { batch: 2, m: 40, n: 72, k: 96, transB: true, bBatchStride: 0, bias: true, addend: true }, // + residual
   ];
+  type Case = (typeof cases)[number];
+
+  async function checkHalves(c: Case, variant: MatmulVariant, blockedTile?: BlockedTile): Promise<void> {
+    await withF16(async (ctx) => {
+      if (variant === "texture" && !textureVariantAvailable(ctx)) return;
+      const aLength = c.batch * c.m * c.k;
+      const bLength = (c.bBatchStride === 0 ? 1 : c.batch) * c.k * c.n;
+      const a = halves(randomArray(aLength, c.m));
+      const b = halves(randomArray(bLength, c.n));
+      const init = halves(randomArray(c.batch * c.m * c.n, c.k));
+      const bias = halves(randomArray(c.n, c.m + c.n));
+      const buffers = [uploadHalves(ctx, a), uploadHalves(ctx, b), uploadHalves(ctx, init)] as const;
+      const addend = halves(randomArray(init.length, c.k + 1));
+      const biasBuffer = "bias" in c ? uploadHalves(ctx, bias) : undefined;
+      const addendBuffer = "addend" in c ? uploadHalves(ctx, addend) : undefined;
+      const { bias: _, addend: __, ...shape } = { bias: false, addend: false, ...c };
+      const args = {
+        ...shape,
+        a: buffers[0],
+        b: buffers[1],
+        out: buffers[2],
+        variant,
+        blockedTile,
+        dtype: "f16",
+      } as const;
+      matmul(ctx, { ...args, bias: biasBuffer, addend: addendBuffer });
+      const actual = await readHalves(ctx, buffers[2], init.length);
+      const init2 = c.accumulate ? init.slice() : undefined;
+      const expected = matmulRef({ ...shape, a, b, accumulateInto: init2 });
+      if (biasBuffer) for (let i = 0; i < expected.length; i++) expected[i]! += bias[i % c.n]!;
+      if (addendBuffer) for (let i = 0; i < expected.length; i++) expected[i]! += addend[i]!;
+      expectClose(actual, expected, F16.atol * Math.sqrt(c.k), F16.rtol);
+      // The result really is f16: every value is a half.
+      expect(Array.from(actual.subarray(0, 64)).every((v) => fromHalfBits(toHalfBits(v)) === v)).toBe(true);
+      for (const buffer of [...buffers, biasBuffer, addendBuffer]) if (buffer) ctx.pool.release(buffer);
+    });
+  }
+
   const variants: MatmulVariant[] = ["buffer", "tiled", "texture", "blocked", "subgroup-matrix"];
   for (const variant of variants) {
     const unavailable = variant === "subgroup-matrix" && !hasSubgroupMatrix;
     it.skipIf(unavailable).each(cases.map((c) => [JSON.stringify(c), c] as const))(
       `"${variant}" %s`,
-      async (_, c) => {
-        await withF16(async (ctx) => {
-          if (variant === "texture" && !textureVariantAvailable(ctx)) return;
-          const aLength = c.batch * c.m * c.k;
-          const bLength = (c.bBatchStride === 0 ? 1 : c.batch) * c.k * c.n;
-          const a = halves(randomArray(aLength, c.m));
-          const b = halves(randomArray(bLength, c.n));
-          const init = halves(randomArray(c.batch * c.m * c.n, c.k));
-          const bias = halves(randomArray(c.n, c.m + c.n));
-          const buffers = [uploadHalves(ctx, a), uploadHalves(ctx, b), uploadHalves(ctx, init)] as const;
-          const addend = halves(randomArray(init.length, c.k + 1));
-          const biasBuffer = "bias" in c ? uploadHalves(ctx, bias) : undefined;
-          const addendBuffer = "addend" in c ? uploadHalves(ctx, addend) : undefined;
-          const { bias: _, addend: __, ...shape } = { bias: false, addend: false, ...c };
-          const args = {
-            ...shape,
-            a: buffers[0],
-            b: buffers[1],
-            out: buffers[2],
-            variant,
-            dtype: "f16",
-          } as const;
-          matmul(ctx, { ...args, bias: biasBuffer, addend: addendBuffer });
-          const actual = await readHalves(ctx, buffers[2], init.length);
-          const init2 = c.accumulate ? init.slice() : undefined;
-          const expected = matmulRef({ ...shape, a, b, accumulateInto: init2 });
-          if (biasBuffer) for (let i = 0; i < expected.length; i++) expected[i]! += bias[i % c.n]!;
-          if (addendBuffer) for (let i = 0; i < expected.length; i++) expected[i]! += addend[i]!;
-          expectClose(actual, expected, F16.atol * Math.sqrt(c.k), F16.rtol);
-          // The result really is f16: every value is a half.
-          expect(Array.from(actual.subarray(0, 64)).every((v) => fromHalfBits(toHalfBits(v)) === v)).toBe(
-            true,
-          );
-          for (const buffer of [...buffers, biasBuffer, addendBuffer]) if (buffer) ctx.pool.release(buffer);
-        });
-      },
+      (_, c) => checkHalves(c, variant),
     );
   }
+
+  // Tuning may choose any of these for an f16 problem: each runs a ragged and a transposed case.
+  const fewCases = [cases[4]!, cases[5]!];
+  it.each(BLOCKED_TILES.slice(1).map((t) => [`${t.rows}x${t.cols}/${t.depth}`, t] as const))(
+    '"blocked" tile %s',
+    async (_, tile) => {
+      const ctx = await testContext();
+      if (blockedTileBytes(tile) > ctx.device.limits.maxComputeWorkgroupStorageSize) return;
+      for (const c of fewCases) await checkHalves(c, "blocked", tile);
+    },
+  );
+  it('"matvec" (decoding: x · Wᵀ, at most 16 rows)', async () => {
+    for (const c of [
+      { batch: 1, m: 5, n: 90, k: 150, transB: true },
+      { batch: 2, m: 16, n: 70, k: 200, transB: true, bBatchStride: 0, bias: true },
+    ] as Case[])
+      await checkHalves(c, "matvec");
+  });
 });
 
 describe("f16 element-wise kernels (computed in f32, rounded on store)", () => {
