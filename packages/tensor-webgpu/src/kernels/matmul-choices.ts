@@ -14,6 +14,7 @@
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
 import { type BlockedTile, blockedTileProblem } from "./matmul-gpu.js";
+import { PerContext } from "./per-context.js";
 
 export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix" | "matvec";
 
@@ -205,7 +206,7 @@ export function parseTuningFile(x: unknown, where = "table"): MatmulTuningFile {
   return { format: TUNING_FORMAT, adapter: x.adapter, entries };
 }
 
-const tables = new WeakMap<GpuContext, MatmulChoiceTable>();
+const tables = new PerContext((ctx) => new MatmulChoiceTable(adapterKey(ctx)));
 
 /** The context's table of measured choices, if tuning is on for it. */
 export function matmulChoices(ctx: GpuContext): MatmulChoiceTable | undefined {
@@ -217,15 +218,10 @@ export function matmulChoices(ctx: GpuContext): MatmulChoiceTable | undefined {
  * groups for `tuneMatmuls`. Returns the context's table (the same one on every call).
  */
 export function enableMatmulTuning(ctx: GpuContext): MatmulChoiceTable {
-  let table = tables.get(ctx);
-  if (!table) {
-    table = new MatmulChoiceTable(adapterKey(ctx));
-    tables.set(ctx, table);
-  }
-  return table;
+  return tables.ensure(ctx);
 }
 
 /** Turn tuning off for a context: `matmul` goes back to its fixed rule. */
 export function disableMatmulTuning(ctx: GpuContext): void {
-  tables.delete(ctx);
+  tables.drop(ctx);
 }

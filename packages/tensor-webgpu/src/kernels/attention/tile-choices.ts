@@ -12,6 +12,7 @@
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { KernelTuningFileError } from "../matmul-choices.js";
+import { PerContext } from "../per-context.js";
 
 /** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
 export interface Tile {
@@ -149,7 +150,7 @@ export class AttentionTileTable {
   }
 }
 
-const tables = new WeakMap<GpuContext, AttentionTileTable>();
+const tables = new PerContext(() => new AttentionTileTable());
 
 /** The context's table of measured attention tiles, if tuning is on for it. */
 export function attentionTiles(ctx: GpuContext): AttentionTileTable | undefined {
@@ -158,15 +159,10 @@ export function attentionTiles(ctx: GpuContext): AttentionTileTable | undefined 
 
 /** Turn attention tile tuning on for a context; returns its table (the same one on every call). */
 export function enableAttentionTuning(ctx: GpuContext): AttentionTileTable {
-  let table = tables.get(ctx);
-  if (!table) {
-    table = new AttentionTileTable();
-    tables.set(ctx, table);
-  }
-  return table;
+  return tables.ensure(ctx);
 }
 
 /** Turn attention tile tuning off for a context: each kernel takes its list's first fitting tile again. */
 export function disableAttentionTuning(ctx: GpuContext): void {
-  tables.delete(ctx);
+  tables.drop(ctx);
 }
