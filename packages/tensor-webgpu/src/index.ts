@@ -67,6 +67,7 @@ export {
   attentionTiles,
   disableAttentionTuning,
   enableAttentionTuning,
+  parseAttentionEntries,
   type Tile,
   type TiledDispatch,
   type TunedTile,
@@ -95,12 +96,10 @@ export {
   type MatmulChoice,
   MatmulChoiceTable,
   type MatmulShape,
-  type MatmulTuningFile,
   type MatmulVariant,
   matmulChoices,
   matmulShapeKey,
-  parseTuningFile,
-  TUNING_FORMAT,
+  parseMatmulEntries,
   type TunedMatmul,
 } from "./kernels/matmul-choices.js";
 export type { BlockedTile } from "./kernels/matmul-gpu.js";

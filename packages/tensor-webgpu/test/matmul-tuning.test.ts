@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { KERNEL_TUNING_FORMAT, loadKernelTuning, saveKernelTuning } from "../src/kernels/kernel-tuning.js";
 import { fixedRuleVariant, matmul, matmulChoice, matmulVariant } from "../src/kernels/matmul.js";
 import {
   adapterKey,
@@ -8,8 +9,6 @@ import {
   type MatmulShape,
   matmulChoices,
   matmulShapeKey,
-  parseTuningFile,
-  TUNING_FORMAT,
 } from "../src/kernels/matmul-choices.js";
 import { matmulCandidates, timeMatmulCandidates, tuneMatmuls } from "../src/kernels/matmul-tuning.js";
 import { chooseWinner, REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
@@ -111,34 +110,38 @@ describe("the choice table", () => {
         { kernel: "tiled", ms: 0.7 },
       ],
     });
-    const saved = JSON.parse(JSON.stringify(table));
-    expect(saved.format).toBe(TUNING_FORMAT);
+    const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
+    expect(saved.format).toBe(KERNEL_TUNING_FORMAT);
     expect(saved.adapter).toBe(adapterKey(ctx));
 
     disableMatmulTuning(ctx);
-    const fresh = enableMatmulTuning(ctx);
-    expect(fresh.size).toBe(0);
-    expect(fresh.load(saved)).toBe(true);
+    expect(loadKernelTuning(ctx, { ...saved, adapter: "Some Other GPU" })).toBe(false);
+    expect(matmulChoices(ctx)).toBeUndefined();
+    expect(loadKernelTuning(ctx, saved)).toBe(true);
+    const fresh = matmulChoices(ctx)!;
+    expect(fresh).not.toBe(table);
+    expect(fresh.size).toBe(1);
     expect(fresh.get(s)).toEqual(table.get(s));
-    expect(fresh.load({ ...saved, adapter: "Some Other GPU" })).toBe(false);
   });
 
-  it("names what is wrong in a damaged file", () => {
+  it("names what is wrong in a damaged file", async () => {
+    const ctx = await testContext();
     const s = shape(64, 64, 64);
     const good = {
-      format: TUNING_FORMAT,
-      adapter: "x",
-      entries: [{ key: matmulShapeKey(s), shape: s, choice: { variant: "tiled" }, candidates: [] }],
+      format: KERNEL_TUNING_FORMAT,
+      adapter: "another GPU",
+      matmul: [{ key: matmulShapeKey(s), shape: s, choice: { variant: "tiled" }, candidates: [] }],
+      attention: [],
     };
-    expect(parseTuningFile(good).entries).toHaveLength(1);
+    expect(loadKernelTuning(ctx, good)).toBe(false); // checked, then not taken: another adapter's
     const damaged = (change: (file: typeof good) => unknown) => () =>
-      parseTuningFile(change(structuredClone(good)), "kernels.json");
+      loadKernelTuning(ctx, change(structuredClone(good)), "kernels.json");
     expect(damaged(() => [])).toThrow(/kernels\.json: not a JSON object/);
     expect(damaged((f) => ({ ...f, format: "v0" }))).toThrow(/format is "v0"/);
-    expect(damaged((f) => ({ ...f, entries: {} }))).toThrow(/entries is not an array/);
-    const entry = (patch: object) => (f: typeof good) => ({ ...f, entries: [{ ...f.entries[0], ...patch }] });
+    expect(damaged((f) => ({ ...f, matmul: {} }))).toThrow(/matmul is not an array/);
+    const entry = (patch: object) => (f: typeof good) => ({ ...f, matmul: [{ ...f.matmul[0], ...patch }] });
     expect(damaged(entry({ choice: { variant: "fastest" } }))).toThrow(
-      /kernels\.json, entry 0: choice\.variant is "fastest"/,
+      /kernels\.json, matmul entry 0: choice\.variant is "fastest"/,
     );
     expect(
       damaged(entry({ choice: { variant: "blocked", blockedTile: { rows: 32, cols: 64, depth: 8 } } })),

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  adapterKey,
   attentionTiles,
   choiceName,
   KERNEL_TUNING_FORMAT,
@@ -165,15 +166,12 @@ describe("kernel tuning in a run", () => {
     const damaged = new KernelChoiceFiles(join(root, "damaged"));
     const tuner = KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
     damaged.save("unused", table); // creates the folder
-    const adapterFile = damaged.describe(matmulChoices(backend.ctx)!.adapter);
+    const adapterFile = damaged.describe(adapterKey(backend.ctx));
     writeFileSync(adapterFile, "{ not json");
     KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
     expect(tuner).toBeDefined();
     expect(said.join("\n")).toMatch(/is not JSON .*; its problems will be measured again/);
-    writeFileSync(
-      adapterFile,
-      JSON.stringify({ ...table, adapter: matmulChoices(backend.ctx)!.adapter, format: "v0" }),
-    );
+    writeFileSync(adapterFile, JSON.stringify({ ...table, adapter: adapterKey(backend.ctx), format: "v0" }));
     KernelTuner.forRun("on", backend, damaged, (l) => said.push(l));
     expect(said.join("\n")).toMatch(/format is "v0"/);
   });

@@ -11,10 +11,10 @@
  */
 import type { GpuContext } from "../gpu/context.js";
 import {
-  AttentionTileTable,
   attentionTiles,
   disableAttentionTuning,
   enableAttentionTuning,
+  parseAttentionEntries,
   type TunedTile,
 } from "./attention/tile-choices.js";
 import { tuneAttentionTiles } from "./attention/tile-tuning.js";
@@ -24,8 +24,7 @@ import {
   enableMatmulTuning,
   KernelTuningFileError,
   matmulChoices,
-  parseTuningFile,
-  TUNING_FORMAT,
+  parseMatmulEntries,
   type TunedMatmul,
 } from "./matmul-choices.js";
 import { tuneMatmuls } from "./matmul-tuning.js";
@@ -119,15 +118,11 @@ export function loadKernelTuning(ctx: GpuContext, saved: unknown, where = "saved
     );
   if (typeof file.adapter !== "string") throw new KernelTuningFileError(where, "adapter is not a string");
   // Check everything before taking anything.
-  const matmul = parseTuningFile(
-    { format: TUNING_FORMAT, adapter: file.adapter, entries: file.matmul },
-    where,
-  );
-  const attention = new AttentionTileTable();
-  attention.load(file.attention, where);
+  const matmul = parseMatmulEntries(file.matmul, where);
+  const attention = parseAttentionEntries(file.attention, where);
   if (file.adapter !== adapterKey(ctx)) return false;
-  for (const entry of matmul.entries) enableMatmulTuning(ctx).set(entry);
-  for (const entry of attention.entries()) enableAttentionTuning(ctx).set(entry);
+  for (const entry of matmul) enableMatmulTuning(ctx).set(entry);
+  for (const entry of attention) enableAttentionTuning(ctx).set(entry);
   enableKernelTuning(ctx);
   return true;
 }

@@ -8,8 +8,8 @@
  * with the 2,048-token ones); `matmul` looks each problem up, runs the measured winner when there is one,
  * and otherwise takes the fixed rule and notes the group as pending, for the next tuning pass.
  *
- * A table is tied to one adapter (vendor, architecture, device, description); tables are saved and
- * loaded as JSON, checked field by field.
+ * Measurements hold for one adapter (vendor, architecture, device, description); kernel-tuning.ts saves
+ * and loads them with the attention tiles', entries checked field by field (parseMatmulEntries).
  */
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
@@ -58,15 +58,6 @@ export interface TunedMatmul {
   candidates: CandidateTime[];
 }
 
-/** The saved form of a table. */
-export interface MatmulTuningFile {
-  format: typeof TUNING_FORMAT;
-  adapter: string;
-  entries: TunedMatmul[];
-}
-
-export const TUNING_FORMAT = "ragen-matmul-tuning/1";
-
 const bucket = (x: number) => 2 ** Math.ceil(Math.log2(Math.max(1, x)));
 
 /** The group a problem belongs to: element type, transposes, each dimension rounded up to a power of two. */
@@ -98,8 +89,6 @@ export class MatmulChoiceTable {
   private readonly tuned = new Map<string, TunedMatmul>();
   private readonly pending = new Map<string, MatmulShape>();
 
-  constructor(readonly adapter: string) {}
-
   /** The measured choice for this problem's group; an unmeasured group is noted as pending. */
   lookup(shape: MatmulShape): MatmulChoice | undefined {
     const key = matmulShapeKey(shape);
@@ -129,21 +118,6 @@ export class MatmulChoiceTable {
 
   entries(): TunedMatmul[] {
     return [...this.tuned.values()];
-  }
-
-  toJSON(): MatmulTuningFile {
-    return { format: TUNING_FORMAT, adapter: this.adapter, entries: this.entries() };
-  }
-
-  /**
-   * Take the entries of a saved table (checked; `where` names the source in errors). A table of another
-   * adapter is not taken: returns false.
-   */
-  load(saved: unknown, where = "table"): boolean {
-    const file = parseTuningFile(saved, where);
-    if (file.adapter !== this.adapter) return false;
-    for (const entry of file.entries) this.set(entry);
-    return true;
   }
 }
 
@@ -178,18 +152,11 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
   return { variant, blockedTile: { rows: tile.rows, cols: tile.cols, depth: tile.depth } };
 }
 
-/** A saved table, checked: every field of every entry, the keys against their shapes. */
-export function parseTuningFile(x: unknown, where = "table"): MatmulTuningFile {
-  if (!isRecord(x)) throw new KernelTuningFileError(where, "not a JSON object");
-  if (x.format !== TUNING_FORMAT)
-    throw new KernelTuningFileError(
-      where,
-      `format is ${JSON.stringify(x.format)}, expected "${TUNING_FORMAT}"`,
-    );
-  if (typeof x.adapter !== "string") throw new KernelTuningFileError(where, "adapter is not a string");
-  if (!Array.isArray(x.entries)) throw new KernelTuningFileError(where, "entries is not an array");
-  const entries = x.entries.map((e: unknown, i: number): TunedMatmul => {
-    const at = `${where}, entry ${i}`;
+/** Saved matmul measurements, checked: every field of every entry, the keys against their shapes. */
+export function parseMatmulEntries(x: unknown, where: string): TunedMatmul[] {
+  if (!Array.isArray(x)) throw new KernelTuningFileError(where, "matmul is not an array");
+  return x.map((e: unknown, i: number): TunedMatmul => {
+    const at = `${where}, matmul entry ${i}`;
     if (!isRecord(e)) throw new KernelTuningFileError(at, "not an object");
     const shape = parseShape(e.shape, at);
     const key = matmulShapeKey(shape);
@@ -203,10 +170,9 @@ export function parseTuningFile(x: unknown, where = "table"): MatmulTuningFile {
     });
     return { key, shape, choice: parseChoice(e.choice, at), candidates };
   });
-  return { format: TUNING_FORMAT, adapter: x.adapter, entries };
 }
 
-const tables = new PerContext((ctx) => new MatmulChoiceTable(adapterKey(ctx)));
+const tables = new PerContext(() => new MatmulChoiceTable());
 
 /** The context's table of measured choices, if tuning is on for it. */
 export function matmulChoices(ctx: GpuContext): MatmulChoiceTable | undefined {

@@ -130,24 +130,24 @@ export class AttentionTileTable {
   entries(): TunedTile[] {
     return [...this.tuned.values()];
   }
+}
 
-  /** Take saved entries, checked (`where` names the source in errors). */
-  load(saved: unknown, where: string): void {
-    if (!Array.isArray(saved)) throw new KernelTuningFileError(where, "attention is not an array");
-    for (const [i, e] of saved.entries()) {
-      const at = `${where}, attention entry ${i}`;
-      const entry = e as TunedTile;
-      if (typeof entry?.key !== "string") throw new KernelTuningFileError(at, "key is not a string");
-      const tile = entry.tile as unknown as Record<string, unknown>;
-      for (const field of ["bq", "bk", "rm", "rn"])
-        if (!Number.isInteger(tile?.[field]) || (tile[field] as number) < 1)
-          throw new KernelTuningFileError(at, `tile.${field} is not a positive integer`);
-      if (!Array.isArray(entry.candidates) || entry.candidates.some((c) => typeof c?.ms !== "number"))
-        throw new KernelTuningFileError(at, "candidates is not a list of {tile, ms}");
-      const { bq, bk, rm, rn } = entry.tile;
-      this.set({ key: entry.key, tile: { bq, bk, rm, rn }, candidates: entry.candidates });
-    }
-  }
+/** Saved attention measurements, checked field by field (`where` names the source in errors). */
+export function parseAttentionEntries(saved: unknown, where: string): TunedTile[] {
+  if (!Array.isArray(saved)) throw new KernelTuningFileError(where, "attention is not an array");
+  return saved.map((e, i): TunedTile => {
+    const at = `${where}, attention entry ${i}`;
+    const entry = e as TunedTile;
+    if (typeof entry?.key !== "string") throw new KernelTuningFileError(at, "key is not a string");
+    const tile = entry.tile as unknown as Record<string, unknown>;
+    for (const field of ["bq", "bk", "rm", "rn"])
+      if (!Number.isInteger(tile?.[field]) || (tile[field] as number) < 1)
+        throw new KernelTuningFileError(at, `tile.${field} is not a positive integer`);
+    if (!Array.isArray(entry.candidates) || entry.candidates.some((c) => typeof c?.ms !== "number"))
+      throw new KernelTuningFileError(at, "candidates is not a list of {tile, ms}");
+    const { bq, bk, rm, rn } = entry.tile;
+    return { key: entry.key, tile: { bq, bk, rm, rn }, candidates: entry.candidates };
+  });
 }
 
 const tables = new PerContext(() => new AttentionTileTable());
