@@ -1047,7 +1047,7 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
   if (args.variant)
     return { variant: args.variant, ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}) };
   const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
-  return tuned ?? { variant: fixedRule(ctx, args) };
+  return tuned ?? { variant: fixedRuleVariant(ctx, args) };
 }
 
 /** Which variant `matmul` runs for these arguments on this context's adapter. */
@@ -1056,11 +1056,7 @@ export function matmulVariant(ctx: GpuContext, args: MatmulArgs): MatmulVariant 
 }
 
 /** The variant the fixed rule (no measurements) runs for a problem of this shape. */
-export function fixedRuleVariant(ctx: GpuContext, shape: MatmulShape): MatmulVariant {
-  return fixedRule(ctx, shape);
-}
-
-function fixedRule(
+export function fixedRuleVariant(
   ctx: GpuContext,
   args: Pick<MatmulArgs, "m" | "n" | "k" | "transA" | "transB" | "dtype">,
 ): MatmulVariant {

@@ -98,10 +98,13 @@ export function tileCandidates(
 export class AttentionTileTable {
   private readonly tuned = new Map<string, TunedTile>();
   private readonly pending = new Map<string, TiledDispatch>();
+  /** Measured groups whose tile was checked against the kernel's own: the tile, or undefined if not one. */
+  private readonly checked = new Map<string, Tile | undefined>();
 
   /** The measured tile of this dispatch's group, if it is one of the kernel's candidates here. */
   lookup(dispatch: TiledDispatch, workgroupBytes: number): Tile | undefined {
     const key = attentionTileKey(dispatch.kernel, dispatch.dims);
+    if (this.checked.has(key)) return this.checked.get(key);
     const entry = this.tuned.get(key);
     if (!entry) {
       if (!this.pending.has(key)) this.pending.set(key, dispatch);
@@ -109,8 +112,11 @@ export class AttentionTileTable {
     }
     const name = tileName(entry.tile);
     const d4 = dispatch.dims.headDim / 4;
-    // Any tile of the kernel's lists may have been measured best, whatever the adapter kind.
-    return tileCandidates(dispatch.kernel, d4, workgroupBytes).find((t) => tileName(t) === name);
+    // Any tile of the kernel's lists may have been measured best, whatever the adapter kind. Checked
+    // once per group: the key names the kernel and head size, and the device's memory does not change.
+    const tile = tileCandidates(dispatch.kernel, d4, workgroupBytes).find((t) => tileName(t) === name);
+    this.checked.set(key, tile);
+    return tile;
   }
 
   /** One dispatch of each group met but not yet measured, in the order first met. */
@@ -121,6 +127,7 @@ export class AttentionTileTable {
   set(entry: TunedTile): void {
     this.tuned.set(entry.key, entry);
     this.pending.delete(entry.key);
+    this.checked.delete(entry.key);
   }
 
   get size(): number {

@@ -10,6 +10,7 @@ import { chooseWinner, type TimingOptions, timeCandidates } from "../tuning-time
 import {
   attentionTileKey,
   enableAttentionTuning,
+  type Tile,
   type TiledDispatch,
   type TunedTile,
   tileCandidates,
@@ -24,7 +25,7 @@ export async function timeAttentionTiles(
   ctx: GpuContext,
   dispatch: TiledDispatch,
   options: TimingOptions = {},
-): Promise<TunedTile["candidates"]> {
+): Promise<{ candidate: Tile; ms: number }[]> {
   const { kernel, dims, flags, bindingSizes, workgroups } = dispatch;
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
   const candidates = tileCandidates(kernel, dims.headDim / 4, limit, ctx.info.adapter.isSoftware);
@@ -32,13 +33,12 @@ export async function timeAttentionTiles(
     ctx.device.createBuffer({ size, usage: STORAGE, label: "attention tuning buffer" }),
   );
   try {
-    const timed = await timeCandidates(
+    return await timeCandidates(
       ctx,
       candidates,
       (tile) => dispatchTiled(ctx, kernel, tile, dims, flags, buffers, workgroups),
       options,
     );
-    return timed.map(({ candidate, ms }) => ({ tile: tileName(candidate), ms }));
   } finally {
     await ctx.sync().catch(() => undefined);
     for (const buffer of buffers) buffer.destroy();
@@ -56,20 +56,15 @@ export async function tuneAttentionTiles(
 ): Promise<TunedTile[]> {
   const table = enableAttentionTuning(ctx);
   const todo = dispatches ?? table.pendingDispatches();
-  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
   const tuned: TunedTile[] = [];
   for (const [index, dispatch] of todo.entries()) {
     const key = attentionTileKey(dispatch.kernel, dispatch.dims);
     options.onProblem?.(index, todo.length, key);
-    const candidates = await timeAttentionTiles(ctx, dispatch, options);
-    const tiles = tileCandidates(dispatch.kernel, dispatch.dims.headDim / 4, limit);
+    const timed = await timeAttentionTiles(ctx, dispatch, options);
     const listed = listTile(ctx, dispatch.kernel, dispatch.dims.headDim / 4);
-    const name = chooseWinner(
-      candidates.map((c) => ({ candidate: c.tile, ms: c.ms })),
-      (c) => listed !== undefined && c === tileName(listed),
-    );
-    const winner = tiles.find((t) => tileName(t) === name);
+    const winner = chooseWinner(timed, (t) => listed !== undefined && tileName(t) === tileName(listed));
     if (!winner) throw new Error(`attention tuning: no tile could run ${key} on this adapter`);
+    const candidates = timed.map(({ candidate, ms }) => ({ tile: tileName(candidate), ms }));
     const entry = { key, tile: winner, candidates };
     table.set(entry);
     tuned.push(entry);
