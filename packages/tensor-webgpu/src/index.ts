@@ -109,7 +109,7 @@ export {
   timeMatmulCandidates,
   tuneMatmuls,
 } from "./kernels/matmul-tuning.js";
-export { REPLACE_MARGIN, type TimingOptions } from "./kernels/tuning-timer.js";
+export { REPLACE_MARGIN, type TimingOptions, type TuningPassOptions } from "./kernels/tuning-timer.js";
 export * from "./ops/index.js";
 export { AdamW, type AdamWMoments, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
 export {

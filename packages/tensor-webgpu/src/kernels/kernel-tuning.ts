@@ -28,7 +28,7 @@ import {
   type TunedMatmul,
 } from "./matmul-choices.js";
 import { tuneMatmuls } from "./matmul-tuning.js";
-import type { TimingOptions } from "./tuning-timer.js";
+import type { TuningPassOptions } from "./tuning-timer.js";
 
 export const KERNEL_TUNING_FORMAT = "ragen-kernel-tuning/1";
 
@@ -76,7 +76,7 @@ export function measuredKernelProblems(ctx: GpuContext): number {
  */
 export async function tuneKernels(
   ctx: GpuContext,
-  options: TimingOptions & { onProblem?: (done: number, total: number, key: string) => void } = {},
+  options: TuningPassOptions = {},
 ): Promise<KernelTuningPass> {
   enableKernelTuning(ctx);
   const shapes = matmulChoices(ctx)!.pendingShapes();

@@ -17,7 +17,7 @@ import {
   type TunedMatmul,
 } from "./matmul-choices.js";
 import { BLOCKED_TILES, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
-import { chooseWinner, type TimingOptions, timeCandidates } from "./tuning-timer.js";
+import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
 
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
@@ -35,11 +35,9 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   return candidates;
 }
 
-export interface TuneOptions extends TimingOptions {
+export interface TuneOptions extends TuningPassOptions {
   /** Candidates to try instead of matmulCandidates' (tests, benchmarks). */
   candidates?: (shape: MatmulShape) => MatmulChoice[];
-  /** Called before each problem is measured: how many are done, of how many, and which. */
-  onProblem?: (done: number, total: number, key: string) => void;
 }
 
 const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
@@ -49,7 +47,7 @@ const FILL_CHUNK = 1 << 22;
 function filledBuffer(ctx: GpuContext, elements: number, dtype: MatmulShape["dtype"]): GPUBuffer {
   const bytes = Math.max(4, Math.ceil((elements * (dtype === "f16" ? 2 : 4)) / 4) * 4);
   const buffer = ctx.device.createBuffer({ size: bytes, usage: STORAGE, label: "matmul tuning operand" });
-  // A fixed pattern of values in [-0.5, 0.5): f32 bits, or pairs of f16 bits in each 32-bit word.
+  // A fixed pattern: f32 values in [-0.5, 0.5), or two halves in [0.5, 1) per 32-bit word.
   const words = new Uint32Array(Math.min(bytes, FILL_CHUNK) / 4);
   const f32 = new Float32Array(words.buffer);
   for (let i = 0; i < words.length; i++) {

@@ -15,6 +15,12 @@ export interface TimingOptions {
   rounds?: number;
 }
 
+/** Options of a tuning pass over several problems. */
+export interface TuningPassOptions extends TimingOptions {
+  /** Called before each problem is measured: how many are done, of how many, and which. */
+  onProblem?: (done: number, total: number, key: string) => void;
+}
+
 /** Milliseconds of `run`'s GPU work: timestamps on a GPU that has them, else the wall clock. */
 async function gpuMilliseconds(ctx: GpuContext, run: () => void): Promise<number> {
   if (ctx.info.features.timestampQuery && !ctx.info.adapter.isSoftware) {

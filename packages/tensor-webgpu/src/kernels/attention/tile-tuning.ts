@@ -6,7 +6,7 @@
  * the list's tile is within REPLACE_MARGIN of it.
  */
 import type { GpuContext } from "../../gpu/context.js";
-import { chooseWinner, type TimingOptions, timeCandidates } from "../tuning-timer.js";
+import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "../tuning-timer.js";
 import {
   attentionTileKey,
   enableAttentionTuning,
@@ -52,7 +52,7 @@ export async function timeAttentionTiles(
 export async function tuneAttentionTiles(
   ctx: GpuContext,
   dispatches?: readonly TiledDispatch[],
-  options: TimingOptions & { onProblem?: (done: number, total: number, key: string) => void } = {},
+  options: TuningPassOptions = {},
 ): Promise<TunedTile[]> {
   const table = enableAttentionTuning(ctx);
   const todo = dispatches ?? table.pendingDispatches();
