@@ -45,6 +45,7 @@ import {
   type MatmulShape,
   matmulCandidates,
   measuredKernelProblems,
+  tileName,
   timeMatmulCandidates,
   tuneKernels,
   webGpuBackend,
@@ -288,7 +289,7 @@ interface ModelResult {
   phases?: Record<string, number>;
   /** GPU time per kernel of one forward+backward step and of one decoding step (--profile). */
   kernelProfile?: { train: KernelTime[]; decode: KernelTime[] };
-  /** The same measurements with the matmul kernels tuned to the model's shapes (--tune). */
+  /** The same measurements with the kernels tuned to the model's problems (--tune). */
   tuned?: {
     trainTokensPerSecond: number[];
     decodeTokensPerSecond: number[];
@@ -408,8 +409,9 @@ if (wants("model")) {
 }
 
 /**
- * Tune the matmul kernels to the shapes one forward+backward step and one decode meet, then measure both
- * again (as many rounds as --repeats), printing the profile of the tuned step with --profile.
+ * Tune the matmul kernels and attention tiles to the problems one forward+backward step and one decode
+ * meet, then measure both again (as many rounds as --repeats), printing the profile of the tuned step with
+ * --profile.
  */
 async function measureTuned(
   qwen: Qwen2Model,
@@ -425,13 +427,22 @@ async function measureTuned(
   console.log(
     `\ntuned ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems of the model in ${seconds.toFixed(1)} s:`,
   );
-  const rows = [
-    ...tuned.matmul.map((t) => ({ key: t.key, times: t.candidates.map((c) => [c.kernel, c.ms] as const) })),
-    ...tuned.attention.map((t) => ({ key: t.key, times: t.candidates.map((c) => [c.tile, c.ms] as const) })),
+  // Each problem's winner (the fastest, or the fixed rule's choice within the margin) and every time.
+  const problems = [
+    ...tuned.matmul.map((t) => ({
+      key: t.key,
+      kernel: choiceName(t.choice),
+      times: t.candidates.map((c) => [c.kernel, c.ms] as const),
+    })),
+    ...tuned.attention.map((t) => ({
+      key: t.key,
+      kernel: tileName(t.tile),
+      times: t.candidates.map((c) => [c.tile, c.ms] as const),
+    })),
   ];
-  for (const { key, times } of rows)
+  for (const { key, kernel, times } of problems)
     console.log(
-      `  ${key.padEnd(28)} ${times
+      `  ${key.padEnd(28)} runs ${kernel}; ${times
         .slice(0, 4)
         .map(([name, ms]) => `${name} ${ms.toFixed(3)}`)
         .join(", ")} ms`,
@@ -441,18 +452,7 @@ async function measureTuned(
     decodeTokensPerSecond: [],
     problems: measuredKernelProblems(ctx),
     seconds,
-    choices: [
-      ...tuned.matmul.map((t) => ({
-        key: t.key,
-        kernel: choiceName(t.choice),
-        candidates: t.candidates.length,
-      })),
-      ...tuned.attention.map((t) => ({
-        key: t.key,
-        kernel: t.candidates[0]!.tile,
-        candidates: t.candidates.length,
-      })),
-    ],
+    choices: problems.map(({ key, kernel, times }) => ({ key, kernel, candidates: times.length })),
   };
   for (let r = 0; r < number("repeats"); r++) {
     const t = await measureTraining(qwen, backend, train);

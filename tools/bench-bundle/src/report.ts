@@ -26,7 +26,7 @@ export interface ModelSummary {
   trainTokensPerSecond: number[];
   decodeTokensPerSecond: number[];
   peakBytes: number;
-  /** The same with the matmul kernels tuned to the model's shapes (--tune). */
+  /** The same with the kernels tuned to the model's problems (--tune). */
   tuned?: { trainTokensPerSecond: number[]; decodeTokensPerSecond: number[] };
 }
 

@@ -72,7 +72,7 @@ export interface TrainingRun {
    * whose estimated peak is larger stops at start-up (checkMemoryFit). None: not checked.
    */
   deviceMemory?: { bytes: number; source: string };
-  /** Where measured matmul kernel choices are kept between runs (settings.kernelTuning); none: not kept. */
+  /** Where kernel measurements (settings.kernelTuning) are kept between runs; none: not kept. */
   kernelChoices?: KernelChoiceStore;
 }
 
@@ -242,7 +242,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
     for (let step = lastStep + 1; step <= settings.steps && !budgetSpent(); step++) {
       // Timed apart from the step (timing_s/vstar), so the two add up to the run's time.
       const stage1 = await updater.beforeStep(trainManager.trainResets);
-      // Shapes met since the last step (the first step's, validation's) are timed before this one runs.
+      // Kernel problems met since the last step (the first step's, validation's) are timed before this one.
       const tuning = await tuner?.tunePending(progress);
       const stepStart = performance.now();
       let rollout: TrajectoryBatch;
