@@ -100,16 +100,25 @@ export {
   matmulChoices,
   matmulShapeKey,
   parseMatmulEntries,
+  type RejectedKernel,
   type TunedMatmul,
 } from "./kernels/matmul-choices.js";
 export type { BlockedTile } from "./kernels/matmul-gpu.js";
 export {
   matmulCandidates,
+  RESULT_TOLERANCE,
+  resultMismatch,
   type TuneOptions,
   timeMatmulCandidates,
   tuneMatmuls,
 } from "./kernels/matmul-tuning.js";
-export { REPLACE_MARGIN, type TimingOptions, type TuningPassOptions } from "./kernels/tuning-timer.js";
+export {
+  type CandidateTimes,
+  REPLACE_MARGIN,
+  type RejectedCandidate,
+  type TimingOptions,
+  type TuningPassOptions,
+} from "./kernels/tuning-timer.js";
 export * from "./ops/index.js";
 export { AdamW, type AdamWMoments, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
 export {

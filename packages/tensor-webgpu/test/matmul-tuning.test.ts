@@ -10,7 +10,12 @@ import {
   matmulChoices,
   matmulShapeKey,
 } from "../src/kernels/matmul-choices.js";
-import { matmulCandidates, timeMatmulCandidates, tuneMatmuls } from "../src/kernels/matmul-tuning.js";
+import {
+  matmulCandidates,
+  resultMismatch,
+  timeMatmulCandidates,
+  tuneMatmuls,
+} from "../src/kernels/matmul-tuning.js";
 import { chooseWinner, REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
 import { matmulRef } from "../src/reference/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
@@ -67,6 +72,7 @@ describe("the choice table", () => {
       shape: shape(100, 96, 80),
       choice: { variant: other },
       candidates: [],
+      rejected: [],
     });
     expect(matmulVariant(ctx, args)).toBe(other);
     expect(table.pendingShapes().map(matmulShapeKey)).toEqual(["f32 NN 1x128x128x128"]);
@@ -85,6 +91,7 @@ describe("the choice table", () => {
       shape: s,
       choice: { variant: "blocked", blockedTile: tile },
       candidates: [],
+      rejected: [],
     });
     const a = randomArray(s.m * s.k, 1);
     const b = randomArray(s.n * s.k, 2);
@@ -109,6 +116,7 @@ describe("the choice table", () => {
         { kernel: "blocked 128x64/16", ms: 0.5 },
         { kernel: "tiled", ms: 0.7 },
       ],
+      rejected: [{ kernel: "blocked 128x128/32", reason: "wrong product: element 3 is 0" }],
     });
     const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
     expect(saved.format).toBe(KERNEL_TUNING_FORMAT);
@@ -152,6 +160,8 @@ describe("the choice table", () => {
     expect(damaged(entry({ shape: { ...s, m: 0 } }))).toThrow(/shape\.m is not a positive integer/);
     expect(damaged(entry({ shape: { ...s, dtype: "bf16" } }))).toThrow(/shape\.dtype is "bf16"/);
     expect(damaged(entry({ candidates: [{ kernel: "tiled" }] }))).toThrow(/not \{kernel, ms\}/);
+    expect(damaged(entry({ rejected: {} }))).toThrow(/rejected is not an array/);
+    expect(damaged(entry({ rejected: [{ kernel: "tiled" }] }))).toThrow(/not \{kernel, reason\}/);
     expect(damaged(entry({}))).not.toThrow(KernelTuningFileError);
   });
 });
@@ -229,10 +239,43 @@ describe("tuneMatmuls", () => {
   it("leaves out a candidate the adapter cannot run", async () => {
     const ctx = await testContext();
     // "subgroup-matrix" refuses f32 operands (and adapters without matrix units): it is dropped, not fatal.
-    const times = await timeMatmulCandidates(ctx, shape(32, 32, 32), [
+    const { timed, rejected } = await timeMatmulCandidates(ctx, shape(32, 32, 32), [
       { variant: "buffer" },
       { variant: "subgroup-matrix" },
     ]);
-    expect(times.map((t) => t.kernel)).toEqual(["buffer"]);
+    expect(timed.map((t) => t.kernel)).toEqual(["buffer"]);
+    expect(rejected).toEqual([{ kernel: "subgroup-matrix", reason: expect.stringMatching(/f16/) }]);
+  });
+
+  it("checks every candidate's product against the reference kernel and finds them right", async () => {
+    const ctx = await testContext();
+    for (const s of [
+      shape(70, 130, 48),
+      shape(4, 96, 200),
+      shape(33, 17, 65, { transA: true, transB: false }),
+    ]) {
+      const candidates = matmulCandidates(ctx, s);
+      const { timed, rejected } = await timeMatmulCandidates(ctx, s, candidates, { repeats: 1, rounds: 1 });
+      expect(rejected).toEqual([]);
+      expect(timed).toHaveLength(candidates.length);
+    }
+  });
+});
+
+describe("a candidate's product against the reference", () => {
+  const reference = Float32Array.from([1, -2, 40, 0.5]);
+
+  it("agrees within the tolerance, relative to the product's largest value", () => {
+    expect(resultMismatch(reference, Float32Array.from([1.1, -2.2, 40.3, 0.1]))).toBeUndefined();
+    expect(resultMismatch(reference, reference)).toBeUndefined();
+  });
+
+  it("names the worst element, and counts an unwritten (NaN) element as wrong", () => {
+    expect(resultMismatch(reference, Float32Array.from([1, -2, 39, 0.5]))).toMatch(
+      /element 2 is 39, the reference kernel's 40 \(allowed difference 0\.400\)/,
+    );
+    expect(resultMismatch(reference, Float32Array.from([1, Number.NaN, 40, 0.5]))).toMatch(
+      /element 1 is NaN/,
+    );
   });
 });

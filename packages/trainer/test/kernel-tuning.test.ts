@@ -135,6 +135,35 @@ describe("kernel tuning in a run", () => {
     expect(await failing.tunePending()).toBeUndefined();
   });
 
+  it("says which kernels tuning left out because they computed wrongly", async () => {
+    const backend = await webGpuBackend();
+    const said: string[] = [];
+    const shape = { batch: 1, m: 8, n: 8, k: 8, transA: false, transB: true, dtype: "f32" } as const;
+    const tuner = KernelTuner.forRun(
+      "on",
+      backend,
+      undefined,
+      (l) => said.push(l),
+      async () => ({
+        matmul: [
+          {
+            key: "f32 NT 1x8x8x8",
+            shape,
+            choice: { variant: "buffer" },
+            candidates: [{ kernel: "buffer", ms: 0.1 }],
+            rejected: [{ kernel: "tiled", reason: "wrong product: element 0 is 12345" }],
+          },
+        ],
+        attention: [],
+      }),
+    )!;
+    matmulChoices(backend.ctx)!.lookup(shape);
+    expect(await tuner.tunePending()).toMatchObject({ problems: 1 });
+    expect(said.at(-1)).toBe(
+      "kernel tuning left out 1 matmul kernel that failed on this adapter, e.g. tiled on f32 NT 1x8x8x8: wrong product: element 0 is 12345",
+    );
+  });
+
   it("does not tune on a software adapter unless asked, and turns a context's tuning off again", async () => {
     const backend = await webGpuBackend();
     const store = new MemoryChoices();

@@ -259,16 +259,18 @@ if (values.tune && kernels.length > 0) {
         transB: !!m.transB,
         dtype,
       };
-      const times = await timeMatmulCandidates(ctx, shape, matmulCandidates(ctx, shape), {
+      const { timed, rejected } = await timeMatmulCandidates(ctx, shape, matmulCandidates(ctx, shape), {
         repeats: quick ? 2 : 5,
         rounds: 3,
       });
       const tflops = (ms: number) => (2 * m.m * m.n * m.k) / (ms / 1000) / 1e12;
-      console.log(`${m.label} ${dtype}: ${times.map((t) => `${t.kernel} ${rate(tflops(t.ms))}`).join(", ")}`);
+      console.log(`${m.label} ${dtype}: ${timed.map((t) => `${t.kernel} ${rate(tflops(t.ms))}`).join(", ")}`);
+      for (const r of rejected) console.log(`  left out ${r.kernel}: ${r.reason}`);
       tunedMatmuls.push({
         label: m.label,
         dtype,
-        candidates: times.map((t) => ({ kernel: t.kernel, ms: t.ms, tflops: tflops(t.ms) })),
+        candidates: timed.map((t) => ({ kernel: t.kernel, ms: t.ms, tflops: tflops(t.ms) })),
+        rejected,
       });
     }
   }

@@ -10,11 +10,12 @@ export interface PeerResults {
   model: { dtype: string; threads: number; train: number; decode: number; peakBytes: number }[];
 }
 
-/** Every kernel that could run one PyTorch-compared matmul shape, fastest first (--tune). */
+/** Every kernel that could run one PyTorch-compared matmul shape, fastest first, and those left out (--tune). */
 export interface TunedMatmulResult {
   label: string;
   dtype: "f32" | "f16";
   candidates: { kernel: string; ms: number; tflops: number }[];
+  rejected: { kernel: string; reason: string }[];
 }
 
 export interface ModelSummary {
@@ -165,6 +166,8 @@ export function renderMarkdown(
     starpo?: StarPOSummary;
     /** The same step on matmul kernels tuned to the shapes of the first (--tune). */
     starpoTuned?: StarPOSummary;
+    /** Every matmul kernel on each PyTorch-compared shape (--tune). */
+    tunedMatmuls?: readonly TunedMatmulResult[];
   },
   rows: readonly ComparisonRow[],
 ): string {
@@ -209,6 +212,18 @@ export function renderMarkdown(
           ]),
     );
   }
+  const rejected = (report.tunedMatmuls ?? []).flatMap((t) =>
+    t.rejected.map((r) => `| ${t.label} ${t.dtype} | ${r.kernel} | ${r.reason.replaceAll("|", "\\|")} |`),
+  );
+  if (rejected.length > 0)
+    lines.push(
+      "",
+      "## Kernels tuning left out",
+      "",
+      "| shape | kernel | why |",
+      "|---|---|---|",
+      ...rejected,
+    );
   lines.push("", "## Every kernel case", "", "| case | ms | rate | dispatches |", "|---|---|---|---|");
   for (const k of report.kernels) {
     const rate = k.skipped

@@ -56,7 +56,12 @@ describe("bench:bundle", () => {
           choices: { key: string; candidates: number }[];
         };
       };
-      tunedMatmuls: { label: string; dtype: string; candidates: { kernel: string; tflops: number }[] }[];
+      tunedMatmuls: {
+        label: string;
+        dtype: string;
+        candidates: { kernel: string; tflops: number }[];
+        rejected: { kernel: string; reason: string }[];
+      }[];
       latency: { syncMs: number };
       starpo: { seconds: Record<string, number>; trainedTrajectories: number };
       starpoTuned: { seconds: Record<string, number> };
@@ -78,6 +83,8 @@ describe("bench:bundle", () => {
     const tuned256 = report.tunedMatmuls.find((t) => t.label === "256^3" && t.dtype === "f32");
     expect(tuned256?.candidates.length).toBeGreaterThan(1);
     for (const c of tuned256!.candidates) expect(c.tflops).toBeGreaterThan(0);
+    // Every kernel's product was checked against the reference kernel's; none is wrong here.
+    expect(tuned256!.rejected).toEqual([]);
     expect(report.model.tuned.trainTokensPerSecond[0]).toBeGreaterThan(0);
     expect(report.model.tuned.problems).toBeGreaterThan(3);
     const keys = report.model.tuned.choices.map((c) => c.key);

@@ -50,12 +50,19 @@ export interface CandidateTime {
   ms: number;
 }
 
-/** A tuned group: the shape it was measured on, the winner, and every candidate's time. */
+/** A kernel tuning left out of a group, and why (the driver refused it, or its product was wrong). */
+export interface RejectedKernel {
+  kernel: string;
+  reason: string;
+}
+
+/** A tuned group: the shape it was measured on, the winner, every candidate's time, those left out. */
 export interface TunedMatmul {
   key: string;
   shape: MatmulShape;
   choice: MatmulChoice;
   candidates: CandidateTime[];
+  rejected: RejectedKernel[];
 }
 
 const bucket = (x: number) => 2 ** Math.ceil(Math.log2(Math.max(1, x)));
@@ -168,7 +175,15 @@ export function parseMatmulEntries(x: unknown, where: string): TunedMatmul[] {
         throw new KernelTuningFileError(at, "a candidate is not {kernel, ms}");
       return { kernel: c.kernel, ms: c.ms };
     });
-    return { key, shape, choice: parseChoice(e.choice, at), candidates };
+    // Files written before tuning checked products have no list of rejected kernels.
+    if (e.rejected !== undefined && !Array.isArray(e.rejected))
+      throw new KernelTuningFileError(at, "rejected is not an array");
+    const rejected = (e.rejected ?? []).map((r: unknown) => {
+      if (!isRecord(r) || typeof r.kernel !== "string" || typeof r.reason !== "string")
+        throw new KernelTuningFileError(at, "a rejected kernel is not {kernel, reason}");
+      return { kernel: r.kernel, reason: r.reason };
+    });
+    return { key, shape, choice: parseChoice(e.choice, at), candidates, rejected };
   });
 }
 

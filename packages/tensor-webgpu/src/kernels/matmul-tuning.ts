@@ -2,9 +2,12 @@
  * Measures which matmul kernel is fastest for a problem on this adapter and keeps the winner in the
  * context's table (matmul-choices.ts), so that `matmul` runs it from then on. Every variant and "blocked"
  * tile that can run the problem is timed (tuning-timer.ts) on operands filled with a fixed pattern of
- * small values: data changes a GPU's power draw, and zeros would flatter every kernel. The fastest wins,
- * unless the fixed rule's kernel is within REPLACE_MARGIN of it.
+ * small values: data changes a GPU's power draw, and zeros would flatter every kernel. Before it is timed,
+ * each candidate's product is compared with the plain "buffer" kernel's (resultMismatch): a kernel that
+ * computes wrongly on this driver is left out, whatever its speed. The fastest of the rest wins, unless
+ * the fixed rule's kernel is within REPLACE_MARGIN of it.
  */
+import { float16ArrayToFloat32 } from "../core/half-float.js";
 import type { GpuContext } from "../gpu/context.js";
 import { fixedRuleVariant, matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
 import {
@@ -14,6 +17,7 @@ import {
   type MatmulChoice,
   type MatmulShape,
   matmulShapeKey,
+  type RejectedKernel,
   type TunedMatmul,
 } from "./matmul-choices.js";
 import { BLOCKED_TILES, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
@@ -40,7 +44,7 @@ export interface TuneOptions extends TuningPassOptions {
   candidates?: (shape: MatmulShape) => MatmulChoice[];
 }
 
-const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
+const STORAGE = 0x80 | 0x8 | 0x4; // STORAGE | COPY_DST | COPY_SRC (the product is read back)
 /** Bytes written per call while filling an operand. */
 const FILL_CHUNK = 1 << 22;
 
@@ -62,26 +66,71 @@ function filledBuffer(ctx: GpuContext, elements: number, dtype: MatmulShape["dty
   return buffer;
 }
 
-/** Measure every candidate on one problem; the fastest first. Candidates that fail to run are left out. */
+/**
+ * How far a candidate's product may stray from the reference kernel's: this fraction of the product's
+ * largest magnitude. Kernels sum in different orders (f32 rounding over k terms, one f16 rounding of
+ * the result); a wrong tile edge, a missed k-step or an unwritten block is off by the values themselves.
+ */
+export const RESULT_TOLERANCE = 1e-2;
+
+/** What is wrong with `result` against `reference` (same length), or undefined when it agrees. */
+export function resultMismatch(
+  reference: Float32Array,
+  result: Float32Array,
+  tolerance = RESULT_TOLERANCE,
+): string | undefined {
+  let scale = 0;
+  for (const value of reference) scale = Math.max(scale, Math.abs(value));
+  let worst = 0;
+  let at = -1;
+  for (let i = 0; i < reference.length; i++) {
+    // NaN (an element never written: the output starts as NaN) counts as the worst difference.
+    const difference = Math.abs(result[i]! - reference[i]!);
+    const distance = Number.isNaN(difference) ? Number.POSITIVE_INFINITY : difference;
+    if (distance > worst) {
+      worst = distance;
+      at = i;
+    }
+  }
+  const allowed = tolerance * scale;
+  if (worst <= allowed) return undefined;
+  return `wrong product: element ${at} is ${result[at]}, the reference kernel's ${reference[at]} (allowed difference ${allowed.toPrecision(3)})`;
+}
+
+/** Every candidate on one problem: those that run and compute it right, timed (fastest first); the rest, with why. */
 export async function timeMatmulCandidates(
   ctx: GpuContext,
   shape: MatmulShape,
   candidates: MatmulChoice[],
   options: TimingOptions = {},
-): Promise<(CandidateTime & { choice: MatmulChoice })[]> {
+): Promise<{ timed: (CandidateTime & { choice: MatmulChoice })[]; rejected: RejectedKernel[] }> {
   const { batch, m, n, k, dtype } = shape;
   const a = filledBuffer(ctx, batch * m * k, dtype);
   const b = filledBuffer(ctx, batch * k * n, dtype);
   const out = filledBuffer(ctx, batch * m * n, dtype);
+  const outBytes = batch * m * n * (dtype === "f16" ? 2 : 4);
   const args = { a, b, out, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
+  // All bits set: NaN in f32 and in f16, so an element the kernel never writes shows.
+  const unwritten = new Uint8Array(Math.ceil(outBytes / 4) * 4).fill(0xff);
+  const product = async (choice: MatmulChoice) => {
+    ctx.write(out, unwritten);
+    matmul(ctx, { ...args, ...choice });
+    const bytes = await ctx.read(out, outBytes);
+    return dtype === "f16" ? float16ArrayToFloat32(new Uint16Array(bytes)) : new Float32Array(bytes);
+  };
   try {
-    const timed = await timeCandidates(
+    const reference = await product({ variant: "buffer" });
+    const { timed, rejected } = await timeCandidates(
       ctx,
       candidates,
       (choice) => matmul(ctx, { ...args, ...choice }),
       options,
+      async (choice) => resultMismatch(reference, await product(choice)),
     );
-    return timed.map(({ candidate, ms }) => ({ choice: candidate, kernel: choiceName(candidate), ms }));
+    return {
+      timed: timed.map(({ candidate, ms }) => ({ choice: candidate, kernel: choiceName(candidate), ms })),
+      rejected: rejected.map(({ candidate, reason }) => ({ kernel: choiceName(candidate), reason })),
+    };
   } finally {
     await ctx.sync().catch(() => undefined);
     for (const buffer of [a, b, out]) buffer.destroy();
@@ -104,18 +153,22 @@ export async function tuneMatmuls(
     const key = matmulShapeKey(shape);
     options.onProblem?.(index, todo.length, key);
     const candidates = options.candidates?.(shape) ?? matmulCandidates(ctx, shape);
-    const timed = await timeMatmulCandidates(ctx, shape, candidates, options);
+    const { timed, rejected } = await timeMatmulCandidates(ctx, shape, candidates, options);
     const fixed = fixedRuleVariant(ctx, shape);
     const choice = chooseWinner(
       timed.map((t) => ({ candidate: t.choice, ms: t.ms })),
       (c) => c.variant === fixed && !c.blockedTile,
     );
-    if (!choice) throw new Error(`matmul tuning: no kernel could run ${key} on this adapter`);
+    if (!choice)
+      throw new Error(
+        `matmul tuning: no kernel could run ${key} on this adapter (${rejected.map((r) => `${r.kernel}: ${r.reason}`).join("; ")})`,
+      );
     const entry: TunedMatmul = {
       key,
       shape: { ...shape },
       choice,
       candidates: timed.map(({ kernel, ms }) => ({ kernel, ms })),
+      rejected,
     };
     table.set(entry);
     tuned.push(entry);

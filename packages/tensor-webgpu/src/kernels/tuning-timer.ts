@@ -1,10 +1,11 @@
 /**
  * Times candidate kernels for one problem, fairly: each is compiled and run once first (a kernel the
- * driver rejects is left out), then `rounds` rounds of `repeats` runs each, the candidates' order rotating
- * from round to round so that none always runs first after a pause; a candidate's time is its median
- * round. On a GPU with timestamp queries the time is the kernels' own (the kernel profiler); on a software
- * adapter, or without timestamps, it is the wall clock around a wait for the queue, which also counts
- * copies (the profiler times dispatches only).
+ * driver rejects, that fails, or whose result a check finds wrong is left out, with the reason), then
+ * `rounds` rounds of `repeats` runs each, the candidates' order rotating from round to round so that none
+ * always runs first after a pause; a candidate's time is its median round. On a GPU with timestamp
+ * queries the time is the kernels' own (the kernel profiler); on a software adapter, or without
+ * timestamps, it is the wall clock around a wait for the queue, which also counts copies (the profiler
+ * times dispatches only).
  */
 import type { GpuContext } from "../gpu/context.js";
 
@@ -41,26 +42,51 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-/** Each candidate that runs, with its milliseconds per run; the fastest first. */
+/** A candidate left out of the timing, and why. */
+export interface RejectedCandidate<T> {
+  candidate: T;
+  reason: string;
+}
+
+export interface CandidateTimes<T> {
+  /** Each candidate that ran (and passed the check, when there is one), fastest first. */
+  timed: { candidate: T; ms: number }[];
+  /** Candidates the driver refused, that failed, or whose result the check found wrong. */
+  rejected: RejectedCandidate<T>[];
+}
+
+/**
+ * Times each candidate that runs. `check`, when given, makes each candidate's first run: it runs the
+ * candidate on its own and says what is wrong with the result (undefined when nothing is). A kernel that
+ * compiles can still compute wrongly on one driver, and a fast wrong kernel must never win.
+ */
 export async function timeCandidates<T>(
   ctx: GpuContext,
   candidates: readonly T[],
   run: (candidate: T) => void,
   options: TimingOptions = {},
-): Promise<{ candidate: T; ms: number }[]> {
+  check?: (candidate: T) => Promise<string | undefined>,
+): Promise<CandidateTimes<T>> {
   const repeats = options.repeats ?? 3;
   const rounds = options.rounds ?? 3;
   const usable: T[] = [];
+  const rejected: RejectedCandidate<T>[] = [];
   for (const candidate of candidates) {
     ctx.device.pushErrorScope("validation");
-    let failed = false;
+    let problem: string | undefined;
     try {
-      run(candidate);
-      await ctx.sync();
-    } catch {
-      failed = true;
+      if (check) problem = await check(candidate);
+      else {
+        run(candidate);
+        await ctx.sync();
+      }
+    } catch (error) {
+      problem = `it failed: ${(error as Error).message}`;
     }
-    if ((await ctx.device.popErrorScope()) === null && !failed) usable.push(candidate);
+    const driverError = await ctx.device.popErrorScope();
+    if (driverError) problem = `the driver rejected it: ${driverError.message}`;
+    if (problem === undefined) usable.push(candidate);
+    else rejected.push({ candidate, reason: problem });
   }
   const times = usable.map(() => [] as number[]);
   for (let round = 0; round < rounds; round++) {
@@ -72,7 +98,8 @@ export async function timeCandidates<T>(
       times[c]!.push(ms / repeats);
     }
   }
-  return usable.map((candidate, i) => ({ candidate, ms: median(times[i]!) })).sort((x, y) => x.ms - y.ms);
+  const timed = usable.map((candidate, i) => ({ candidate, ms: median(times[i]!) }));
+  return { timed: timed.sort((x, y) => x.ms - y.ms), rejected };
 }
 
 /**

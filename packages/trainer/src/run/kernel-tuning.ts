@@ -133,6 +133,13 @@ export class KernelTuner {
           : ""
       }${kept}`,
     );
+    const rejected = tuned.matmul.flatMap((t) =>
+      t.rejected.map((r) => `${r.kernel} on ${t.key}: ${r.reason}`),
+    );
+    if (rejected.length > 0)
+      this.say(
+        `kernel tuning left out ${rejected.length} matmul kernel${rejected.length === 1 ? "" : "s"} that failed on this adapter, e.g. ${rejected[0]}`,
+      );
     return { problems: tuned.matmul.length + tuned.attention.length, seconds };
   }
 }

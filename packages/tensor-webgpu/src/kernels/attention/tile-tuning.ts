@@ -6,7 +6,13 @@
  * the list's tile is within REPLACE_MARGIN of it.
  */
 import type { GpuContext } from "../../gpu/context.js";
-import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "../tuning-timer.js";
+import {
+  type CandidateTimes,
+  chooseWinner,
+  type TimingOptions,
+  type TuningPassOptions,
+  timeCandidates,
+} from "../tuning-timer.js";
 import {
   attentionTileKey,
   enableAttentionTuning,
@@ -20,12 +26,12 @@ import { dispatchTiled, listTile } from "./tiles.js";
 
 const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
 
-/** Every candidate tile of one dispatch, timed; the fastest first. */
+/** Every candidate tile of one dispatch: those that run, timed (fastest first); the rest, with why. */
 export async function timeAttentionTiles(
   ctx: GpuContext,
   dispatch: TiledDispatch,
   options: TimingOptions = {},
-): Promise<{ candidate: Tile; ms: number }[]> {
+): Promise<CandidateTimes<Tile>> {
   const { kernel, dims, flags, bindingSizes, workgroups } = dispatch;
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
   const candidates = tileCandidates(kernel, dims.headDim / 4, limit, ctx.info.adapter.isSoftware);
@@ -60,10 +66,13 @@ export async function tuneAttentionTiles(
   for (const [index, dispatch] of todo.entries()) {
     const key = attentionTileKey(dispatch.kernel, dispatch.dims);
     options.onProblem?.(index, todo.length, key);
-    const timed = await timeAttentionTiles(ctx, dispatch, options);
+    const { timed, rejected } = await timeAttentionTiles(ctx, dispatch, options);
     const listed = listTile(ctx, dispatch.kernel, dispatch.dims.headDim / 4);
     const winner = chooseWinner(timed, (t) => listed !== undefined && tileName(t) === tileName(listed));
-    if (!winner) throw new Error(`attention tuning: no tile could run ${key} on this adapter`);
+    if (!winner)
+      throw new Error(
+        `attention tuning: no tile could run ${key} on this adapter (${rejected.map((r) => `${tileName(r.candidate)}: ${r.reason}`).join("; ")})`,
+      );
     const candidates = timed.map(({ candidate, ms }) => ({ tile: tileName(candidate), ms }));
     const entry = { key, tile: winner, candidates };
     table.set(entry);
