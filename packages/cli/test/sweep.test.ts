@@ -1,7 +1,8 @@
 /**
  * `ragen train seeds=0,1`: one run per seed in outDir/seed-<N> and the summary across them. The sweep is
  * killed with SIGKILL during its second seed and the same command run again: the finished seed is left
- * alone, the interrupted one resumes from its checkpoint, and the summary covers both.
+ * alone, the interrupted one resumes from its checkpoint, and the summary covers both. Run once more, the
+ * finished sweep trains nothing, even with a finished seed's checkpoint deleted.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -125,11 +126,19 @@ describe("ragen train seeds=...", () => {
     expect(report).toContain('data-series="seed 0"');
     expect(report).toContain('data-series="seed 1"');
 
-    // A finished sweep run again leaves every seed alone.
+    // A finished sweep run again leaves every seed alone, checkpoints deleted to save disk or not.
     const seed1Before = readFileSync(metricsFile(1), "utf8");
-    expect((await quiet(() => runRagen(args))).result).toBe(0);
+    const summaryBefore = readFileSync(join(outDir, "seed-1", "summary.json"), "utf8");
+    rmSync(join(outDir, "seed-0", "checkpoint"), { recursive: true });
+    const again = await quiet(() => runRagen(args));
+    expect(again.result).toBe(0);
+    expect(
+      again.printed.match(/finished earlier \(3 steps, \d+ generated tokens\); left as it is/g),
+    ).toHaveLength(2);
     expect(readFileSync(metricsFile(0), "utf8")).toBe(seed0Before);
     expect(readFileSync(metricsFile(1), "utf8")).toBe(seed1Before);
+    expect(readFileSync(join(outDir, "seed-1", "summary.json"), "utf8")).toBe(summaryBefore);
+    expect(sweep()).toEqual(summary);
   }, 300_000);
 
   it("refuses seed and seeds together with exit code 2", async () => {

@@ -46,6 +46,7 @@ export {
 } from "./node/storage.js";
 export {
   checkSweepSettings,
+  completedRun,
   runSeedSweep,
   SWEEP_FILES,
   seedFolder,

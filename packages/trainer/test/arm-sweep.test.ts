@@ -74,10 +74,24 @@ describe("an arm experiment over seeds", () => {
     for (const arm of ["wide", "narrow"])
       expect(readFileSync(join(exp, armSweepReportFile(arm)), "utf8")).toContain('data-series="seed 1"');
 
-    // A second call finds every seed finished and runs nothing again.
+    // A second call finds every seed finished and runs nothing again, even with the finished runs'
+    // checkpoints deleted to save disk: their summaries say they are complete.
     const before = readFileSync(join(exp, "seed-1", "wide", "metrics.jsonl"), "utf8");
-    await quiet(() => runArmExperiment(runs, "test experiment", compare));
+    const summaryBefore = readFileSync(join(exp, "seed-1", "wide", "summary.json"), "utf8");
+    for (const seed of [0, 1])
+      for (const arm of ["wide", "narrow"])
+        rmSync(join(exp, `seed-${seed}`, arm, "checkpoint"), { recursive: true });
+    const again = await quiet(() => runArmExperiment(runs, "test experiment", compare));
     expect(readFileSync(join(exp, "seed-1", "wide", "metrics.jsonl"), "utf8")).toBe(before);
+    expect(readFileSync(join(exp, "seed-1", "wide", "summary.json"), "utf8")).toBe(summaryBefore);
+    expect(again.sweep).toEqual(sweep);
+
+    // Asked for one more step, the run is not complete: it trains again (here from the start, as its
+    // checkpoint is gone and its rows all come before the first one due).
+    const longer = await resolveArmSettings(["seeds=0", "steps=2", "arms=wide"], experiment, root);
+    await quiet(() => runArmExperiment(longer, "test experiment", compare));
+    const rows = readFileSync(join(exp, "seed-0", "wide", "metrics.jsonl"), "utf8").trim().split("\n");
+    expect(rows.map((row) => JSON.parse(row).step)).toEqual([0, 1, 2]);
   });
 
   it("runs each arm once without seeds, and runArms refuses a sweep it cannot run", async () => {

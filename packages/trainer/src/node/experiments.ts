@@ -15,7 +15,14 @@ import type { TrainingSettings } from "../settings/fields.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
 import { trainInFolder } from "./job.js";
 import { resolveRunSettings } from "./run-settings.js";
-import { checkSweepSettings, readSeedRun, seedFolder, seedRunSettings } from "./sweep.js";
+import {
+  checkSweepSettings,
+  completedRun,
+  finishedEarlier,
+  readSeedRun,
+  seedFolder,
+  seedRunSettings,
+} from "./sweep.js";
 
 export interface ArmExperiment {
   /** Settings every arm shares, e.g. the env and the model. */
@@ -88,7 +95,7 @@ export interface ArmResult {
   summary: TrainingSummary;
 }
 
-/** Runs the arms one after another, each printing its summary table. */
+/** Runs the arms one after another, each printing its summary table; an arm whose run is complete is left as it is. */
 export async function runArms(runs: readonly ArmRun[], title: string): Promise<ArmResult[]> {
   const results: ArmResult[] = [];
   for (const run of runs) {
@@ -98,7 +105,9 @@ export async function runArms(runs: readonly ArmRun[], title: string): Promise<A
         `runArms: arm ${run.arm} names seeds=${settings.seeds.join(",")}; runArmExperiment sweeps them`,
       );
     console.log(`\nRAGEN.ts ${title}, arm ${run.arm}: ${settings.envs.join(" + ")} on ${settings.model}\n`);
-    const summary = await trainInFolder(run.resolved);
+    const finished = completedRun(settings.outDir, settings);
+    if (finished) console.log(finishedEarlier(settings.outDir, finished));
+    const summary = finished ?? (await trainInFolder(run.resolved));
     console.log(`\n${formatTrainingSummary(summary)}`);
     results.push({ arm: run.arm, settings, summary });
   }

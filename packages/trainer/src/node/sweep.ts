@@ -17,6 +17,7 @@ import {
   summarizeSweep,
 } from "../run/sweep.js";
 import { RUN_DOCUMENTS } from "../run/train.js";
+import type { TrainingSettings } from "../settings/fields.js";
 import type { ResolvedSettings } from "../settings/resolve.js";
 
 export const SWEEP_FILES = { summary: "sweep.json", table: "sweep.md", report: "report.html" } as const;
@@ -81,6 +82,32 @@ export function readSeedRun(folder: string, seed: number): SeedRun {
   return { seed, history, finished: summarisedSteps !== undefined && summarisedSteps >= lastStep };
 }
 
+/**
+ * The summary of the finished run in `folder`, when it is complete for `settings` (its steps done, or its
+ * token budget spent, on the same model); otherwise undefined. A sweep leaves such a run as it is without
+ * loading anything, so the checkpoint of a finished seed may be deleted to save disk: without this, a
+ * sweep run again would stop at that seed (its metrics cannot be resumed without a checkpoint).
+ */
+export function completedRun(folder: string, settings: TrainingSettings): TrainingSummary | undefined {
+  const summaryPath = join(folder, RUN_DOCUMENTS.summary);
+  if (!existsSync(summaryPath) || !readSeedRun(folder, settings.seed).finished) return undefined;
+  let summary: TrainingSummary;
+  try {
+    summary = JSON.parse(readFileSync(summaryPath, "utf8")) as TrainingSummary;
+  } catch {
+    return undefined; // a damaged summary: the run itself decides (resume, or say what is wrong)
+  }
+  if (summary.model !== settings.model) return undefined;
+  const budget = settings.train.tokenBudget;
+  const done = summary.steps >= settings.steps || (budget > 0 && summary.generatedTokens >= budget);
+  return done ? summary : undefined;
+}
+
+/** What a sweep says of a run it leaves as it is. */
+export function finishedEarlier(folder: string, summary: TrainingSummary): string {
+  return `${folder} finished earlier (${summary.steps} steps, ${summary.generatedTokens} generated tokens); left as it is`;
+}
+
 /** Rewrites the sweep's summary files from the seed folders as they are now. */
 export function writeSweepSummary(resolved: ResolvedSettings, title: string): SweepSummary {
   const { outDir, seeds, validation } = resolved.settings;
@@ -109,8 +136,12 @@ export async function runSeedSweep(
   const title = options.title ?? `Seed sweep — ${resolved.settings.model}`;
   let summary = writeSweepSummary(resolved, title);
   for (const [i, seed] of seeds.entries()) {
-    say(`\n— seed ${seed} (${i + 1} of ${seeds.length}) in ${seedFolder(resolved.settings.outDir, seed)}\n`);
-    await trainSeed(seedRunSettings(resolved, seed));
+    const seedSettings = seedRunSettings(resolved, seed);
+    const folder = seedSettings.settings.outDir;
+    say(`\n— seed ${seed} (${i + 1} of ${seeds.length}) in ${folder}\n`);
+    const finished = completedRun(folder, seedSettings.settings);
+    if (finished) say(finishedEarlier(folder, finished));
+    else await trainSeed(seedSettings);
     summary = writeSweepSummary(resolved, title);
   }
   say(
