@@ -1,0 +1,78 @@
+// The folder for GPU servers without Node or a Vulkan loader: packed with the kernel tests, then run.sh
+// runs the benchmark and a test file on this machine's adapter, with its own Node binary, and with the
+// carried loader when the server has none (played here by hiding ldconfig, by which run.sh looks).
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const here = import.meta.dirname;
+const work = mkdtempSync(join(tmpdir(), "ragen-gpu-server-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const packed = join(work, "packed");
+/** PATH without the folders that hold ldconfig: run.sh then takes the server for one without a loader. */
+const noLoaderPath = "/usr/bin:/bin";
+
+function runSh(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(join(packed, "run.sh"), args, {
+    cwd: work,
+    encoding: "utf8",
+    env: { ...process.env, RAGEN_GPU_SERVER_WORK: join(work, "server"), ...env },
+  });
+}
+
+describe("bench:gpu-server", () => {
+  it("packs Node, the benchmark, the loader and the kernel tests, and runs them from run.sh", () => {
+    execFileSync("bash", [join(here, "..", "src", "pack-gpu-server.sh"), "--with-tests", packed], {
+      stdio: "pipe",
+      env: { ...process.env, XZ_OPT: "-0" },
+    });
+    for (const file of ["run.sh", "node.xz", "bench.tar.xz", "tensor-tests.tar.xz"])
+      expect(existsSync(join(packed, file)), file).toBe(true);
+    const debs = readdirSync(join(packed, "vulkan")).filter((f) => f.endsWith(".deb"));
+
+    const bench = runSh([
+      "bench",
+      "--quick",
+      "--only",
+      "matmul",
+      "--match",
+      "256^3",
+      "--torch",
+      "off",
+      "--out",
+      "r1",
+    ]);
+    expect(bench.status, bench.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(join(work, "r1", "results.json"), "utf8"));
+    expect(existsSync(join(work, "server", "node"))).toBe(true); // its own Node binary, unpacked
+    expect(
+      report.kernels.some(
+        (k: { name: string; gflops?: number }) => k.name === "256^3 [auto]" && k.gflops! > 0,
+      ),
+    ).toBe(true);
+
+    // Without a loader on the server: the carried one (where this machine could download it).
+    if (debs.length > 0) {
+      const carried = runSh(
+        ["bench", "--quick", "--only", "matmul", "--match", "256^3", "--torch", "off", "--out", "r2"],
+        { PATH: noLoaderPath },
+      );
+      expect(carried.status, carried.stderr).toBe(0);
+      expect(
+        existsSync(join(work, "server", "vulkan", "usr", "lib", "x86_64-linux-gnu", "libvulkan.so.1")),
+      ).toBe(true);
+      expect(existsSync(join(work, "r2", "results.json"))).toBe(true);
+    }
+
+    const tests = runSh(["tests", "test/half-float.test.ts"], { NO_COLOR: "1" });
+    expect(tests.status, tests.stdout + tests.stderr).toBe(0);
+    expect(tests.stdout).toMatch(/Tests\s+\d+ passed/);
+
+    const wrong = runSh(["nope"]);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain('unknown mode "nope" (bench or tests)');
+  }, 600_000);
+});
