@@ -90,7 +90,9 @@ describe("an arm experiment over seeds", () => {
     // checkpoint is gone and its rows all come before the first one due).
     const longer = await resolveArmSettings(["seeds=0", "steps=2", "arms=wide"], experiment, root);
     await quiet(() => runArmExperiment(longer, "test experiment", compare));
-    const rows = readFileSync(join(exp, "seed-0", "wide", "metrics.jsonl"), "utf8").trim().split("\n");
+    const rows = readFileSync(join(exp, "seed-0", "wide", "metrics.jsonl"), "utf8")
+      .trim()
+      .split("\n");
     expect(rows.map((row) => JSON.parse(row).step)).toEqual([0, 1, 2]);
   });
 
