@@ -11,9 +11,8 @@
 #                           dependencies vitest needs, to run the kernel tests on the server's adapter
 #
 # Everything is compressed with xz at its default level, about 40 MB with the tests (XZ_OPT=-0 packs
-# faster and larger). Copy it to the server and run
-# `./run.sh bench --out results` there, as any user: nothing is unpacked outside $RAGEN_GPU_SERVER_WORK
-# (default /tmp/ragen-gpu-server).
+# faster and larger). Copy the folder to the server and run `./run.sh bench --out results` there, as any
+# user: nothing is unpacked outside $RAGEN_GPU_SERVER_WORK (default /tmp/ragen-gpu-server).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
