@@ -1,4 +1,5 @@
 /** The portable benchmark's markdown: this engine beside PyTorch per case, then every kernel measured. */
+import type { RejectedKernel } from "@ragen/tensor-webgpu";
 import { type KernelResult, median } from "../../../packages/tensor-webgpu/bench/run-cases.js";
 
 export interface PeerResults {
@@ -15,7 +16,7 @@ export interface TunedMatmulResult {
   label: string;
   dtype: "f32" | "f16";
   candidates: { kernel: string; ms: number; tflops: number }[];
-  rejected: { kernel: string; reason: string }[];
+  rejected: RejectedKernel[];
 }
 
 export interface ModelSummary {

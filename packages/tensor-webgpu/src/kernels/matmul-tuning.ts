@@ -110,22 +110,19 @@ export async function timeMatmulCandidates(
   const out = filledBuffer(ctx, batch * m * n, dtype);
   const outBytes = batch * m * n * (dtype === "f16" ? 2 : 4);
   const args = { a, b, out, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
+  const run = (choice: MatmulChoice) => matmul(ctx, { ...args, ...choice });
   // All bits set: NaN in f32 and in f16, so an element the kernel never writes shows.
   const unwritten = new Uint8Array(Math.ceil(outBytes / 4) * 4).fill(0xff);
   const product = async (choice: MatmulChoice) => {
     ctx.write(out, unwritten);
-    matmul(ctx, { ...args, ...choice });
+    run(choice);
     const bytes = await ctx.read(out, outBytes);
     return dtype === "f16" ? float16ArrayToFloat32(new Uint16Array(bytes)) : new Float32Array(bytes);
   };
   try {
     const reference = await product({ variant: "buffer" });
-    const { timed, rejected } = await timeCandidates(
-      ctx,
-      candidates,
-      (choice) => matmul(ctx, { ...args, ...choice }),
-      options,
-      async (choice) => resultMismatch(reference, await product(choice)),
+    const { timed, rejected } = await timeCandidates(ctx, candidates, run, options, async (choice) =>
+      resultMismatch(reference, await product(choice)),
     );
     return {
       timed: timed.map(({ candidate, ms }) => ({ choice: candidate, kernel: choiceName(candidate), ms })),

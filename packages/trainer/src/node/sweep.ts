@@ -78,9 +78,16 @@ export function readSeedRun(folder: string, seed: number): SeedRun {
   const summarisedSteps = existsSync(summaryPath)
     ? (JSON.parse(readFileSync(summaryPath, "utf8")) as Partial<TrainingSummary>).steps
     : undefined;
-  const lastStep = history.at(-1)?.step ?? 0;
-  return { seed, history, finished: summarisedSteps !== undefined && summarisedSteps >= lastStep };
+  return {
+    seed,
+    history,
+    finished: summarisedSteps !== undefined && coversEveryRow(summarisedSteps, history),
+  };
 }
+
+/** Whether a summary of `steps` steps was written after every logged row (it is written at the end). */
+const coversEveryRow = (steps: number, history: readonly { step: number }[]) =>
+  steps >= (history.at(-1)?.step ?? 0);
 
 /**
  * The summary of the finished run in `folder`, when it is complete for `settings` (its steps done, or its
@@ -90,14 +97,16 @@ export function readSeedRun(folder: string, seed: number): SeedRun {
  */
 export function completedRun(folder: string, settings: TrainingSettings): TrainingSummary | undefined {
   const summaryPath = join(folder, RUN_DOCUMENTS.summary);
-  if (!existsSync(summaryPath) || !readSeedRun(folder, settings.seed).finished) return undefined;
+  const metricsPath = join(folder, RUN_FILES.metrics);
+  if (!existsSync(summaryPath) || !existsSync(metricsPath)) return undefined;
   let summary: TrainingSummary;
   try {
     summary = JSON.parse(readFileSync(summaryPath, "utf8")) as TrainingSummary;
   } catch {
     return undefined; // a damaged summary: the run itself decides (resume, or say what is wrong)
   }
-  if (summary.model !== settings.model) return undefined;
+  const history = parseMetricsJsonl(readFileSync(metricsPath, "utf8"));
+  if (!coversEveryRow(summary.steps, history) || summary.model !== settings.model) return undefined;
   const budget = settings.train.tokenBudget;
   const done = summary.steps >= settings.steps || (budget > 0 && summary.generatedTokens >= budget);
   return done ? summary : undefined;
