@@ -13,6 +13,8 @@ import {
   BLOCKED_TILES,
   type BlockedTile,
   blockedTileBytes,
+  DIRECT_TILES,
+  type DirectTile,
   pickSubgroupMatrixShape,
 } from "../src/kernels/matmul-gpu.js";
 import { affineRef, binaryRef, unaryRef } from "../src/reference/elementwise.js";
@@ -68,7 +70,12 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
   ];
   type Case = (typeof cases)[number];
 
-  async function checkHalves(c: Case, variant: MatmulVariant, blockedTile?: BlockedTile): Promise<void> {
+  async function checkHalves(
+    c: Case,
+    variant: MatmulVariant,
+    blockedTile?: BlockedTile,
+    directTile?: DirectTile,
+  ): Promise<void> {
     await withF16(async (ctx) => {
       if (variant === "texture" && !textureVariantAvailable(ctx)) return;
       const aLength = c.batch * c.m * c.k;
@@ -89,6 +96,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
         out: buffers[2],
         variant,
         blockedTile,
+        directTile,
         dtype: "f16",
       } as const;
       matmul(ctx, { ...args, bias: biasBuffer, addend: addendBuffer });
@@ -104,9 +112,16 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     });
   }
 
-  const variants: MatmulVariant[] = ["buffer", "tiled", "texture", "blocked", "subgroup-matrix"];
+  const variants: MatmulVariant[] = [
+    "buffer",
+    "tiled",
+    "texture",
+    "blocked",
+    "subgroup-matrix",
+    "subgroup-matrix-direct",
+  ];
   for (const variant of variants) {
-    const unavailable = variant === "subgroup-matrix" && !hasSubgroupMatrix;
+    const unavailable = variant.startsWith("subgroup-matrix") && !hasSubgroupMatrix;
     it.skipIf(unavailable).each(cases.map((c) => [JSON.stringify(c), c] as const))(
       `"${variant}" %s`,
       (_, c) => checkHalves(c, variant),
@@ -123,6 +138,21 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
       for (const c of fewCases) await checkHalves(c, "blocked", tile);
     },
   );
+  // Whole fragments on every axis, so the direct kernel runs them itself (the ragged cases above fall back
+  // to the staged one): each tile, transposes, accumulate, partial tiles, a bias and a residual.
+  const wholeFragments = [
+    { batch: 1, m: 128, n: 256, k: 64 },
+    { batch: 2, m: 64, n: 48, k: 96, transA: true, transB: true, accumulate: true, alpha: 0.5 },
+    { batch: 1, m: 192, n: 80, k: 160, transB: true, bias: true },
+    { batch: 2, m: 48, n: 144, k: 32, transA: true, bBatchStride: 0, addend: true },
+  ] as Case[];
+  for (const directTile of DIRECT_TILES) {
+    it.skipIf(!hasSubgroupMatrix).each(wholeFragments.map((c) => [JSON.stringify(c), c] as const))(
+      `"subgroup-matrix-direct" ${directTile}x${directTile} %s`,
+      (_, c) => checkHalves(c, "subgroup-matrix-direct", undefined, directTile),
+    );
+  }
+
   it('"matvec" (decoding: x · Wᵀ, at most 16 rows)', async () => {
     for (const c of [
       { batch: 1, m: 5, n: 90, k: 150, transB: true },

@@ -1,8 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
+import type { GpuContext } from "../src/gpu/context.js";
 import { KERNEL_TUNING_FORMAT, loadKernelTuning, saveKernelTuning } from "../src/kernels/kernel-tuning.js";
-import { fixedRuleVariant, matmul, matmulChoice, matmulVariant } from "../src/kernels/matmul.js";
+import {
+  fixedRuleChoice,
+  fixedRuleVariant,
+  matmul,
+  matmulChoice,
+  matmulVariant,
+} from "../src/kernels/matmul.js";
 import {
   adapterKey,
+  choiceName,
   disableMatmulTuning,
   enableMatmulTuning,
   KernelTuningFileError,
@@ -132,6 +140,20 @@ describe("the choice table", () => {
     expect(fresh.get(s)).toEqual(table.get(s));
   });
 
+  it("keeps a direct subgroup-matrix tile through a save and a load", async () => {
+    const ctx = await testContext();
+    const table = enableMatmulTuning(ctx);
+    const s = shape(512, 4864, 896, { dtype: "f16" });
+    const choice = { variant: "subgroup-matrix-direct", directTile: 64 } as const;
+    expect(choiceName(choice)).toBe("subgroup-matrix-direct 64x64");
+    table.set({ key: matmulShapeKey(s), shape: s, choice, candidates: [], rejected: [] });
+    const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
+    disableMatmulTuning(ctx);
+    expect(loadKernelTuning(ctx, saved)).toBe(true);
+    expect(matmulChoices(ctx)!.get(s)!.choice).toEqual(choice);
+    disableMatmulTuning(ctx);
+  });
+
   it("names what is wrong in a damaged file", async () => {
     const ctx = await testContext();
     const s = shape(64, 64, 64);
@@ -154,6 +176,9 @@ describe("the choice table", () => {
     expect(
       damaged(entry({ choice: { variant: "blocked", blockedTile: { rows: 32, cols: 64, depth: 8 } } })),
     ).toThrow(/64 or 128 rows/);
+    expect(damaged(entry({ choice: { variant: "subgroup-matrix-direct", directTile: 32 } }))).toThrow(
+      /choice\.directTile is 32, not one of 128, 64/,
+    );
     expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(
       /does not match its shape \(f32 NT 1x64x64x64\)/,
     );
@@ -234,6 +259,33 @@ describe("tuneMatmuls", () => {
       const tiles = training.filter((c) => c.variant === "blocked");
       expect(tiles.length).toBeGreaterThan(1);
     }
+  });
+
+  it("the fixed rule on a GPU with matrix units: fragments straight from the buffers where they fit", () => {
+    // The parts of a context the rule reads, as an H200 reports them.
+    const gpu = {
+      info: {
+        adapter: { isSoftware: false },
+        subgroupSizes: { min: 32, max: 32 },
+        features: {
+          shaderF16: true,
+          subgroupMatrixConfigs: [{ componentType: "f16", resultType: "f32", M: 16, N: 16, K: 16 }],
+        },
+      },
+      device: { limits: { maxComputeInvocationsPerWorkgroup: 1024 } },
+    } as unknown as GpuContext;
+    const f16 = (m: number, n: number, k: number) => ({ m, n, k, dtype: "f16" as const });
+    expect(fixedRuleChoice(gpu, f16(4096, 4096, 4096))).toEqual({
+      variant: "subgroup-matrix-direct",
+      directTile: 128,
+    });
+    expect(fixedRuleChoice(gpu, f16(512, 4864, 896))).toEqual({
+      variant: "subgroup-matrix-direct",
+      directTile: 128,
+    });
+    expect(fixedRuleChoice(gpu, f16(1000, 4864, 900))).toEqual({ variant: "subgroup-matrix" }); // ragged k
+    expect(fixedRuleChoice(gpu, { m: 4096, n: 4096, k: 4096 })).toEqual({ variant: "tiled" }); // f32
+    expect(fixedRuleChoice(gpu, { ...f16(8, 4864, 896), transB: true })).toEqual({ variant: "matvec" });
   });
 
   it("leaves out a candidate the adapter cannot run", async () => {

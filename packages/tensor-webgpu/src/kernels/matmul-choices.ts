@@ -13,10 +13,17 @@
  */
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
-import { type BlockedTile, blockedTileProblem } from "./matmul-gpu.js";
+import { type BlockedTile, blockedTileProblem, DIRECT_TILES, type DirectTile } from "./matmul-gpu.js";
 import { PerContext } from "./per-context.js";
 
-export type MatmulVariant = "texture" | "tiled" | "buffer" | "blocked" | "subgroup-matrix" | "matvec";
+export type MatmulVariant =
+  | "texture"
+  | "tiled"
+  | "buffer"
+  | "blocked"
+  | "subgroup-matrix"
+  | "subgroup-matrix-direct"
+  | "matvec";
 
 const VARIANTS: readonly MatmulVariant[] = [
   "texture",
@@ -24,6 +31,7 @@ const VARIANTS: readonly MatmulVariant[] = [
   "buffer",
   "blocked",
   "subgroup-matrix",
+  "subgroup-matrix-direct",
   "matvec",
 ];
 
@@ -38,10 +46,11 @@ export interface MatmulShape {
   dtype: FloatStorage;
 }
 
-/** A kernel for a problem: the variant and, for "blocked", its tile. */
+/** A kernel for a problem: the variant and, for "blocked" and "subgroup-matrix-direct", its tile. */
 export interface MatmulChoice {
   variant: MatmulVariant;
   blockedTile?: BlockedTile;
+  directTile?: DirectTile;
 }
 
 /** One candidate's measured GPU time per product (median over the tuning's rounds). */
@@ -73,10 +82,12 @@ export function matmulShapeKey(shape: MatmulShape): string {
   return `${shape.dtype} ${layout} ${bucket(shape.batch)}x${bucket(shape.m)}x${bucket(shape.n)}x${bucket(shape.k)}`;
 }
 
-/** A kernel's name in reports: "tiled", "blocked 128x64/16". */
+/** A kernel's name in reports: "tiled", "blocked 128x64/16", "subgroup-matrix-direct 64x64". */
 export function choiceName(choice: MatmulChoice): string {
   const tile = choice.blockedTile;
-  return tile ? `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}` : choice.variant;
+  if (tile) return `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}`;
+  const direct = choice.directTile;
+  return direct ? `${choice.variant} ${direct}x${direct}` : choice.variant;
 }
 
 /** The adapter a table belongs to. */
@@ -152,6 +163,14 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
       `choice.variant is ${JSON.stringify(x.variant)}, not one of ${VARIANTS.join(", ")}`,
     );
   const variant = x.variant as MatmulVariant;
+  if (x.directTile !== undefined) {
+    if (!DIRECT_TILES.includes(x.directTile as DirectTile))
+      throw new KernelTuningFileError(
+        where,
+        `choice.directTile is ${JSON.stringify(x.directTile)}, not one of ${DIRECT_TILES.join(", ")}`,
+      );
+    return { variant, directTile: x.directTile as DirectTile };
+  }
   if (x.blockedTile === undefined) return { variant };
   const tile = x.blockedTile as BlockedTile;
   const problem = isRecord(tile) ? blockedTileProblem(tile) : "choice.blockedTile is not an object";

@@ -26,6 +26,11 @@
  *     memory in their stored orientation (a transposed operand is loaded column-major, which is free);
  *   - results go through a per-subgroup f32 scratch matrix in workgroup memory to the shared store
  *     epilogue (alpha, accumulate, edges, one rounding for f16 out).
+ *
+ * "subgroup-matrix-direct" — the same multiplies without staging: each of 4 subgroups loads its fragments
+ *   straight from the storage buffers and computes a quarter of a 128 x 128 (or 64 x 64) tile, leaving
+ *   reuse between subgroups to the caches. Staging costs every invocation scalar loads, stores and index
+ *   arithmetic per element; which way is faster depends on the driver's loads, so tuning measures both.
  */
 import type { FloatStorage } from "./elementwise.js";
 
@@ -235,6 +240,26 @@ export function pickSubgroupMatrixShape(
   return best ? { m: best.M, n: best.N, k: best.K } : undefined;
 }
 
+/**
+ * WGSL of storeFragment: a subgroup's f32 result matrix goes through its slot of `scratch` (declared by the
+ * kernel, M·N floats per subgroup) to the shared store epilogue, lane by lane, inside the output's edges.
+ */
+function fragmentStore(result: string, M: number, N: number, lanes: number): string {
+  return /* wgsl */ `fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, outBase: u32) {
+  // Every subgroup calls this the same number of times, so the barriers are in uniform control flow.
+  let base = sg * ${M * N}u;
+  subgroupMatrixStore(&scratch, base, value, false, ${N}u);
+  workgroupBarrier();
+  for (var e = lane; e < ${M * N}u; e += ${lanes}u) {
+    let row = row0 + e / ${N}u;
+    let col = col0 + e % ${N}u;
+    if (row < p.m && col < p.n) { storeOut(outBase + row * p.ldo + col, col, scratch[base + e]); }
+  }
+  workgroupBarrier();
+}
+`;
+}
+
 /** k-step of the subgroup-matrix kernel (halves per staged row). */
 const SUBGROUP_MATRIX_DEPTH = 32;
 /** Subgroups per workgroup, as 2 rows x 4 columns of 64 x 32 blocks. */
@@ -300,20 +325,7 @@ ${preamble}
 var<workgroup> aTile: array<f16, ${aRows * aStride}>;
 var<workgroup> bTile: array<f16, ${bRows * bStride}>;
 var<workgroup> scratch: array<f32, ${SUBGROUPS * M * N}>;
-
-fn storeFragment(value: ${result}, row0: u32, col0: u32, sg: u32, lane: u32, outBase: u32) {
-  // Every subgroup calls this the same number of times, so the barriers are in uniform control flow.
-  let base = sg * ${M * N}u;
-  subgroupMatrixStore(&scratch, base, value, false, ${N}u);
-  workgroupBarrier();
-  for (var e = lane; e < ${M * N}u; e += ${lanes}u) {
-    let row = row0 + e / ${N}u;
-    let col = col0 + e % ${N}u;
-    if (row < p.m && col < p.n) { storeOut(outBase + row * p.ldo + col, col, scratch[base + e]); }
-  }
-  workgroupBarrier();
-}
-
+${fragmentStore(result, M, N, lanes)}
 @compute @workgroup_size(${invocations})
 fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
         @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -359,6 +371,89 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u3
 
 /** Invocations per workgroup of the subgroup-matrix kernel. */
 export const subgroupMatrixInvocations = (lanes: number): number => lanes * SUBGROUPS;
+
+/** Square output tiles of the "subgroup-matrix-direct" kernel: 128 for large products, 64 for more workgroups. */
+export type DirectTile = 64 | 128;
+/** Every direct tile, the default first. */
+export const DIRECT_TILES: readonly DirectTile[] = [128, 64];
+/** Subgroups per workgroup of the "subgroup-matrix-direct" kernel, as 2 x 2 blocks of the tile. */
+const DIRECT_SUBGROUPS = 4;
+
+/** Whether the "subgroup-matrix-direct" kernel can run an m x n x k problem: whole fragments on every axis. */
+export const directFits = (shape: SubgroupMatrixShape, m: number, n: number, k: number): boolean =>
+  m % shape.m === 0 && n % shape.n === 0 && k % shape.k === 0;
+
+/**
+ * WGSL of the "subgroup-matrix-direct" kernel: each subgroup loads its fragments straight from the
+ * storage buffers (the caches share them between the workgroup's subgroups) instead of staging the
+ * slices in workgroup memory, so the k-loop is only loads and multiplies. Fragments must not straddle
+ * an edge (directFits): a fragment past m or n starts at the last whole one instead, reads real rows,
+ * and is not stored. A subgroup computes a (tile/2) x (tile/2) block.
+ */
+export function subgroupMatrixDirectKernel(
+  transA: boolean,
+  transB: boolean,
+  shape: SubgroupMatrixShape,
+  lanes: number,
+  tile: DirectTile,
+  preamble: string,
+): string {
+  const { m: M, n: N, k: K } = shape;
+  const block = tile / 2;
+  const fm = block / M;
+  const fn = block / N;
+  const left = `subgroup_matrix_left<f16, ${K}, ${M}>`;
+  const right = `subgroup_matrix_right<f16, ${N}, ${K}>`;
+  const result = `subgroup_matrix_result<f32, ${N}, ${M}>`;
+  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+  const pairs = range(fm).flatMap((i) => range(fn).map((j) => [i, j] as const));
+  const aIndex = (row: string) => storedIndex("aBase", "p.lda", row, "kk", transA);
+  const bIndex = (col: string) => storedIndex("bBase", "p.ldb", "kk", col, transB);
+  return /* wgsl */ `enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+${preamble}
+
+var<workgroup> scratch: array<f32, ${DIRECT_SUBGROUPS * M * N}>;
+${fragmentStore(result, M, N, lanes)}
+@compute @workgroup_size(${lanes * DIRECT_SUBGROUPS})
+fn main(@builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) sgLane: u32,
+        @builtin(workgroup_id) wg: vec3u) {
+  let batch = wg.z;
+  let aBase = p.aBase + batch * p.aBatchStride;
+  let bBase = p.bBase + batch * p.bBatchStride;
+  let blockRow = wg.y * ${tile}u + (sg / 2u) * ${block}u;
+  let blockCol = wg.x * ${tile}u + (sg % 2u) * ${block}u;
+  ${range(fm)
+    .map((i) => `let row${i} = min(blockRow + ${i * M}u, p.m - ${M}u);`)
+    .join("\n  ")}
+  ${range(fn)
+    .map((j) => `let col${j} = min(blockCol + ${j * N}u, p.n - ${N}u);`)
+    .join("\n  ")}
+  ${pairs.map(([i, j]) => `var acc${i}_${j} = ${result}();`).join("\n  ")}
+  for (var kk = 0u; kk < p.k; kk += ${K}u) {
+    ${range(fm)
+      .map((i) => `let l${i} = subgroupMatrixLoad<${left}>(&a, ${aIndex(`row${i}`)}, ${transA}, p.lda);`)
+      .join("\n    ")}
+    ${range(fn)
+      .map((j) => `let r${j} = subgroupMatrixLoad<${right}>(&b, ${bIndex(`col${j}`)}, ${transB}, p.ldb);`)
+      .join("\n    ")}
+    ${pairs
+      .map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`)
+      .join("\n    ")}
+  }
+  let outBase = p.outBase + batch * p.outBatchStride;
+  ${pairs
+    .map(
+      ([i, j]) =>
+        `storeFragment(acc${i}_${j}, blockRow + ${i * M}u, blockCol + ${j * N}u, sg, sgLane, outBase);`,
+    )
+    .join("\n  ")}
+}`;
+}
+
+/** Invocations per workgroup of the subgroup-matrix-direct kernel. */
+export const subgroupMatrixDirectInvocations = (lanes: number): number => lanes * DIRECT_SUBGROUPS;
 
 /** Most rows of op(A) the "matvec" kernel takes (one decoding step of up to this many sequences). */
 export const MATVEC_MAX_ROWS = 16;

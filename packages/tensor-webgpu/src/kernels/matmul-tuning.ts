@@ -9,7 +9,7 @@
  */
 import { float16ArrayToFloat32 } from "../core/half-float.js";
 import type { GpuContext } from "../gpu/context.js";
-import { fixedRuleVariant, matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
+import { fixedRuleChoice, matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
 import {
   type CandidateTime,
   choiceName,
@@ -20,7 +20,7 @@ import {
   type RejectedKernel,
   type TunedMatmul,
 } from "./matmul-choices.js";
-import { BLOCKED_TILES, blockedTileBytes, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
+import { BLOCKED_TILES, blockedTileBytes, DIRECT_TILES, directFits, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
 import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
 
 /** Every kernel that can run this problem on this context. */
@@ -35,7 +35,13 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
   for (const tile of BLOCKED_TILES)
     if (blockedTileBytes(tile) <= limit) candidates.push({ variant: "blocked", blockedTile: tile });
-  if (shape.dtype === "f16" && subgroupMatrixShape(ctx)) candidates.push({ variant: "subgroup-matrix" });
+  const units = shape.dtype === "f16" ? subgroupMatrixShape(ctx) : undefined;
+  if (units) {
+    candidates.push({ variant: "subgroup-matrix" });
+    if (directFits(units, shape.m, shape.n, shape.k))
+      for (const directTile of DIRECT_TILES)
+        candidates.push({ variant: "subgroup-matrix-direct", directTile });
+  }
   return candidates;
 }
 
@@ -97,6 +103,35 @@ export function resultMismatch(
   return `wrong product: element ${at} is ${result[at]}, the reference kernel's ${reference[at]} (allowed difference ${allowed.toPrecision(3)})`;
 }
 
+/**
+ * Most output elements a check reads back. A larger product (a language-model head: 2,048 rows of 151,936
+ * logits, 1.2 GB) is checked on a smaller problem of its kind instead: the same kernel code, element type
+ * and transposes, with each large dimension cut to one or two tiles plus its remainder (so ragged edges
+ * and whole-fragment alignment stay as they were) and at most two batches.
+ */
+export const CHECK_MAX_ELEMENTS = 1 << 22;
+
+/** The problem a candidate's product is checked on (the problem itself when its output is small enough). */
+export function checkShapeFor(shape: MatmulShape): MatmulShape {
+  if (shape.batch * shape.m * shape.n <= CHECK_MAX_ELEMENTS) return shape;
+  const cut = (x: number) => (x <= 512 ? x : 256 + (x % 256));
+  return { ...shape, batch: Math.min(shape.batch, 2), m: cut(shape.m), n: cut(shape.n) };
+}
+
+const describe = (s: MatmulShape) => `${s.batch > 1 ? `${s.batch} x ` : ""}${s.m}x${s.n}x${s.k}`;
+
+/** Operands filled with the tuning pattern, and an output, for one problem. */
+function problemBuffers(ctx: GpuContext, shape: MatmulShape) {
+  const { batch, m, n, k, dtype } = shape;
+  const buffers = {
+    a: filledBuffer(ctx, batch * m * k, dtype),
+    b: filledBuffer(ctx, batch * k * n, dtype),
+    out: filledBuffer(ctx, batch * m * n, dtype),
+  };
+  const args = { ...buffers, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
+  return { args, destroy: () => Object.values(buffers).forEach((b) => b.destroy()) };
+}
+
 /** Every candidate on one problem: those that run and compute it right, timed (fastest first); the rest, with why. */
 export async function timeMatmulCandidates(
   ctx: GpuContext,
@@ -104,33 +139,39 @@ export async function timeMatmulCandidates(
   candidates: MatmulChoice[],
   options: TimingOptions = {},
 ): Promise<{ timed: (CandidateTime & { choice: MatmulChoice })[]; rejected: RejectedKernel[] }> {
-  const { batch, m, n, k, dtype } = shape;
-  const a = filledBuffer(ctx, batch * m * k, dtype);
-  const b = filledBuffer(ctx, batch * k * n, dtype);
-  const out = filledBuffer(ctx, batch * m * n, dtype);
+  const timing = problemBuffers(ctx, shape);
+  const checkShape = checkShapeFor(shape);
+  const checking = checkShape === shape ? timing : problemBuffers(ctx, checkShape);
+  const run = (choice: MatmulChoice) => matmul(ctx, { ...timing.args, ...choice });
+  const { out, batch, m, n, dtype } = checking.args;
   const outBytes = batch * m * n * (dtype === "f16" ? 2 : 4);
-  const args = { a, b, out, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
-  const run = (choice: MatmulChoice) => matmul(ctx, { ...args, ...choice });
   // All bits set: NaN in f32 and in f16, so an element the kernel never writes shows.
   const unwritten = new Uint8Array(Math.ceil(outBytes / 4) * 4).fill(0xff);
   const product = async (choice: MatmulChoice) => {
     ctx.write(out, unwritten);
-    run(choice);
+    matmul(ctx, { ...checking.args, ...choice });
     const bytes = await ctx.read(out, outBytes);
     return dtype === "f16" ? float16ArrayToFloat32(new Uint16Array(bytes)) : new Float32Array(bytes);
   };
   try {
     const reference = await product({ variant: "buffer" });
-    const { timed, rejected } = await timeCandidates(ctx, candidates, run, options, async (choice) =>
-      resultMismatch(reference, await product(choice)),
-    );
+    const { timed, rejected } = await timeCandidates(ctx, candidates, run, options, async (choice) => {
+      const problem = resultMismatch(reference, await product(choice));
+      if (problem) return checking === timing ? problem : `${problem} (checked on ${describe(checkShape)})`;
+      if (checking === timing) return undefined;
+      // Checked on a smaller problem: the full one must still run (inside the check's error scope).
+      run(choice);
+      await ctx.sync();
+      return undefined;
+    });
     return {
       timed: timed.map(({ candidate, ms }) => ({ choice: candidate, kernel: choiceName(candidate), ms })),
       rejected: rejected.map(({ candidate, reason }) => ({ kernel: choiceName(candidate), reason })),
     };
   } finally {
     await ctx.sync().catch(() => undefined);
-    for (const buffer of [a, b, out]) buffer.destroy();
+    timing.destroy();
+    if (checking !== timing) checking.destroy();
   }
 }
 
@@ -151,10 +192,10 @@ export async function tuneMatmuls(
     options.onProblem?.(index, todo.length, key);
     const candidates = options.candidates?.(shape) ?? matmulCandidates(ctx, shape);
     const { timed, rejected } = await timeMatmulCandidates(ctx, shape, candidates, options);
-    const fixed = fixedRuleVariant(ctx, shape);
+    const fixed = choiceName(fixedRuleChoice(ctx, shape));
     const choice = chooseWinner(
       timed.map((t) => ({ candidate: t.choice, ms: t.ms })),
-      (c) => c.variant === fixed && !c.blockedTile,
+      (c) => choiceName(c) === fixed,
     );
     if (!choice)
       throw new Error(
