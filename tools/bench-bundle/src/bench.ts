@@ -415,6 +415,17 @@ if (wants("model")) {
  * meet, then measure both again (as many rounds as --repeats), printing the profile of the tuned step with
  * --profile.
  */
+/** Prints each problem as tuning reaches it, with the seconds so far: a long pass shows where it is. */
+function tuningProgress(): { onProblem: (done: number, total: number, key: string) => void } {
+  const start = performance.now();
+  return {
+    onProblem: (done, total, key) => {
+      const seconds = ((performance.now() - start) / 1000).toFixed(1);
+      if (key) console.log(`  tuning ${done + 1}/${total} (${seconds} s): ${key}`);
+    },
+  };
+}
+
 async function measureTuned(
   qwen: Qwen2Model,
   train: { batch: number; seq: number; steps: number },
@@ -424,7 +435,7 @@ async function measureTuned(
   await measureTraining(qwen, backend, { ...train, steps: 0 });
   await measureDecode(qwen, { ...decode, newTokens: 2 });
   const start = performance.now();
-  const tuned = await tuneKernels(ctx);
+  const tuned = await tuneKernels(ctx, tuningProgress());
   const seconds = (performance.now() - start) / 1000;
   console.log(
     `\ntuned ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems of the model in ${seconds.toFixed(1)} s:`,
@@ -525,7 +536,7 @@ if (wants("starpo")) {
   printStep("seconds per phase", starpo);
   if (values.tune) {
     const start = performance.now();
-    const tuned = await tuneKernels(ctx);
+    const tuned = await tuneKernels(ctx, tuningProgress());
     console.log(
       `tuned ${tuned.matmul.length} more matmul and ${tuned.attention.length} attention problems in ${((performance.now() - start) / 1000).toFixed(1)} s`,
     );

@@ -18,14 +18,22 @@ rm -rf "$work/bench"
 tar -xJf "$here/bench.tar.xz" -C "$work"
 export PATH="$work:$PATH"
 
-# The carried loader, unless the server has one.
-if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 '; then
+# The carried libraries where the server lacks any of them: the Vulkan loader, and glvnd's, without which
+# NVIDIA's Vulkan driver was found but not usable on a CUDA image.
+missing=()
+for library in libvulkan.so.1 libGLdispatch.so.0 libGLX.so.0 libGL.so.1 libEGL.so.1 libGLESv2.so.2 libOpenGL.so.0; do
+  ldconfig -p 2>/dev/null | grep -q "${library//./\\.} " || missing+=("$library")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
   if ! compgen -G "$here/vulkan/*.deb" >/dev/null; then
-    echo "run.sh: this server has no Vulkan loader (libvulkan.so.1) and none was packed" >&2
+    echo "run.sh: this server has no ${missing[*]} and none was packed" >&2
     exit 1
   fi
   rm -rf "$work/vulkan"
   for deb in "$here"/vulkan/*.deb; do dpkg-deb -x "$deb" "$work/vulkan"; done
+  for library in "${missing[@]}"; do
+    [[ -e "$work/vulkan/usr/lib/x86_64-linux-gnu/$library" ]] || echo "run.sh: warning: $library was not packed" >&2
+  done
   export LD_LIBRARY_PATH="$work/vulkan/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 

@@ -6,7 +6,8 @@
 #   run.sh                  on the server: `./run.sh bench [bench.mjs options]` or `./run.sh tests [files]`
 #   bench.tar.xz            the portable benchmark folder (npm run bench:bundle), compressed
 #   node.xz                 this machine's Node binary, compressed
-#   vulkan/*.deb            Debian's Vulkan loader, unpacked on the server into a private folder
+#   vulkan/*.deb            Debian's Vulkan loader and glvnd libraries (NVIDIA's Vulkan driver needs them),
+#                           unpacked on the server into a private folder where it lacks any of them
 #   tensor-tests.tar.xz     with --with-tests: @ragen/tensor-webgpu with its sources, tests and the
 #                           dependencies vitest needs, to run the kernel tests on the server's adapter
 #
@@ -42,11 +43,15 @@ tar -C "$bench" -cJf "$out/bench.tar.xz" bench
 log "compressing $(command -v node) ($(node --version))"
 xz -T0 -c "$(command -v node)" >"$out/node.xz"
 
-# The loader only: the server's driver brings its own ICD (NVIDIA's nvidia_icd.json).
-log "fetching Debian's Vulkan loader (libvulkan1)"
-if ! (cd "$out/vulkan" && apt-get download libvulkan1 >/dev/null 2>&1); then
-  log "warning: apt-get download libvulkan1 failed; the folder works only where the server has libvulkan.so.1"
-fi
+# The Vulkan loader and glvnd's libraries. The server's driver brings its own ICD, but on an H200 CUDA
+# image the loader found NVIDIA's (libGLX_nvidia.so.0) and reported "Could not get 'vkCreateInstance'" and
+# no drivers until these were present as well.
+for package in libvulkan1 libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0; do
+  if ! (cd "$out/vulkan" && apt-get download "$package" >/dev/null 2>&1); then
+    log "warning: apt-get download $package failed; the folder works only where the server has it"
+  fi
+done
+log "fetched Debian's Vulkan loader and glvnd libraries ($(ls "$out/vulkan" | wc -l) packages)"
 
 if $with_tests; then
   log "packing @ragen/tensor-webgpu with its tests and their dependencies"

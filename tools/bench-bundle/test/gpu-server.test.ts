@@ -1,6 +1,7 @@
 // The folder for GPU servers without Node or a Vulkan loader: packed with the kernel tests, then run.sh
 // runs the benchmark and a test file on this machine's adapter, with its own Node binary, and with the
-// carried loader when the server has none (played here by hiding ldconfig, by which run.sh looks).
+// carried loader and glvnd libraries when the server has none (played here by hiding ldconfig, by which
+// run.sh looks).
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -61,9 +62,12 @@ describe("bench:gpu-server", () => {
         { PATH: noLoaderPath },
       );
       expect(carried.status, carried.stderr).toBe(0);
-      expect(
-        existsSync(join(work, "server", "vulkan", "usr", "lib", "x86_64-linux-gnu", "libvulkan.so.1")),
-      ).toBe(true);
+      // The loader and glvnd's dispatch library, which NVIDIA's Vulkan driver needs.
+      for (const library of ["libvulkan.so.1", "libGLdispatch.so.0"])
+        expect(
+          existsSync(join(work, "server", "vulkan", "usr", "lib", "x86_64-linux-gnu", library)),
+          library,
+        ).toBe(true);
       expect(existsSync(join(work, "r2", "results.json"))).toBe(true);
     }
 
