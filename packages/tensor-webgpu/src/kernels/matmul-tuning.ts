@@ -129,7 +129,10 @@ function problemBuffers(ctx: GpuContext, shape: MatmulShape) {
     out: filledBuffer(ctx, batch * m * n, dtype),
   };
   const args = { ...buffers, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
-  return { args, destroy: () => Object.values(buffers).forEach((b) => b.destroy()) };
+  const destroy = () => {
+    for (const buffer of Object.values(buffers)) buffer.destroy();
+  };
+  return { args, destroy };
 }
 
 /** Every candidate on one problem: those that run and compute it right, timed (fastest first); the rest, with why. */
