@@ -301,6 +301,55 @@ interface ModelResult {
   };
 }
 let model: ModelResult | undefined;
+let starpo: StarPOStepResult | undefined;
+let starpoTuned: StarPOStepResult | undefined;
+
+/**
+ * Writes results.json and results.md with what has been measured so far: after the kernels, after the
+ * model and at the end, so that a run stopped by a time limit keeps its finished parts. The last one
+ * prints the tables too.
+ */
+function writeReport(last: boolean): void {
+  const out = resolve(values.out!);
+  mkdirSync(out, { recursive: true });
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    adapter,
+    features,
+    adapterFeatures: ctx.info.adapterFeatures,
+    latency,
+    subgroupSizes,
+    quick,
+    complete: last,
+    kernels,
+    tunedMatmuls,
+    model,
+    starpo,
+    starpoTuned,
+    peer: usePeer ? peer : undefined,
+  };
+  const write = (name: string, text: string) => {
+    writeFileSync(join(out, `${name}.tmp`), text);
+    renameSync(join(out, `${name}.tmp`), join(out, name));
+  };
+  write("results.json", `${JSON.stringify(report, null, 2)}\n`);
+  const rows = comparisonRows(
+    kernels,
+    model,
+    usePeer ? peer : undefined,
+    PEER_MATMUL.map((m) => m.label),
+    PEER_ATTENTION.map((a) => a.label),
+    tunedMatmuls,
+  );
+  const markdown = renderMarkdown(report, rows);
+  write("results.md", markdown);
+  if (!last) return;
+  console.log(`\n${markdown}`);
+  console.log(`wrote ${join(out, "results.json")} and results.md`);
+}
+if (kernels.length > 0) writeReport(false);
+
 if (wants("model")) {
   const size = quick ? "tiny" : values.model!;
   const shape = MODEL_SIZES[size];
@@ -504,8 +553,7 @@ function printKernels(what: string, kernels: KernelTime[]): void {
 }
 
 // ---- one StarPO step at RAGEN's settings
-let starpo: StarPOStepResult | undefined;
-let starpoTuned: StarPOStepResult | undefined;
+if (model) writeReport(false);
 if (wants("starpo")) {
   const size = quick ? "tiny" : values.model!;
   const shape = MODEL_SIZES[size]!;
@@ -547,38 +595,5 @@ if (wants("starpo")) {
 }
 
 // ---- report
-const out = resolve(values.out!);
-mkdirSync(out, { recursive: true });
-const report = {
-  date: new Date().toISOString(),
-  node: process.version,
-  adapter,
-  features,
-  adapterFeatures: ctx.info.adapterFeatures,
-  latency,
-  subgroupSizes,
-  quick,
-  kernels,
-  tunedMatmuls,
-  model,
-  starpo,
-  starpoTuned,
-  peer: usePeer ? peer : undefined,
-};
-const write = (name: string, text: string) => {
-  writeFileSync(join(out, `${name}.tmp`), text);
-  renameSync(join(out, `${name}.tmp`), join(out, name));
-};
-write("results.json", `${JSON.stringify(report, null, 2)}\n`);
-const rows = comparisonRows(
-  kernels,
-  model,
-  usePeer ? peer : undefined,
-  PEER_MATMUL.map((m) => m.label),
-  PEER_ATTENTION.map((a) => a.label),
-  tunedMatmuls,
-);
-write("results.md", renderMarkdown(report, rows));
-console.log(`\n${renderMarkdown(report, rows)}`);
-console.log(`wrote ${join(out, "results.json")} and results.md`);
+writeReport(true);
 backend.ctx.destroy();

@@ -161,6 +161,8 @@ export function renderMarkdown(
   report: {
     date: string;
     adapter: { vendor: string; architecture: string; device: string; description: string };
+    /** False in the reports written along the way, before the run finished. */
+    complete?: boolean;
     peer?: PeerResults;
     kernels: readonly KernelResult[];
     model?: ModelSummary;
@@ -179,6 +181,7 @@ export function renderMarkdown(
     `- adapter: ${[a.vendor, a.architecture, a.device, a.description].filter(Boolean).join(" / ")}`,
     `- PyTorch: ${report.peer ? `${report.peer.torch ?? "?"} on ${report.peer.gpu ?? report.peer.device}` : "not run"}`,
   ];
+  if (report.complete === false) lines.push("- partial: written before the run finished");
   if (report.model)
     lines.push(
       `- model step peak memory (buffer pool): ${(report.model.peakBytes / 2 ** 30).toFixed(2)} GiB`,

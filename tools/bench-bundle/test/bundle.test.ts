@@ -1,6 +1,6 @@
 // The portable benchmark: built into a folder of its own, copied away from the workspace, and run with
 // plain `node bench.mjs --quick` on this machine's adapter (lavapipe here), writing its JSON and markdown.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -98,11 +98,36 @@ describe("bench:bundle", () => {
       expect(report.starpo.seconds[phase], phase).toBeGreaterThan(0);
       expect(report.starpoTuned.seconds[phase], phase).toBeGreaterThan(0);
     }
+    expect((report as { complete?: boolean }).complete).toBe(true);
     const markdown = readFileSync(join(out, "results.md"), "utf8");
+    expect(markdown).not.toContain("partial");
     expect(markdown).toContain("| case | this engine | PyTorch | PyTorch mode | ratio |");
     expect(markdown).toContain("256^3 [auto]");
     expect(markdown).toMatch(/tiny forward\+backward 2x32, tuned kernels \| [0-9.]+ tokens\/s/);
     expect(markdown).toContain("## One StarPO step");
     expect(markdown).toContain("| phase | seconds | seconds, tuned kernels |");
   });
+
+  it("keeps the finished parts of a run stopped before its end", async () => {
+    const bench = join(work, "elsewhere", "ragen-bench", "bench.mjs");
+    const out = join(work, "stopped");
+    const run = spawn(
+      process.execPath,
+      [bench, "--quick", "--only", "matmul,model", "--match", "256^3", "--torch", "off", "--out", out],
+      { cwd: work, stdio: "ignore" },
+    );
+    const exited = new Promise((resolve) => run.once("exit", resolve));
+    // The kernels' report is written before the model is measured; stop the run as soon as it is there.
+    const file = join(out, "results.json");
+    while (!existsSync(file) && run.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+    run.kill("SIGKILL");
+    await exited;
+    const report = JSON.parse(readFileSync(file, "utf8"));
+    expect(report.complete).toBe(false);
+    expect(report.kernels.some((k: { name: string }) => k.name === "256^3 [auto]")).toBe(true);
+    expect(report.model).toBeUndefined();
+    expect(readFileSync(join(out, "results.md"), "utf8")).toContain(
+      "- partial: written before the run finished",
+    );
+  }, 300_000);
 });
