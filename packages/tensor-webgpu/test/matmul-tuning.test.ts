@@ -261,7 +261,7 @@ describe("tuneMatmuls", () => {
     }
   });
 
-  it("the fixed rule on a GPU with matrix units: fragments straight from the buffers where they fit", () => {
+  it("the fixed rule on a GPU: measured tiles for large products, fragments from the buffers where they fit", () => {
     // The parts of a context the rule reads, as an H200 reports them.
     const gpu = {
       info: {
@@ -284,7 +284,13 @@ describe("tuneMatmuls", () => {
       directTile: 128,
     });
     expect(fixedRuleChoice(gpu, f16(1000, 4864, 900))).toEqual({ variant: "subgroup-matrix" }); // ragged k
-    expect(fixedRuleChoice(gpu, { m: 4096, n: 4096, k: 4096 })).toEqual({ variant: "tiled" }); // f32
+    // f32: the large products on a measured "blocked" tile, the small and narrow ones on "tiled".
+    expect(fixedRuleChoice(gpu, { m: 4096, n: 4096, k: 4096 })).toEqual({
+      variant: "blocked",
+      blockedTile: { rows: 128, cols: 64, depth: 16 },
+    });
+    expect(fixedRuleChoice(gpu, { m: 4096, n: 128, k: 384 })).toEqual({ variant: "tiled" });
+    expect(fixedRuleChoice(gpu, { m: 512, n: 896, k: 896, transB: true })).toEqual({ variant: "tiled" });
     expect(fixedRuleChoice(gpu, { ...f16(8, 4864, 896), transB: true })).toEqual({ variant: "matvec" });
   });
 

@@ -1097,12 +1097,16 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
   return tuned ?? fixedRuleChoice(ctx, args);
 }
 
-/** The kernel the fixed rule runs for a problem of this shape: its variant, with the variant's default tile. */
+/** The "blocked" tile the fixed rule runs large products with on GPUs (measured above). */
+const FIXED_RULE_BLOCKED_TILE: BlockedTile = { rows: 128, cols: 64, depth: 16 };
+
+/** The kernel the fixed rule runs for a problem of this shape: its variant, with its tile. */
 export function fixedRuleChoice(
   ctx: GpuContext,
   args: Pick<MatmulArgs, "m" | "n" | "k" | "transA" | "transB" | "dtype">,
 ): MatmulChoice {
   const variant = fixedRuleVariant(ctx, args);
+  if (variant === "blocked") return { variant, blockedTile: FIXED_RULE_BLOCKED_TILE };
   return variant === "subgroup-matrix-direct" ? { variant, directTile: DIRECT_TILES[0]! } : { variant };
 }
 
@@ -1117,14 +1121,17 @@ export function fixedRuleVariant(
   args: Pick<MatmulArgs, "m" | "n" | "k" | "transA" | "transB" | "dtype">,
 ): MatmulVariant {
   if (!ctx.info.adapter.isSoftware) {
-    // Measured on an H100 (bench/cases/matmul.ts): "tiled" was the fastest f32 variant on most shapes
-    // (4096³ 22 TFLOP/s, "blocked" 6-7: it won only at 2048³); "matvec" reads decode weights coalesced.
+    // "matvec" reads decode weights coalesced; "tiled" (64 x 64 tiles) takes small and narrow products.
     if (args.m <= MATVEC_MAX_ROWS && args.transB && !args.transA) return "matvec";
     const large = args.m >= 64 && args.n >= 64 && args.m * args.n * args.k >= 2 ** 24;
     const units = large && args.dtype === "f16" ? subgroupMatrixShape(ctx) : undefined;
     // Measured on an H200 at 4096³: fragments loaded straight from the buffers 75 TFLOP/s, staged 28.5.
     if (units)
       return directFits(units, args.m, args.n, args.k) ? "subgroup-matrix-direct" : "subgroup-matrix";
+    // Measured on an H200, "blocked 128x64/16" against "tiled": 4096³ 25.7 against 22.2 TFLOP/s, the
+    // model's x·W_upᵀ at 512 and 2,048 rows 20.3 / 27.7 against 15.9 / 19.5, its dX 23.3 against 18.6,
+    // its dW 24.1 against 23.7, 1024³ even; with 128 columns (n = 128) it lost, 5.7 against 7.9.
+    if (args.m >= 512 && args.n >= 512 && args.m * args.n * args.k >= 2 ** 30) return "blocked";
     return "tiled";
   }
   // On software adapters the texture variant wins once a problem fills its 16-row tiles and amortises
