@@ -106,8 +106,8 @@ export function resultMismatch(
 /**
  * Most output elements a check reads back. A larger product (a language-model head: 2,048 rows of 151,936
  * logits, 1.2 GB) is checked on a smaller problem of its kind instead: the same kernel code, element type
- * and transposes, with each large dimension cut to one or two tiles plus its remainder (so ragged edges
- * and whole-fragment alignment stay as they were) and at most two batches.
+ * and transposes, with each dimension over 512 cut to 256 plus its remainder modulo 256 (so ragged edges
+ * and whole-fragment alignment stay as they were), and at most two batches.
  */
 export const CHECK_MAX_ELEMENTS = 1 << 22;
 

@@ -642,6 +642,10 @@ function runSubgroupMatrixDirect(ctx: GpuContext, args: MatmulArgs, p: Problem, 
     throw new RangeError(
       `matmul: a "subgroup-matrix-direct" tile is one of ${DIRECT_TILES.join(", ")}, got ${tile}`,
     );
+  if (!directFits(shape, p.m, p.n, p.k)) {
+    runSubgroupMatrix(ctx, args, p);
+    return;
+  }
   const lanes = ctx.info.subgroupSizes.max;
   const key = `subgroup-matrix-direct${tile} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
   const direct = ctx.pipeline(
@@ -1097,7 +1101,7 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
   return tuned ?? fixedRuleChoice(ctx, args);
 }
 
-/** The "blocked" tile the fixed rule runs large products with on GPUs (measured above). */
+/** The "blocked" tile the fixed rule runs large products with on GPUs (measured: see fixedRuleVariant). */
 const FIXED_RULE_BLOCKED_TILE: BlockedTile = { rows: 128, cols: 64, depth: 16 };
 
 /** The kernel the fixed rule runs for a problem of this shape: its variant, with its tile. */
