@@ -459,11 +459,6 @@ if (wants("model")) {
   qwen.dispose();
 }
 
-/**
- * Tune the matmul kernels and attention tiles to the problems one forward+backward step and one decode
- * meet, then measure both again (as many rounds as --repeats), printing the profile of the tuned step with
- * --profile.
- */
 /** Prints each problem as tuning reaches it, with the seconds so far: a long pass shows where it is. */
 function tuningProgress(): { onProblem: (done: number, total: number, key: string) => void } {
   const start = performance.now();
@@ -475,6 +470,11 @@ function tuningProgress(): { onProblem: (done: number, total: number, key: strin
   };
 }
 
+/**
+ * Tune the matmul kernels and attention tiles to the problems one forward+backward step and one decode
+ * meet, then measure both again (as many rounds as --repeats), printing the profile of the tuned step with
+ * --profile.
+ */
 async function measureTuned(
   qwen: Qwen2Model,
   train: { batch: number; seq: number; steps: number },
