@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type AttentionDims, EMPTY_ROW_LSE } from "../src/core/attention.js";
 import type { GpuContext } from "../src/gpu/context.js";
-import { KV_GRAD_KERNEL, Q_GRAD_KERNEL } from "../src/kernels/attention/backward.js";
+import { KV_GRAD_KERNEL, KV_GRAD_PER_HEAD_KERNEL, Q_GRAD_KERNEL } from "../src/kernels/attention/backward.js";
 import { FORWARD_KERNEL } from "../src/kernels/attention/forward.js";
 import {
   attentionBackward,
@@ -173,6 +173,24 @@ describe("attention with other head sizes and tiles", () => {
     const ctx = await testContext();
     attentionTuning.profile = ctx.info.adapter.isSoftware ? "hardware" : "software";
     await checkAgainstReference({ ...small, batch: 2, seqLen: 41, kvLen: 50, kvStart: [0, 7] }, 3);
+  });
+
+  it("on GPUs, grouped-query dK/dV runs one workgroup per query head and sums each group's shares", async () => {
+    const ctx = await testContext();
+    attentionTuning.profile = "hardware";
+    const table = enableAttentionTuning(ctx);
+    const c: Case = { ...qwen, batch: 2, seqLen: 45, kvLen: 45, kvStart: [0, 6] };
+    await checkAgainstReference(c, 21);
+    expect(table.pendingDispatches().map((d) => d.kernel.name)).toEqual([
+      FORWARD_KERNEL.name,
+      KV_GRAD_PER_HEAD_KERNEL.name,
+      Q_GRAD_KERNEL.name,
+    ]);
+    // Its tuned tile (a tuning-only one) runs and computes the same.
+    const tile = KV_GRAD_PER_HEAD_KERNEL.tiles.tuning[0]!;
+    table.set({ key: attentionTileKey(KV_GRAD_PER_HEAD_KERNEL, c), tile, candidates: [] });
+    await checkAgainstReference(c, 22);
+    disableAttentionTuning(ctx);
   });
 
   it("rejects a headDim that is not a multiple of 4", async () => {

@@ -1,12 +1,13 @@
 /**
  * Attention backward (flash-attention-2, tiles as in tiles.ts; no float atomics, so results are
- * deterministic), three dispatches:
+ * deterministic), three dispatches (four with the group sum):
  *  1. stats: per query row, (lse, D = rowsum(dOut∘out)) packed into one vec2 buffer (this keeps every
  *     later kernel within 8 storage bindings).
  *  2. dK/dV: one workgroup per (KV block, KV head, sequence) keeps its K and V tiles and dK/dV
  *     accumulators (thread (ty, tx): keys tx + TX*b, vec4 columns ty + TY*c) while it loops over the
  *     query heads of its group and the query blocks that can see the block: P = exp(S - lse),
  *     dP = dOut·Vᵀ, dS = P∘(dP - D)·scale, then dV += Pᵀ·dOut and dK += dSᵀ·Q through workgroup memory.
+ *     On GPUs, with grouped-query heads, one workgroup per query head instead, and a sum over each group.
  *  3. dQ: one workgroup per (query block, head, sequence) recomputes P and dS per visible KV block and
  *     accumulates dQ += dS·K.
  * Both gradient kernels bind the same inputs, stage query and key blocks the same way and share the
@@ -15,7 +16,7 @@
 
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
-import { checkHeadDim, each, roundUp } from "./shared.js";
+import { checkHeadDim, conflictFreeStride, each, roundUp } from "./shared.js";
 import {
   commonWgsl,
   HAS_KV_START,
@@ -28,6 +29,7 @@ import {
   type TiledKernel,
   type TileLoad,
   tileChoices,
+  tileProfile,
   tileThreads,
 } from "./tiles.js";
 
@@ -88,15 +90,16 @@ ${commonWgsl(5)}`;
  */
 function gradientTiles(tile: Tile, qStride: number, kStride: number, withP: boolean) {
   const { bq, bk } = tile;
+  const pStride = scoreStride(tile);
   type Entry = [name: string, type: "vec4f" | "vec2f" | "f32", length: number];
-  const p: Entry[] = withP ? [["pTile", "f32", bq * bk]] : [];
+  const p: Entry[] = withP ? [["pTile", "f32", bq * pStride]] : [];
   const tiles: Entry[] = [
     ["qTile", "vec4f", bq * qStride],
     ["dOTile", "vec4f", bq * qStride],
     ["kTile", "vec4f", bk * kStride],
     ["vTile", "vec4f", bk * kStride],
     ...p,
-    ["dsTile", "f32", bq * bk],
+    ["dsTile", "f32", bq * pStride],
     ["statTile", "vec2f", bq],
   ];
   const elementBytes = { vec4f: 16, vec2f: 8, f32: 4 };
@@ -107,6 +110,9 @@ function gradientTiles(tile: Tile, qStride: number, kStride: number, withP: bool
     bytes: tiles.reduce((sum, [, type, length]) => sum + elementBytes[type] * length, 0),
   };
 }
+
+/** Row stride of the P and dS tiles, in floats. */
+const scoreStride = (tile: Tile) => conflictFreeStride(tile.bk);
 
 /** WGSL: stage query block q0 of head `head`: Q, dOut, and each row's (lse, D) (zeros past seqLen). */
 function loadQueryBlock(layout: TileLoad): string {
@@ -131,7 +137,8 @@ function loadKeyBlock(layout: TileLoad): string {
  * stores them in pTile (if `withP`) and dsTile. Needs the staged blocks, q0, k0 and kStart.
  */
 function scorePhaseWgsl(tile: Tile, qStride: number, kStride: number, withP: boolean) {
-  const { bk, rm, rn } = tile;
+  const { rm, rn } = tile;
+  const pStride = scoreStride(tile);
   const { row, key } = tileThreads(tile);
   const pairs = (f: (a: number, b: number) => string) => each(rm, (a) => each(rn, (b) => f(a, b)));
   return `${pairs((a, b) => `var s${a}_${b} = 0.0;\nvar dp${a}_${b} = 0.0;`)}
@@ -144,8 +151,8 @@ function scorePhaseWgsl(tile: Tile, qStride: number, kStride: number, withP: boo
     ${pairs(
       (a, b) => `{
       let p = select(0.0, exp(s${a}_${b} * params.scale - stat${a}.x), visible(q0 + ${row(a)}, k0 + ${key(b)}, kStart));
-      ${withP ? `pTile[(${row(a)}) * ${bk}u + ${key(b)}] = p;` : ""}
-      dsTile[(${row(a)}) * ${bk}u + ${key(b)}] = p * (dp${a}_${b} - stat${a}.y) * params.scale;
+      ${withP ? `pTile[(${row(a)}) * ${pStride}u + ${key(b)}] = p;` : ""}
+      dsTile[(${row(a)}) * ${pStride}u + ${key(b)}] = p * (dp${a}_${b} - stat${a}.y) * params.scale;
     }`,
     )}`;
 }
@@ -153,48 +160,64 @@ function scorePhaseWgsl(tile: Tile, qStride: number, kStride: number, withP: boo
 // ---------------------------------------------------------------------------------------------------
 // dK/dV: the key block stays, query blocks stream.
 
-/** Vec4 columns of the Q/dOut tiles: padded so the accumulation's columns ty + TY*c need no bounds check. */
-const kvGradQStride = (t: Tile, d4: number) => roundUp(d4, t.bq / t.rm);
+/**
+ * Row strides of the dK/dV kernel's tiles in vec4s: Q/dOut padded so the accumulation's columns ty + TY*c
+ * need no bounds check, both kept conflict-free.
+ */
+function kvGradStrides(t: Tile, d4: number) {
+  const qColumns = roundUp(d4, t.bq / t.rm);
+  return { qColumns, q: conflictFreeStride(qColumns), k: conflictFreeStride(d4) };
+}
 
-function kvGradCode(tile: Tile, d4: number): string {
+/**
+ * `perHead`: one workgroup per (KV block, query head, sequence), writing that head's share of dK/dV to
+ * [batch, kvLen, numHeads, headDim] (summed over each KV head's group afterwards); otherwise one per
+ * (KV block, KV head, sequence), looping over the group's heads.
+ */
+function kvGradCode(tile: Tile, d4: number, perHead: boolean): string {
   const { bq, bk, rn } = tile;
   const { ty, tx, threads, key } = tileThreads(tile);
-  const qStride = kvGradQStride(tile, d4);
-  const columns = qStride / ty; // vec4 columns of dK/dV per thread
+  const strides = kvGradStrides(tile, d4);
+  const qStride = strides.q;
+  const kStride = strides.k;
+  const pStride = scoreStride(tile);
+  const columns = strides.qColumns / ty; // vec4 columns of dK/dV per thread
   const col = (c: number) => `ty + ${ty * c}u`;
   const pairs = (f: (b: number, c: number) => string) => each(rn, (b) => each(columns, (c) => f(b, c)));
   return /* wgsl */ `${gradientBindings(["dK", "dV"])}
 
-${gradientTiles(tile, qStride, d4, true).wgsl}
+${gradientTiles(tile, qStride, kStride, true).wgsl}
 
 @compute @workgroup_size(${threads})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
   let k0 = wg.x * ${bk}u;
-  let kvHead = wg.y;
   let b = wg.z;
+  // Query heads [headFirst, headEnd) of KV head kvHead.
+  let kvHead = ${perHead ? "wg.y / params.group" : "wg.y"};
+  let headFirst = ${perHead ? "wg.y" : "kvHead * params.group"};
+  let headEnd = ${perHead ? "headFirst + 1u" : "headFirst + params.group"};
   let ty = t / ${tx}u;
   let tx = t % ${tx}u;
   let kStart = firstKey(b);
-  ${loadKeyBlock({ d4, stride: d4, threads })}
+  ${loadKeyBlock({ d4, stride: kStride, threads })}
   ${pairs((b, c) => `var dk${b}_${c} = vec4f(0.0);\nvar dv${b}_${c} = vec4f(0.0);`)}
 
   // Query blocks that see some key of this block: none if all its keys are before kStart.
   let qBlocks = (params.seqLen + ${bq - 1}u) / ${bq}u;
   let qbFirst = firstRowSeeing(k0) / ${bq}u;
   let qbEnd = select(qBlocks, 0u, k0 + ${bk}u <= kStart);
-  for (var g = 0u; g < params.group; g++) {
-    let head = kvHead * params.group + g;
+  for (var head = headFirst; head < headEnd; head++) {
     for (var qb = qbFirst; qb < qbEnd; qb++) {
       let q0 = qb * ${bq}u;
       workgroupBarrier();
       ${loadQueryBlock({ d4, stride: qStride, threads })}
       workgroupBarrier();
-      ${scorePhaseWgsl(tile, qStride, d4, true)}
+      ${scorePhaseWgsl(tile, qStride, kStride, true)}
       workgroupBarrier();
 
       // dV += Pᵀ·dOut and dK += dSᵀ·Q for keys tx + ${tx}b and vec4 columns ty + ${ty}c.
       for (var i = 0u; i < params.tileRows; i++) {
-        ${each(rn, (b) => `let p${b} = pTile[i * ${bk}u + ${key(b)}];\nlet ds${b} = dsTile[i * ${bk}u + ${key(b)}];`)}
+        ${each(rn, (b) => `let p${b} = pTile[i * ${pStride}u + ${key(b)}];\nlet ds${b} = dsTile[i * ${pStride}u + ${key(b)}];`)}
         ${each(columns, (c) => `let o${c} = dOTile[i * ${qStride}u + ${col(c)}];\nlet q${c} = qTile[i * ${qStride}u + ${col(c)}];`)}
         ${pairs((b, c) => `dv${b}_${c} += p${b} * o${c};\ndk${b}_${c} += ds${b} * q${c};`)}
       }
@@ -204,7 +227,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   ${each(
     rn,
     (b) => `if (k0 + ${key(b)} < params.kvLen) {
-    let base = ((b * params.kvLen + k0 + ${key(b)}) * params.numKvHeads + kvHead) * ${d4}u;
+    let base = ((b * params.kvLen + k0 + ${key(b)}) * ${perHead ? "params.numHeads + headFirst" : "params.numKvHeads + kvHead"}) * ${d4}u;
     ${storeColumns({ columns, spread: ty, d4, col, store: (c) => `dK[base + ${col(c)}] = dk${b}_${c};\n    dV[base + ${col(c)}] = dv${b}_${c};` })}
   }`,
   )}
@@ -231,26 +254,76 @@ export const KV_GRAD_KERNEL: TiledKernel = {
       { bq: 16, bk: 32, rm: 2, rn: 2 },
     ],
   ),
-  bytes: (t, d4) => gradientTiles(t, kvGradQStride(t, d4), d4, true).bytes,
-  code: kvGradCode,
+  bytes: (t, d4) => {
+    const strides = kvGradStrides(t, d4);
+    return gradientTiles(t, strides.q, strides.k, true).bytes;
+  },
+  code: (tile, d4) => kvGradCode(tile, d4, false),
 };
+
+/**
+ * dK/dV with one workgroup per query head: for grouped-query heads (Qwen2.5-0.5B: 7 query heads per KV
+ * head) the grouped kernel has only kvBlocks x numKvHeads x batch workgroups (128 at 4 x 512 tokens, fewer
+ * than an H200's 132 multiprocessors, each of which could hold many), each looping over its group. Here
+ * the group's heads run in parallel and a reduction sums their shares in a fixed order (deterministic).
+ */
+export const KV_GRAD_PER_HEAD_KERNEL: TiledKernel = {
+  ...KV_GRAD_KERNEL,
+  name: "backward dK/dV per head",
+  key: "dkdv-head",
+  code: (tile, d4) => kvGradCode(tile, d4, true),
+};
+
+/** dK/dV = the sum of each KV head's query heads' shares; one invocation per vec4 of dK and of dV. */
+const GROUP_SUM_CODE = /* wgsl */ `
+struct Params { count: u32, group: u32, d4: u32 }
+@group(0) @binding(0) var<storage, read> dKShares: array<vec4f>;
+@group(0) @binding(1) var<storage, read> dVShares: array<vec4f>;
+@group(0) @binding(2) var<storage, read_write> dK: array<vec4f>;
+@group(0) @binding(3) var<storage, read_write> dV: array<vec4f>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
+  let i = id.x + id.y * groups.x * 64u; // vec4 of [batch, kvLen, numKvHeads, headDim]
+  if (i >= params.count) { return; }
+  // Query head kvHead * group + g of the same (sequence, key) row: shares are [.., numHeads, headDim].
+  let first = (i / params.d4) * params.group * params.d4 + i % params.d4;
+  var dk = vec4f(0.0);
+  var dv = vec4f(0.0);
+  for (var g = 0u; g < params.group; g++) {
+    dk += dKShares[first + g * params.d4];
+    dv += dVShares[first + g * params.d4];
+  }
+  dK[i] = dk;
+  dV[i] = dv;
+}`;
 
 // ---------------------------------------------------------------------------------------------------
 // dQ: the query block stays, key blocks stream.
 
-/** Vec4 columns of the K/V tiles: padded so the accumulation's columns tx + TX*c need no bounds check. */
-const qGradKStride = (t: Tile, d4: number) => roundUp(d4, t.bk / t.rn);
+/**
+ * Row strides of the dQ kernel's tiles in vec4s: K/V padded so the accumulation's columns tx + TX*c need
+ * no bounds check, both kept conflict-free.
+ */
+function qGradStrides(t: Tile, d4: number) {
+  const kColumns = roundUp(d4, t.bk / t.rn);
+  return { kColumns, q: conflictFreeStride(d4), k: conflictFreeStride(kColumns) };
+}
 
 function qGradCode(tile: Tile, d4: number): string {
   const { bq, bk, rm } = tile;
   const { ty, tx, threads, row } = tileThreads(tile);
-  const kStride = qGradKStride(tile, d4);
-  const columns = kStride / tx; // vec4 columns of dQ per thread
+  const strides = qGradStrides(tile, d4);
+  const qStride = strides.q;
+  const kStride = strides.k;
+  const pStride = scoreStride(tile);
+  const columns = strides.kColumns / tx; // vec4 columns of dQ per thread
   const col = (c: number) => `tx + ${tx * c}u`;
   const pairs = (f: (a: number, c: number) => string) => each(rm, (a) => each(columns, (c) => f(a, c)));
   return /* wgsl */ `${gradientBindings(["dQ"])}
 
-${gradientTiles(tile, d4, kStride, false).wgsl}
+${gradientTiles(tile, qStride, kStride, false).wgsl}
 
 @compute @workgroup_size(${threads})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -263,19 +336,19 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let tx = t % ${tx}u;
   let kStart = firstKey(b);
   let kEnd = keyEnd(q0 + ${bq}u);
-  ${loadQueryBlock({ d4, stride: d4, threads })}
+  ${loadQueryBlock({ d4, stride: qStride, threads })}
   ${pairs((a, c) => `var dq${a}_${c} = vec4f(0.0);`)}
 
   for (var k0 = kStart / ${bk}u * ${bk}u; k0 < kEnd; k0 += ${bk}u) {
     workgroupBarrier();
     ${loadKeyBlock({ d4, stride: kStride, threads })}
     workgroupBarrier();
-    ${scorePhaseWgsl(tile, d4, kStride, false)}
+    ${scorePhaseWgsl(tile, qStride, kStride, false)}
     workgroupBarrier();
 
     // dQ += dS·K for rows ty + ${ty}a and vec4 columns tx + ${tx}c.
     for (var j = 0u; j < params.tileKeys; j++) {
-      ${each(rm, (a) => `let ds${a} = dsTile[(${row(a)}) * ${bk}u + j];`)}
+      ${each(rm, (a) => `let ds${a} = dsTile[(${row(a)}) * ${pStride}u + j];`)}
       ${each(columns, (c) => `let k${c} = kTile[j * ${kStride}u + ${col(c)}];`)}
       ${pairs((a, c) => `dq${a}_${c} += ds${a} * k${c};`)}
     }
@@ -310,7 +383,10 @@ export const Q_GRAD_KERNEL: TiledKernel = {
       { bq: 32, bk: 32, rm: 2, rn: 2 },
     ],
   ),
-  bytes: (t, d4) => gradientTiles(t, d4, qGradKStride(t, d4), false).bytes,
+  bytes: (t, d4) => {
+    const strides = qGradStrides(t, d4);
+    return gradientTiles(t, strides.q, strides.k, false).bytes;
+  },
   code: qGradCode,
 };
 
@@ -333,11 +409,33 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
   );
   const flags = args.kvStart ? HAS_KV_START : 0;
   const inputs = [args.q, args.k, args.v, args.dOut, stats, args.kvStart ?? args.q];
-  recordTiled(ctx, KV_GRAD_KERNEL, args, flags, [...inputs, args.dK, args.dV], (tile) => [
-    Math.ceil(kvLen / tile.bk),
-    numKvHeads,
-    batch,
-  ]);
+  const group = numHeads / numKvHeads;
+  if (group > 1 && tileProfile(ctx) === "hardware") {
+    // Each query head's share of dK/dV, then their sum per KV head (KV_GRAD_PER_HEAD_KERNEL).
+    const shareBytes = batch * kvLen * numHeads * headDim * 4;
+    const dKShares = ctx.pool.acquire(shareBytes, "attention dK shares");
+    const dVShares = ctx.pool.acquire(shareBytes, "attention dV shares");
+    recordTiled(ctx, KV_GRAD_PER_HEAD_KERNEL, args, flags, [...inputs, dKShares, dVShares], (tile) => [
+      Math.ceil(kvLen / tile.bk),
+      numHeads,
+      batch,
+    ]);
+    const count = batch * kvLen * numKvHeads * (headDim / 4);
+    ctx.dispatch(
+      ctx.pipeline("attention backward group sum", GROUP_SUM_CODE),
+      [dKShares, dVShares, args.dK, args.dV],
+      new Uint32Array([count, group, headDim / 4]),
+      grid(Math.ceil(count / 64)),
+    );
+    ctx.pool.release(dKShares);
+    ctx.pool.release(dVShares);
+  } else {
+    recordTiled(ctx, KV_GRAD_KERNEL, args, flags, [...inputs, args.dK, args.dV], (tile) => [
+      Math.ceil(kvLen / tile.bk),
+      numKvHeads,
+      batch,
+    ]);
+  }
   recordTiled(ctx, Q_GRAD_KERNEL, args, flags, [...inputs, args.dQ], (tile) => [
     Math.ceil(seqLen / tile.bq),
     numHeads,

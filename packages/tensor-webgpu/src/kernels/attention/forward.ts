@@ -9,7 +9,7 @@
 
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { checkHeadDim, EMPTY_LSE, each, MASKED, roundUp } from "./shared.js";
+import { checkHeadDim, conflictFreeStride, EMPTY_LSE, each, MASKED, roundUp } from "./shared.js";
 import {
   commonWgsl,
   HAS_KV_START,
@@ -36,14 +36,21 @@ export interface AttentionForwardArgs extends AttentionDims {
   kvStart?: GPUBuffer;
 }
 
-/** Vec4 columns of the K/V tile: padded so the P·V loop's columns tx + TX*c need no bounds check. */
-const kvStride = (t: Tile, d4: number) => roundUp(d4, t.bk / t.rn);
+/** Vec4 columns of the output per row: padded so the P·V loop's columns tx + TX*c need no bounds check. */
+const kvColumns = (t: Tile, d4: number) => roundUp(d4, t.bk / t.rn);
+
+/** Row strides of the tiles (conflictFreeStride): Q and K/V in vec4s, P in floats. */
+function forwardStrides(t: Tile, d4: number) {
+  return { q: conflictFreeStride(d4), kv: conflictFreeStride(kvColumns(t, d4)), p: conflictFreeStride(t.bk) };
+}
 
 function forwardCode(tile: Tile, d4: number): string {
   const { bq, bk, rm, rn } = tile;
   const { ty, tx, threads, row, key } = tileThreads(tile);
-  const stride = kvStride(tile, d4);
-  const columns = stride / tx; // vec4 columns of the output per thread
+  const strides = forwardStrides(tile, d4);
+  const stride = strides.kv;
+  const pStride = strides.p;
+  const columns = kvColumns(tile, d4) / tx; // vec4 columns of the output per thread
   const col = (c: number) => `tx + ${tx * c}u`;
   const kvLayout = { d4, stride, threads };
   return /* wgsl */ `
@@ -55,9 +62,9 @@ function forwardCode(tile: Tile, d4: number): string {
 @group(0) @binding(6) var<uniform> params: Params;
 ${commonWgsl(5)}
 
-var<workgroup> qTile: array<vec4f, ${bq * d4}>;     // scaled queries, row stride ${d4}
+var<workgroup> qTile: array<vec4f, ${bq * strides.q}>; // scaled queries, row stride ${strides.q}
 var<workgroup> kvTile: array<vec4f, ${bk * stride}>; // K, then V, of the current key block
-var<workgroup> pTile: array<f32, ${bq * bk}>;        // scores, then probabilities
+var<workgroup> pTile: array<f32, ${bq * pStride}>;   // scores, then probabilities, row stride ${pStride}
 var<workgroup> alphaTile: array<f32, ${bq}>;         // per row: rescale factor of this block, then 1/l
 var<workgroup> rowState: array<vec2f, ${bq}>;        // per row: running max and sum of the online softmax
 
@@ -73,7 +80,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let kStart = firstKey(b);
   let kEnd = keyEnd(q0 + ${bq}u);
 
-  ${loadQueryRows({ d4, stride: d4, threads }, "qTile", "q", "params.scale")}
+  ${loadQueryRows({ d4, stride: strides.q, threads }, "qTile", "q", "params.scale")}
 
   for (var r = t; r < params.tileRows; r += ${threads}u) { rowState[r] = vec2f(${MASKED}, 0.0); }
   ${each(rm, (a) => each(columns, (c) => `var acc${a}_${c} = vec4f(0.0);`))}
@@ -87,11 +94,11 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     // S = (scale·Q)·Kᵀ: this thread's ${rm}x${rn} scores.
     ${each(rm * rn, (i) => `var s${i} = 0.0;`)}
     for (var c = 0u; c < params.d4; c++) {
-      ${each(rm, (a) => `let qa${a} = qTile[(${row(a)}) * ${d4}u + c];`)}
+      ${each(rm, (a) => `let qa${a} = qTile[(${row(a)}) * ${strides.q}u + c];`)}
       ${each(rn, (b) => `let kb${b} = kvTile[(${key(b)}) * ${stride}u + c];`)}
       ${each(rm, (a) => each(rn, (b) => `s${a * rn + b} += dot(qa${a}, kb${b});`))}
     }
-    ${each(rm, (a) => each(rn, (b) => `pTile[(${row(a)}) * ${bk}u + ${key(b)}] = s${a * rn + b};`))}
+    ${each(rm, (a) => each(rn, (b) => `pTile[(${row(a)}) * ${pStride}u + ${key(b)}] = s${a * rn + b};`))}
     workgroupBarrier();
 
     // Online softmax of each row over this block; masked keys get probability 0.
@@ -99,14 +106,14 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
       let state = rowState[r];
       var blockMax = state.x;
       for (var j = 0u; j < params.tileKeys; j++) {
-        if (visible(q0 + r, k0 + j, kStart)) { blockMax = max(blockMax, pTile[r * ${bk}u + j]); }
+        if (visible(q0 + r, k0 + j, kStart)) { blockMax = max(blockMax, pTile[r * ${pStride}u + j]); }
       }
       let alpha = exp(state.x - blockMax);
       var sum = state.y * alpha;
       for (var j = 0u; j < params.tileKeys; j++) {
-        let p = select(0.0, exp(pTile[r * ${bk}u + j] - blockMax), visible(q0 + r, k0 + j, kStart));
+        let p = select(0.0, exp(pTile[r * ${pStride}u + j] - blockMax), visible(q0 + r, k0 + j, kStart));
         sum += p;
-        pTile[r * ${bk}u + j] = p;
+        pTile[r * ${pStride}u + j] = p;
       }
       rowState[r] = vec2f(blockMax, sum);
       alphaTile[r] = alpha;
@@ -119,7 +126,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     ${each(rm, (a) => `let alpha${a} = alphaTile[${row(a)}];`)}
     ${each(rm, (a) => each(columns, (c) => `acc${a}_${c} *= alpha${a};`))}
     for (var j = 0u; j < params.tileKeys; j++) {
-      ${each(rm, (a) => `let p${a} = pTile[(${row(a)}) * ${bk}u + j];`)}
+      ${each(rm, (a) => `let p${a} = pTile[(${row(a)}) * ${pStride}u + j];`)}
       ${each(columns, (c) => `let v${c} = kvTile[j * ${stride}u + ${col(c)}];`)}
       ${each(rm, (a) => each(columns, (c) => `acc${a}_${c} += p${a} * v${c};`))}
     }
@@ -170,7 +177,10 @@ export const FORWARD_KERNEL: TiledKernel = {
       { bq: 32, bk: 64, rm: 4, rn: 4 },
     ],
   ),
-  bytes: (t, d4) => 4 * (t.bq * d4 * 4 + t.bk * kvStride(t, d4) * 4 + t.bq * t.bk + 3 * t.bq),
+  bytes: (t, d4) => {
+    const strides = forwardStrides(t, d4);
+    return 4 * (t.bq * strides.q * 4 + t.bk * strides.kv * 4 + t.bq * strides.p + 3 * t.bq);
+  },
   code: forwardCode,
 };
 

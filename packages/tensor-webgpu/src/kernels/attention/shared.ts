@@ -27,6 +27,14 @@ export function each(count: number, line: (i: number) => string, separator = "\n
 
 export const roundUp = (n: number, multiple: number) => Math.ceil(n / multiple) * multiple;
 
+/**
+ * The row stride (in vec4s or floats) of a workgroup tile whose rows neighbouring threads read at the same
+ * column: odd, so those rows start in different banks of workgroup memory. With an even stride (headDim 64
+ * is 16 vec4s, a 32-key score row is 32 floats) the rows fall in the same banks and a GPU serialises the
+ * reads, 8 ways for the 8 rows of a quarter-warp's vec4 loads and up to 32 for float rows.
+ */
+export const conflictFreeStride = (n: number) => (n % 2 === 0 ? n + 1 : n);
+
 /** The WGSL for `key`, generated once per process. */
 export const cachedCode = wgslCache();
 

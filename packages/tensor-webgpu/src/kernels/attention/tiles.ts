@@ -36,7 +36,8 @@ export function tileChoices(softwareFirst: Tile, hardware: Tile[], tuning: Tile[
   return { hardware, software: [softwareFirst, ...hardware], tuning };
 }
 
-function tileProfile(ctx: GpuContext): "hardware" | "software" {
+/** The tile lists a context uses (attentionTuning can force one). */
+export function tileProfile(ctx: GpuContext): "hardware" | "software" {
   if (attentionTuning.profile !== "auto") return attentionTuning.profile;
   return ctx.info.adapter.isSoftware ? "software" : "hardware";
 }
