@@ -492,6 +492,8 @@ function code(p: Problem): string {
 
 const TILE = 64;
 const TILE_K = 16;
+/** Vec4s per k-row of a staged tile: TILE / 4 and one of padding. */
+const TILE_STRIDE = TILE / 4 + 1;
 
 function tiledKernel(transA: boolean, transB: boolean, storage: FloatStorage): string {
   const a = (row: string, col: string) => element("a", "aBase", "p.lda", row, col, transA, storage);
@@ -502,9 +504,10 @@ function tiledKernel(transA: boolean, transB: boolean, storage: FloatStorage): s
   const bSlot = transB ? "let bk = t % 16u; let bq = t / 16u;" : "let bq = t % 16u; let bk = t / 16u;";
   return /* wgsl */ `${gemmPreamble(storage)}
 
-// aTile[k][q] holds rows 4q..4q+3 of the tile at k; bTile[k][q] holds columns 4q..4q+3.
-var<workgroup> aTile: array<vec4f, ${TILE_K * (TILE / 4)}>;
-var<workgroup> bTile: array<vec4f, ${TILE_K * (TILE / 4)}>;
+// aTile[k][q] holds rows 4q..4q+3 of the tile at k; bTile[k][q] holds columns 4q..4q+3. A k-row is
+// ${TILE_STRIDE} vec4s, one of them padding: invocations that store different k then land in different banks.
+var<workgroup> aTile: array<vec4f, ${TILE_K * TILE_STRIDE}>;
+var<workgroup> bTile: array<vec4f, ${TILE_K * TILE_STRIDE}>;
 
 fn loadA(aBase: u32, row: u32, kk: u32) -> f32 {
   // Out-of-range reads are clamped to a valid address and replaced by zero.
@@ -530,15 +533,15 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec
   var acc0 = vec4f(0.0); var acc1 = vec4f(0.0); var acc2 = vec4f(0.0); var acc3 = vec4f(0.0);
   for (var k0 = 0u; k0 < p.k; k0 += ${TILE_K}u) {
     let ar = tileRow + aq * 4u;
-    aTile[ak * 16u + aq] = vec4f(loadA(aBase, ar, k0 + ak), loadA(aBase, ar + 1u, k0 + ak),
+    aTile[ak * ${TILE_STRIDE}u + aq] = vec4f(loadA(aBase, ar, k0 + ak), loadA(aBase, ar + 1u, k0 + ak),
                                  loadA(aBase, ar + 2u, k0 + ak), loadA(aBase, ar + 3u, k0 + ak));
     let bc = tileCol + bq * 4u;
-    bTile[bk * 16u + bq] = vec4f(loadB(bBase, k0 + bk, bc), loadB(bBase, k0 + bk, bc + 1u),
+    bTile[bk * ${TILE_STRIDE}u + bq] = vec4f(loadB(bBase, k0 + bk, bc), loadB(bBase, k0 + bk, bc + 1u),
                                  loadB(bBase, k0 + bk, bc + 2u), loadB(bBase, k0 + bk, bc + 3u));
     workgroupBarrier();
     for (var kk = 0u; kk < ${TILE_K}u; kk++) {
-      let av = aTile[kk * 16u + lid.y];
-      let bv = bTile[kk * 16u + lid.x];
+      let av = aTile[kk * ${TILE_STRIDE}u + lid.y];
+      let bv = bTile[kk * ${TILE_STRIDE}u + lid.x];
       acc0 += av.x * bv; acc1 += av.y * bv; acc2 += av.z * bv; acc3 += av.w * bv;
     }
     workgroupBarrier();
