@@ -24,7 +24,13 @@ import {
   timeMatmulCandidates,
   tuneMatmuls,
 } from "../src/kernels/matmul-tuning.js";
-import { chooseWinner, REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
+import {
+  chooseWinner,
+  LONG_RUN_MS,
+  OUT_OF_RACE,
+  REPLACE_MARGIN,
+  timeCandidates,
+} from "../src/kernels/tuning-timer.js";
 import { matmulRef } from "../src/reference/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -204,6 +210,50 @@ describe("choosing a winner", () => {
     expect(chooseWinner(timed(0.9), isFixed)).toBe("tiled");
     expect(chooseWinner([{ candidate: "blocked", ms: 1 }], isFixed)).toBe("blocked");
     expect(chooseWinner([], isFixed)).toBeUndefined();
+  });
+});
+
+describe("timeCandidates", () => {
+  /** A candidate whose run takes `ms` of wall clock (the software adapter's timer). */
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {}
+  };
+
+  it("times a candidate far behind after the first round no more, and keeps its first round's time", async () => {
+    const ctx = await testContext();
+    const calls = { fast: 0, slow: 0 };
+    const slowMs = 60; // far more than OUT_OF_RACE times an empty run's sync
+    const { timed } = await timeCandidates(
+      ctx,
+      ["fast", "slow"] as const,
+      (c) => {
+        calls[c]++;
+        if (c === "slow") busy(slowMs);
+      },
+      { repeats: 3, rounds: 3 },
+    );
+    expect(OUT_OF_RACE).toBeGreaterThan(1);
+    // One run to see that it works, then 3 rounds of 3 runs; the slow one leaves after round 1.
+    expect(calls).toEqual({ fast: 10, slow: 4 });
+    expect(timed.map((t) => t.candidate)).toEqual(["fast", "slow"]);
+    expect(timed[1]!.ms).toBeGreaterThanOrEqual(slowMs);
+  });
+
+  it("times long runs once per round after the first", async () => {
+    const ctx = await testContext();
+    const calls = { a: 0, b: 0 };
+    const { timed } = await timeCandidates(
+      ctx,
+      ["a", "b"] as const,
+      (c) => {
+        calls[c]++;
+        busy(LONG_RUN_MS + (c === "a" ? 5 : 10));
+      },
+      { repeats: 3, rounds: 3 },
+    );
+    expect(calls).toEqual({ a: 6, b: 6 });
+    expect(timed.map((t) => t.candidate)).toEqual(["a", "b"]);
   });
 });
 

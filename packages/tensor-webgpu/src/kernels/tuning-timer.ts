@@ -2,7 +2,8 @@
  * Times candidate kernels for one problem, fairly: each is compiled and run once first (a kernel the
  * driver rejects, that fails, or whose result a check finds wrong is left out, with the reason), then
  * `rounds` rounds of `repeats` runs each, the candidates' order rotating from round to round so that none
- * always runs first after a pause; a candidate's time is its median round. On a GPU with timestamp
+ * always runs first after a pause; a candidate's time is its median round. Candidates far behind after the
+ * first round leave the race (OUT_OF_RACE), and long runs are timed once per later round (LONG_RUN_MS). On a GPU with timestamp
  * queries the time is the kernels' own (the kernel profiler); on a software adapter, or without
  * timestamps, it is the wall clock around a wait for the queue, which also counts copies (the profiler
  * times dispatches only).
@@ -12,7 +13,7 @@ import type { GpuContext } from "../gpu/context.js";
 export interface TimingOptions {
   /** Runs per timed round (default 3). */
   repeats?: number;
-  /** Timed rounds per candidate; the median counts (default 3). */
+  /** Timed rounds per candidate; the median counts (default 3; one for a candidate out of the race). */
   rounds?: number;
 }
 
@@ -21,6 +22,19 @@ export interface TuningPassOptions extends TimingOptions {
   /** Called before each problem is measured: how many are done, of how many, and which. */
   onProblem?: (done: number, total: number, key: string) => void;
 }
+
+/**
+ * A candidate this many times slower than the fastest in the first round cannot win: it is not timed again
+ * (its first round's time stands). On a language-model head a naive kernel takes a quarter second a run,
+ * most of a tuning pass's time when timed like the rest.
+ */
+export const OUT_OF_RACE = 3;
+
+/**
+ * A candidate whose run took longer than this (milliseconds) in the first round is timed one run per
+ * later round instead of `repeats`: repeats amortise timer overhead that a run this long does not feel.
+ */
+export const LONG_RUN_MS = 20;
 
 /** Milliseconds of `run`'s GPU work: timestamps on a GPU that has them, else the wall clock. */
 async function gpuMilliseconds(ctx: GpuContext, run: () => void): Promise<number> {
@@ -89,13 +103,19 @@ export async function timeCandidates<T>(
     else rejected.push({ candidate, reason: problem });
   }
   const times = usable.map(() => [] as number[]);
+  let racing = usable.map((_, i) => i);
   for (let round = 0; round < rounds; round++) {
-    for (let i = 0; i < usable.length; i++) {
-      const c = (i + round) % usable.length;
+    for (let i = 0; i < racing.length; i++) {
+      const c = racing[(i + round) % racing.length]!;
+      const runs = round > 0 && times[c]![0]! > LONG_RUN_MS ? 1 : repeats;
       const ms = await gpuMilliseconds(ctx, () => {
-        for (let r = 0; r < repeats; r++) run(usable[c]!);
+        for (let r = 0; r < runs; r++) run(usable[c]!);
       });
-      times[c]!.push(ms / repeats);
+      times[c]!.push(ms / runs);
+    }
+    if (round === 0) {
+      const fastest = Math.min(...racing.map((c) => times[c]![0]!));
+      racing = racing.filter((c) => times[c]![0]! <= fastest * OUT_OF_RACE);
     }
   }
   const timed = usable.map((candidate, i) => ({ candidate, ms: median(times[i]!) }));
