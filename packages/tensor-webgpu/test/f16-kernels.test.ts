@@ -75,6 +75,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     variant: MatmulVariant,
     blockedTile?: BlockedTile,
     directTile?: DirectTile,
+    directPrefetch?: boolean,
   ): Promise<void> {
     await withF16(async (ctx) => {
       if (variant === "texture" && !textureVariantAvailable(ctx)) return;
@@ -97,6 +98,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
         variant,
         blockedTile,
         directTile,
+        directPrefetch,
         dtype: "f16",
       } as const;
       matmul(ctx, { ...args, bias: biasBuffer, addend: addendBuffer });
@@ -147,10 +149,12 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     { batch: 2, m: 48, n: 144, k: 32, transA: true, bBatchStride: 0, addend: true },
   ] as Case[];
   for (const directTile of DIRECT_TILES) {
-    it.skipIf(!hasSubgroupMatrix).each(wholeFragments.map((c) => [JSON.stringify(c), c] as const))(
-      `"subgroup-matrix-direct" ${directTile}x${directTile} %s`,
-      (_, c) => checkHalves(c, "subgroup-matrix-direct", undefined, directTile),
-    );
+    for (const prefetch of [false, true]) {
+      it.skipIf(!hasSubgroupMatrix).each(wholeFragments.map((c) => [JSON.stringify(c), c] as const))(
+        `"subgroup-matrix-direct" ${directTile}x${directTile}${prefetch ? " prefetch" : ""} %s`,
+        (_, c) => checkHalves(c, "subgroup-matrix-direct", undefined, directTile, prefetch),
+      );
+    }
   }
 
   it('"matvec" (decoding: x · Wᵀ, at most 16 rows)', async () => {

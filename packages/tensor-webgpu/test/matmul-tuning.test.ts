@@ -146,17 +146,22 @@ describe("the choice table", () => {
     expect(fresh.get(s)).toEqual(table.get(s));
   });
 
-  it("keeps a direct subgroup-matrix tile through a save and a load", async () => {
+  it("keeps a direct subgroup-matrix tile, and its prefetch, through a save and a load", async () => {
     const ctx = await testContext();
     const table = enableMatmulTuning(ctx);
     const s = shape(512, 4864, 896, { dtype: "f16" });
+    const s2 = shape(2048, 4864, 896, { dtype: "f16" });
     const choice = { variant: "subgroup-matrix-direct", directTile: 64 } as const;
+    const prefetching = { variant: "subgroup-matrix-direct", directTile: 128, directPrefetch: true } as const;
     expect(choiceName(choice)).toBe("subgroup-matrix-direct 64x64");
+    expect(choiceName(prefetching)).toBe("subgroup-matrix-direct 128x128 prefetch");
     table.set({ key: matmulShapeKey(s), shape: s, choice, candidates: [], rejected: [] });
+    table.set({ key: matmulShapeKey(s2), shape: s2, choice: prefetching, candidates: [], rejected: [] });
     const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
     disableMatmulTuning(ctx);
     expect(loadKernelTuning(ctx, saved)).toBe(true);
     expect(matmulChoices(ctx)!.get(s)!.choice).toEqual(choice);
+    expect(matmulChoices(ctx)!.get(s2)!.choice).toEqual(prefetching);
     disableMatmulTuning(ctx);
   });
 
@@ -185,6 +190,11 @@ describe("the choice table", () => {
     expect(damaged(entry({ choice: { variant: "subgroup-matrix-direct", directTile: 32 } }))).toThrow(
       /choice\.directTile is 32, not one of 128, 64/,
     );
+    expect(
+      damaged(
+        entry({ choice: { variant: "subgroup-matrix-direct", directTile: 64, directPrefetch: "yes" } }),
+      ),
+    ).toThrow(/choice\.directPrefetch must be true or false/);
     expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(
       /does not match its shape \(f32 NT 1x64x64x64\)/,
     );

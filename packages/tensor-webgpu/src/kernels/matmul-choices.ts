@@ -51,6 +51,8 @@ export interface MatmulChoice {
   variant: MatmulVariant;
   blockedTile?: BlockedTile;
   directTile?: DirectTile;
+  /** "subgroup-matrix-direct" only: load each k-step's fragments one step ahead. */
+  directPrefetch?: boolean;
 }
 
 /** One candidate's measured GPU time per product (median over the tuning's rounds). */
@@ -82,12 +84,16 @@ export function matmulShapeKey(shape: MatmulShape): string {
   return `${shape.dtype} ${layout} ${bucket(shape.batch)}x${bucket(shape.m)}x${bucket(shape.n)}x${bucket(shape.k)}`;
 }
 
-/** A kernel's name in reports: "tiled", "blocked 128x64/16", "subgroup-matrix-direct 64x64". */
+/**
+ * A kernel's name in reports: "tiled", "blocked 128x64/16", "subgroup-matrix-direct 64x64",
+ * "subgroup-matrix-direct 128x128 prefetch".
+ */
 export function choiceName(choice: MatmulChoice): string {
   const tile = choice.blockedTile;
   if (tile) return `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}`;
   const direct = choice.directTile;
-  return direct ? `${choice.variant} ${direct}x${direct}` : choice.variant;
+  if (!direct) return choice.variant;
+  return `${choice.variant} ${direct}x${direct}${choice.directPrefetch ? " prefetch" : ""}`;
 }
 
 /** The adapter a table belongs to. */
@@ -169,7 +175,10 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
         where,
         `choice.directTile is ${JSON.stringify(x.directTile)}, not one of ${DIRECT_TILES.join(", ")}`,
       );
-    return { variant, directTile: x.directTile as DirectTile };
+    if (x.directPrefetch !== undefined && typeof x.directPrefetch !== "boolean")
+      throw new KernelTuningFileError(where, "choice.directPrefetch must be true or false");
+    const directTile = x.directTile as DirectTile;
+    return x.directPrefetch ? { variant, directTile, directPrefetch: true } : { variant, directTile };
   }
   if (x.blockedTile === undefined) return { variant };
   const tile = x.blockedTile as BlockedTile;

@@ -385,7 +385,8 @@ export const directFits = (shape: SubgroupMatrixShape, m: number, n: number, k: 
  * storage buffers (the caches share them between the workgroup's subgroups) instead of staging the
  * slices in workgroup memory, so the k-loop is only loads and multiplies. Fragments must not straddle
  * an edge (directFits): a fragment past m or n starts at the last whole one instead, reads real rows,
- * and is not stored. A subgroup computes a (tile/2) x (tile/2) block.
+ * and is not stored. A subgroup computes a (tile/2) x (tile/2) block. `prefetch`: each k-step's loads are
+ * issued one step ahead, in a second set of fragment registers.
  */
 export function subgroupMatrixDirectKernel(
   transA: boolean,
@@ -394,6 +395,7 @@ export function subgroupMatrixDirectKernel(
   lanes: number,
   tile: DirectTile,
   preamble: string,
+  prefetch = false,
 ): string {
   const { m: M, n: N, k: K } = shape;
   const block = tile / 2;
@@ -404,8 +406,37 @@ export function subgroupMatrixDirectKernel(
   const result = `subgroup_matrix_result<f32, ${N}, ${M}>`;
   const range = (n: number) => Array.from({ length: n }, (_, i) => i);
   const pairs = range(fm).flatMap((i) => range(fn).map((j) => [i, j] as const));
-  const aIndex = (row: string) => storedIndex("aBase", "p.lda", row, "kk", transA);
-  const bIndex = (col: string) => storedIndex("bBase", "p.ldb", "kk", col, transB);
+  const aIndex = (row: string, k: string) => storedIndex("aBase", "p.lda", row, k, transA);
+  const bIndex = (col: string, k: string) => storedIndex("bBase", "p.ldb", k, col, transB);
+  // The fragments of k-step `k`, declared as `prefix`l<i> and `prefix`r<j> (`var` when replaced later).
+  const loads = (k: string, declare: "let" | "var", prefix: string, indent = "    ") =>
+    [
+      ...range(fm).map(
+        (i) =>
+          `${declare} ${prefix}l${i} = subgroupMatrixLoad<${left}>(&a, ${aIndex(`row${i}`, k)}, ${transA}, p.lda);`,
+      ),
+      ...range(fn).map(
+        (j) =>
+          `${declare} ${prefix}r${j} = subgroupMatrixLoad<${right}>(&b, ${bIndex(`col${j}`, k)}, ${transB}, p.ldb);`,
+      ),
+    ].join(`\n${indent}`);
+  const multiplies = pairs
+    .map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`)
+    .join("\n    ");
+  // With prefetch the next k-step's fragments are loaded before this step's multiplies, so their memory
+  // latency hides behind them (the last step loads its own again: clamped, and unused).
+  const loop = prefetch
+    ? `${loads("0u", "var", "", "  ")}
+  for (var kk = 0u; kk < p.k; kk += ${K}u) {
+    let kNext = min(kk + ${K}u, p.k - ${K}u);
+    ${loads("kNext", "let", "next")}
+    ${multiplies}
+    ${[...range(fm).map((i) => `l${i} = nextl${i};`), ...range(fn).map((j) => `r${j} = nextr${j};`)].join(" ")}
+  }`
+    : `for (var kk = 0u; kk < p.k; kk += ${K}u) {
+    ${loads("kk", "let", "")}
+    ${multiplies}
+  }`;
   return /* wgsl */ `enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
@@ -428,17 +459,7 @@ fn main(@builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) sgLane: 
     .map((j) => `let col${j} = min(blockCol + ${j * N}u, p.n - ${N}u);`)
     .join("\n  ")}
   ${pairs.map(([i, j]) => `var acc${i}_${j} = ${result}();`).join("\n  ")}
-  for (var kk = 0u; kk < p.k; kk += ${K}u) {
-    ${range(fm)
-      .map((i) => `let l${i} = subgroupMatrixLoad<${left}>(&a, ${aIndex(`row${i}`)}, ${transA}, p.lda);`)
-      .join("\n    ")}
-    ${range(fn)
-      .map((j) => `let r${j} = subgroupMatrixLoad<${right}>(&b, ${bIndex(`col${j}`)}, ${transB}, p.ldb);`)
-      .join("\n    ")}
-    ${pairs
-      .map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`)
-      .join("\n    ")}
-  }
+  ${loop}
   let outBase = p.outBase + batch * p.outBatchStride;
   ${pairs
     .map(

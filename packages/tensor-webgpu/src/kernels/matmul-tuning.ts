@@ -39,8 +39,10 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   if (units) {
     candidates.push({ variant: "subgroup-matrix" });
     if (directFits(units, shape.m, shape.n, shape.k))
-      for (const directTile of DIRECT_TILES)
+      for (const directTile of DIRECT_TILES) {
         candidates.push({ variant: "subgroup-matrix-direct", directTile });
+        candidates.push({ variant: "subgroup-matrix-direct", directTile, directPrefetch: true });
+      }
   }
   return candidates;
 }

@@ -109,6 +109,8 @@ export interface MatmulArgs {
   blockedTile?: BlockedTile;
   /** The "subgroup-matrix-direct" variant's square output tile (default 128). */
   directTile?: DirectTile;
+  /** The "subgroup-matrix-direct" variant loads each k-step's fragments one step ahead (default false). */
+  directPrefetch?: boolean;
   /**
    * Element type of a, b and out (default f32). With "f16" (needs shader-f16) the operands are read as
    * halves and converted, products accumulate in f32, and the result is rounded to f16 once on store.
@@ -638,9 +640,10 @@ function runSubgroupMatrix(ctx: GpuContext, args: MatmulArgs, p: Problem): void 
  * Fragments straight from the operands' buffers. A chunk whose m, n or k is not a whole number of
  * fragments (a tuned choice applies to a whole group of shapes) runs the staged kernel instead.
  */
-function runSubgroupMatrixDirect(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: DirectTile): void {
+function runSubgroupMatrixDirect(ctx: GpuContext, args: MatmulArgs, p: Problem, choice: MatmulChoice): void {
   const shape = matrixUnitsFor(ctx, p, "subgroup-matrix-direct");
-  const tile = chosen ?? DIRECT_TILES[0]!;
+  const tile = choice.directTile ?? DIRECT_TILES[0]!;
+  const prefetch = choice.directPrefetch === true;
   if (!DIRECT_TILES.includes(tile))
     throw new RangeError(
       `matmul: a "subgroup-matrix-direct" tile is one of ${DIRECT_TILES.join(", ")}, got ${tile}`,
@@ -650,11 +653,11 @@ function runSubgroupMatrixDirect(ctx: GpuContext, args: MatmulArgs, p: Problem, 
     return;
   }
   const lanes = ctx.info.subgroupSizes.max;
-  const key = `subgroup-matrix-direct${tile} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
+  const key = `subgroup-matrix-direct${tile}${prefetch ? " prefetch" : ""} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
   const direct = ctx.pipeline(
     `matmul ${key}`,
     source(key, () =>
-      subgroupMatrixDirectKernel(p.transA, p.transB, shape, lanes, tile, gemmPreamble("f16")),
+      subgroupMatrixDirectKernel(p.transA, p.transB, shape, lanes, tile, gemmPreamble("f16"), prefetch),
     ),
   );
   // Chunks split where bindings overflow; the rare ragged one is run staged (its extra workgroups store nothing).
@@ -1099,6 +1102,7 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
       variant: args.variant,
       ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}),
       ...(args.directTile ? { directTile: args.directTile } : {}),
+      ...(args.directPrefetch ? { directPrefetch: true } : {}),
     };
   const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
   return tuned ?? fixedRuleChoice(ctx, args);
@@ -1159,7 +1163,7 @@ export function matmul(ctx: GpuContext, args: MatmulArgs): void {
   else if (variant === "tiled") runTiled(ctx, args, p);
   else if (variant === "blocked") runBlocked(ctx, args, p, choice.blockedTile);
   else if (variant === "subgroup-matrix") runSubgroupMatrix(ctx, args, p);
-  else if (variant === "subgroup-matrix-direct") runSubgroupMatrixDirect(ctx, args, p, choice.directTile);
+  else if (variant === "subgroup-matrix-direct") runSubgroupMatrixDirect(ctx, args, p, choice);
   else if (variant === "matvec") runMatvec(ctx, args, p);
   else runBuffer(ctx, args, p);
 }
