@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -26,12 +26,19 @@ vi.mock("node:fs", async (importOriginal) => {
 const { writeFileAtomic } = await import("../src/node/atomic-write.js");
 
 describe("writeFileAtomic on failure", () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), "ragen-atomic-"));
+    dirs.push(dir);
+    return dir;
+  };
   afterEach(() => {
     failures.writeCode = undefined;
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
   it("removes its temp file, keeps the old content and names the file and the cause on a full disk", () => {
-    const dir = mkdtempSync(join(tmpdir(), "ragen-atomic-"));
+    const dir = tempDir();
     const path = join(dir, "summary.json");
     writeFileSync(path, "old");
     failures.writeCode = "ENOSPC";
@@ -43,7 +50,7 @@ describe("writeFileAtomic on failure", () => {
   });
 
   it("removes its temp file when the rename fails", () => {
-    const dir = mkdtempSync(join(tmpdir(), "ragen-atomic-"));
+    const dir = tempDir();
     const path = join(dir, "taken");
     mkdirSync(join(path, "inside"), { recursive: true });
     expect(() => writeFileAtomic(path, "x")).toThrow(/writing .*taken failed: E[A-Z]+ on /);
