@@ -3,10 +3,10 @@
  * driver rejects, that fails, or whose result a check finds wrong is left out, with the reason), then
  * `rounds` rounds of `repeats` runs each, the candidates' order rotating from round to round so that none
  * always runs first after a pause; a candidate's time is its median round. Candidates far behind after the
- * first round leave the race (OUT_OF_RACE), and long runs are timed once per later round (LONG_RUN_MS). On a GPU with timestamp
- * queries the time is the kernels' own (the kernel profiler); on a software adapter, or without
- * timestamps, it is the wall clock around a wait for the queue, which also counts copies (the profiler
- * times dispatches only).
+ * first round leave the race (OUT_OF_RACE), and long runs are timed once per later round (LONG_RUN_MS).
+ * On a GPU with timestamp queries the time is the kernels' own (the kernel profiler); on a software
+ * adapter, or without timestamps, it is the wall clock around a wait for the queue, which also counts
+ * copies (the profiler times dispatches only).
  */
 import type { GpuContext } from "../gpu/context.js";
 
