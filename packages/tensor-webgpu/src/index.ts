@@ -74,6 +74,8 @@ export {
   tileName,
 } from "./kernels/attention/tile-choices.js";
 export { timeAttentionTiles, tuneAttentionTiles } from "./kernels/attention/tile-tuning.js";
+// Which attention kernels run (tile lists by adapter kind, the texture kernels on software adapters)
+export { attentionTuning } from "./kernels/attention/tiles.js";
 export {
   disableKernelTuning,
   enableKernelTuning,

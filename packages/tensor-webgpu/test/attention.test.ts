@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type AttentionDims, EMPTY_ROW_LSE } from "../src/core/attention.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { KV_GRAD_KERNEL, KV_GRAD_PER_HEAD_KERNEL, Q_GRAD_KERNEL } from "../src/kernels/attention/backward.js";
@@ -9,6 +9,10 @@ import {
   attentionTuning,
   decodeAttention,
 } from "../src/kernels/attention/index.js";
+import {
+  limitTextureRowsForTesting,
+  textureAttentionLanes,
+} from "../src/kernels/attention/texture-staging.js";
 import {
   attentionTileKey,
   attentionTiles,
@@ -203,8 +207,84 @@ describe("attention with other head sizes and tiles", () => {
   });
 });
 
+describe("texture attention kernels (software adapters)", () => {
+  afterEach(() => {
+    attentionTuning.textures = true;
+    limitTextureRowsForTesting();
+  });
+
+  /**
+   * Runs `c` with the tiled kernels and with the texture kernels and expects every output bit for bit
+   * the same: the texture kernels do the same arithmetic in the same order. GPUs (subgroups of 32 lanes)
+   * run only the tiled kernels, so there the case checks just that.
+   */
+  async function expectSameAsTiled(c: Case, seed: number, dispatches?: number): Promise<void> {
+    const ctx = await testContext();
+    const lanes = textureAttentionLanes(ctx, c);
+    if (lanes === undefined) {
+      expect(ctx.info.adapter.isSoftware).toBe(false);
+      return;
+    }
+    const x = inputs(c, seed);
+    attentionTuning.textures = false;
+    const tiled = await runGpu(ctx, c, x);
+    attentionTuning.textures = true;
+    const before = ctx.stats.dispatches;
+    const texture = await runGpu(ctx, c, x);
+    if (dispatches !== undefined) expect(ctx.stats.dispatches - before).toBe(dispatches);
+    for (const key of Object.keys(tiled) as (keyof Results)[]) {
+      const same = Buffer.from(texture[key].buffer).equals(Buffer.from(tiled[key].buffer));
+      expect(same, `${key} differs from the tiled kernel's`).toBe(true);
+    }
+  }
+
+  it("compute what the tiled kernels compute, bit for bit (GQA, kvStart, rows that see no key)", () =>
+    expectSameAsTiled({ ...small, headDim: 32, batch: 3, seqLen: 70, kvLen: 70, kvStart: [0, 9, 70] }, 1));
+  it("bit for bit on rows whose buffers a copy cannot take (headDim 16: K rows of 128 bytes, repacked)", () =>
+    expectSameAsTiled({ ...small, batch: 2, seqLen: 33, kvLen: 33 }, 2));
+  it("bit for bit on a prefill continuation (7 rows after 40 cached, kvCapacity 64) and non-causal", async () => {
+    await expectSameAsTiled({ ...small, headDim: 32, seqLen: 7, kvLen: 47, kvCapacity: 64 }, 3);
+    await expectSameAsTiled({ ...small, headDim: 32, seqLen: 20, kvLen: 45, causal: false }, 4);
+  });
+  it("bit for bit on Qwen2.5-0.5B's heads (14/2 x 64)", () =>
+    expectSameAsTiled({ ...qwen, batch: 2, seqLen: 45, kvLen: 45, kvStart: [0, 3] }, 5));
+  it("split a batch taller than a texture into chunks of whole sequences", async () => {
+    // 33-row sequences in textures of 70 rows: chunks of 2 + 1 sequences, one dispatch each per kernel
+    // (forward; stats, dK/dV and dQ).
+    limitTextureRowsForTesting(70);
+    await expectSameAsTiled(
+      { ...small, headDim: 32, batch: 3, seqLen: 33, kvLen: 33, kvStart: [0, 4, 8] },
+      6,
+      2 + 1 + 2 + 2,
+    );
+  });
+  it("leave to the tiled kernels what they cannot take", async () => {
+    const ctx = await testContext();
+    if (textureAttentionLanes(ctx, { ...qwen, batch: 1, seqLen: 8, kvLen: 8 }) === undefined) {
+      expect(ctx.info.adapter.isSoftware).toBe(false);
+      return;
+    }
+    // headDim 128: accumulators per lane beyond what lavapipe's JIT handles quickly.
+    expect(
+      textureAttentionLanes(ctx, { ...qwen, headDim: 128, batch: 1, seqLen: 8, kvLen: 8 }),
+    ).toBeUndefined();
+    // A sequence taller than a texture.
+    limitTextureRowsForTesting(16);
+    expect(textureAttentionLanes(ctx, { ...qwen, batch: 1, seqLen: 17, kvLen: 17 })).toBeUndefined();
+    attentionTuning.textures = false;
+    expect(textureAttentionLanes(ctx, { ...qwen, batch: 1, seqLen: 8, kvLen: 8 })).toBeUndefined();
+  });
+});
+
 describe("attention tiles measured per adapter", () => {
-  afterEach(async () => disableAttentionTuning(await testContext()));
+  // Tiles belong to the tiled kernels: on software adapters the texture kernels would run instead.
+  beforeEach(() => {
+    attentionTuning.textures = false;
+  });
+  afterEach(async () => {
+    attentionTuning.textures = true;
+    disableAttentionTuning(await testContext());
+  });
   const kernels = [FORWARD_KERNEL, KV_GRAD_KERNEL, Q_GRAD_KERNEL];
   // headDim 16: every tile fits in 32 KiB of workgroup memory (lavapipe's), so every one runs here.
   const c: Case = { ...small, batch: 2, seqLen: 70, kvLen: 70, kvStart: [0, 9] };

@@ -75,6 +75,7 @@ import {
   subgroupMatrixDirectKernel,
   subgroupMatrixKernel,
 } from "./matmul-gpu.js";
+import { textureLanes } from "./texture-lanes.js";
 import { wgslCache } from "./wgsl/code-cache.js";
 
 export type { MatmulVariant } from "./matmul-choices.js";
@@ -789,21 +790,6 @@ ${body.join("\n")}
     }
   }
 }`;
-}
-
-/** Subgroup size the texture variant is generated for, or undefined when it cannot run here. */
-function textureLanes(ctx: GpuContext): number | undefined {
-  if (!ctx.info.features.subgroups) return undefined;
-  const info = (ctx.device as { adapterInfo?: { subgroupMinSize?: number } }).adapterInfo;
-  let lanes = info?.subgroupMinSize;
-  if (!lanes) {
-    // Older implementations: lavapipe names its SIMD width ("llvmpipe ... 256-bits"), 32-bit lanes.
-    const bits = /(\d+)-bits/.exec(ctx.info.adapter.device)?.[1];
-    lanes = bits && /llvmpipe/i.test(ctx.info.adapter.device) ? Number(bits) / 32 : undefined;
-  }
-  // Made for software adapters' narrow SIMD: on a 32-lane GPU (H100) it ran 4x slower than "tiled", and
-  // its 16 x 4L tiles outgrow small textures.
-  return lanes && lanes >= 4 && lanes <= 16 && (lanes & (lanes - 1)) === 0 ? lanes : undefined;
 }
 
 const roundUp = (x: number, multiple: number) => Math.ceil(x / multiple) * multiple;

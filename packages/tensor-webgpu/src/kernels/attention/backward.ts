@@ -17,6 +17,9 @@
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
 import { checkHeadDim, conflictFreeStride, each, roundUp } from "./shared.js";
+import { textureKvGradCode, textureKvGradKeys, textureQGradCode } from "./texture-backward.js";
+import { TEXTURE_ROWS } from "./texture-forward.js";
+import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
 import {
   commonWgsl,
   HAS_KV_START,
@@ -390,6 +393,55 @@ export const Q_GRAD_KERNEL: TiledKernel = {
   code: qGradCode,
 };
 
+/** dK/dV and dQ by the texture kernels (software adapters): Q, K, V and dOut staged once per chunk each. */
+function textureBackward(
+  ctx: GpuContext,
+  args: AttentionBackwardArgs,
+  lanes: number,
+  flags: number,
+  stats: GPUBuffer,
+): void {
+  const kvRows = args.kvCapacity ?? args.kvLen;
+  const sources = [
+    { buffer: args.q, rows: args.seqLen, heads: args.numHeads },
+    { buffer: args.k, rows: kvRows, heads: args.numKvHeads },
+    { buffer: args.v, rows: kvRows, heads: args.numKvHeads },
+    { buffer: args.dOut, rows: args.seqLen, heads: args.numHeads },
+  ];
+  const kvStart = args.kvStart ?? args.q;
+  const keys = textureKvGradKeys(lanes);
+  dispatchTextureAttention(
+    ctx,
+    {
+      name: "backward dK/dV",
+      key: "dkdv-texture",
+      lanes,
+      code: (l, d4) => textureKvGradCode(l, d4, keys),
+      tile: { bq: 4 * lanes, bk: keys },
+    },
+    args,
+    flags,
+    sources,
+    [stats, kvStart, args.dK, args.dV],
+    [Math.ceil(args.kvLen / keys), args.numKvHeads],
+  );
+  dispatchTextureAttention(
+    ctx,
+    {
+      name: "backward dQ",
+      key: "dq-texture",
+      lanes,
+      code: (l, d4) => textureQGradCode(l, d4, TEXTURE_ROWS),
+      tile: { bq: TEXTURE_ROWS, bk: 4 * lanes },
+    },
+    args,
+    flags,
+    sources,
+    [stats, kvStart, args.dQ],
+    [Math.ceil(args.seqLen / TEXTURE_ROWS), args.numHeads],
+  );
+}
+
 /**
  * Gradients of attentionForward: dQ (like q), dK and dV ([batch, kvLen, numKvHeads, headDim], summed over
  * each KV head's query heads), all written, not accumulated. `out` and `lse` are the forward's outputs for
@@ -410,7 +462,10 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
   const flags = args.kvStart ? HAS_KV_START : 0;
   const inputs = [args.q, args.k, args.v, args.dOut, stats, args.kvStart ?? args.q];
   const group = numHeads / numKvHeads;
-  if (group > 1 && tileProfile(ctx) === "hardware") {
+  const lanes = textureAttentionLanes(ctx, args);
+  if (lanes !== undefined) {
+    textureBackward(ctx, args, lanes, flags, stats);
+  } else if (group > 1 && tileProfile(ctx) === "hardware") {
     // Each query head's share of dK/dV, then their sum per KV head (KV_GRAD_PER_HEAD_KERNEL).
     const shareBytes = batch * kvLen * numHeads * headDim * 4;
     const dKShares = ctx.pool.acquire(shareBytes, "attention dK shares");
@@ -436,11 +491,13 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
       batch,
     ]);
   }
-  recordTiled(ctx, Q_GRAD_KERNEL, args, flags, [...inputs, args.dQ], (tile) => [
-    Math.ceil(seqLen / tile.bq),
-    numHeads,
-    batch,
-  ]);
+  if (lanes === undefined) {
+    recordTiled(ctx, Q_GRAD_KERNEL, args, flags, [...inputs, args.dQ], (tile) => [
+      Math.ceil(seqLen / tile.bq),
+      numHeads,
+      batch,
+    ]);
+  }
   // Safe to release while the dispatches are pending: later users of the buffer are ordered after them.
   ctx.pool.release(stats);
 }

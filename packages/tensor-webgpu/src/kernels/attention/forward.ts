@@ -10,6 +10,8 @@
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { checkHeadDim, conflictFreeStride, EMPTY_LSE, each, MASKED, roundUp } from "./shared.js";
+import { TEXTURE_ROWS, textureForwardCode, textureForwardTile } from "./texture-forward.js";
+import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
 import {
   commonWgsl,
   HAS_KV_START,
@@ -204,6 +206,30 @@ export function attentionForward(ctx: GpuContext, args: AttentionForwardArgs): v
   checkAttentionDims(args);
   checkHeadDim(args.headDim);
   const flags = (args.kvStart ? HAS_KV_START : 0) | (args.lse ? WRITE_LSE : 0);
+  const lanes = textureAttentionLanes(ctx, args);
+  if (lanes !== undefined) {
+    const kvRows = args.kvCapacity ?? args.kvLen;
+    dispatchTextureAttention(
+      ctx,
+      {
+        name: "forward",
+        key: "forward-texture",
+        lanes,
+        code: textureForwardCode,
+        tile: textureForwardTile(lanes),
+      },
+      args,
+      flags,
+      [
+        { buffer: args.q, rows: args.seqLen, heads: args.numHeads },
+        { buffer: args.k, rows: kvRows, heads: args.numKvHeads },
+        { buffer: args.v, rows: kvRows, heads: args.numKvHeads },
+      ],
+      [args.out, args.lse ?? scratchBuffer(ctx), args.kvStart ?? args.q],
+      [Math.ceil(args.seqLen / TEXTURE_ROWS), args.numHeads],
+    );
+    return;
+  }
   recordTiled(
     ctx,
     FORWARD_KERNEL,

@@ -23,10 +23,15 @@ import { attentionTiles, type Tile, type TileChoices, type TiledKernel } from ".
 export type { Tile, TileChoices, TiledKernel } from "./tile-choices.js";
 
 /**
- * Which tile lists to use: "auto" picks by adapter (software adapters such as lavapipe get larger
- * per-thread tiles). Tests and benchmarks may force one, to exercise or compare both on one machine.
+ * Which kernels to use. `profile`: "auto" picks the tile lists by adapter (software adapters such as
+ * lavapipe get larger per-thread tiles). `textures`: on the software profile, the texture kernels
+ * (texture-*.ts) run instead of the tiled ones wherever they apply. Tests and benchmarks may force
+ * either, to exercise or compare the kernels on one machine.
  */
-export const attentionTuning: { profile: "auto" | "hardware" | "software" } = { profile: "auto" };
+export const attentionTuning: { profile: "auto" | "hardware" | "software"; textures: boolean } = {
+  profile: "auto",
+  textures: true,
+};
 
 /**
  * The hardware list, the same behind a software-only first choice, and tiles only tuning tries (larger
@@ -81,6 +86,8 @@ struct Params {
   // fully unroll the loops (seconds more JIT time per shader for no speed).
   d4: u32, tileRows: u32, tileKeys: u32,
   scale: f32,
+  // The first sequence of this dispatch (the texture kernels run a batch in chunks; 0 for the others).
+  batch0: u32,
 }
 @group(0) @binding(${kvStartBinding}) var<storage, read> kvStart: array<i32>;
 
@@ -113,7 +120,12 @@ fn firstRowSeeing(key: u32) -> u32 {
 }
 
 /** The Params block of commonWgsl. */
-function attentionParams(dims: AttentionDims, flags: number, tile: Tile): Uint32Array {
+export function attentionParams(
+  dims: AttentionDims,
+  flags: number,
+  tile: { bq: number; bk: number },
+  batch0 = 0,
+): Uint32Array {
   return uniforms(
     dims.seqLen,
     dims.kvLen,
@@ -127,6 +139,7 @@ function attentionParams(dims: AttentionDims, flags: number, tile: Tile): Uint32
     tile.bq,
     tile.bk,
     f32Bits(resolveScale(dims)),
+    batch0,
   );
 }
 

@@ -1,0 +1,129 @@
+/**
+ * Where the software attention kernels (texture-forward.ts, texture-backward.ts) run, and how their
+ * operands get into textures: each q-like or k-like tensor ([batch, rows, heads, headDim], rows of
+ * heads·headDim/4 texels) is copied into an rgba32float scratch texture, a chunk of whole sequences at a
+ * time when the batch is taller than the device's texture limit, and each chunk is one dispatch.
+ */
+import type { AttentionDims } from "../../core/attention.js";
+import { type GpuContext, grid, type Resource } from "../../gpu/context.js";
+import { textureLanes } from "../texture-lanes.js";
+import { cachedCode } from "./shared.js";
+import { attentionParams, attentionTuning, tileProfile } from "./tiles.js";
+
+/**
+ * Output vec4 columns per lane at most (headDim ≤ 64 with 8 lanes): beyond that the per-lane
+ * accumulators outgrow what lavapipe's JIT handles quickly, and the tiled kernels run instead.
+ */
+const MAX_COLUMNS_PER_LANE = 2;
+
+let testTextureRows: number | undefined;
+
+/** Pretend the device's textures hold at most `rows` rows (to test chunking on small problems); no argument restores it. */
+export function limitTextureRowsForTesting(rows?: number): void {
+  testTextureRows = rows;
+}
+
+/** Texture rows the device allows (or the test limit). */
+function maxTextureRows(ctx: GpuContext): number {
+  return Math.min(ctx.device.limits.maxTextureDimension2D, testTextureRows ?? Number.POSITIVE_INFINITY);
+}
+
+/** The subgroup width the texture kernels run with for `dims` on this context, or undefined (tiled kernels). */
+export function textureAttentionLanes(ctx: GpuContext, dims: AttentionDims): number | undefined {
+  if (!attentionTuning.textures || tileProfile(ctx) !== "software") return undefined;
+  const lanes = textureLanes(ctx);
+  if (lanes === undefined || ctx.device.limits.maxStorageTexturesPerShaderStage < 4) return undefined;
+  const d4 = dims.headDim / 4;
+  const rows = Math.max(dims.seqLen, dims.kvCapacity ?? dims.kvLen);
+  const fits = rows <= maxTextureRows(ctx) && dims.numHeads * d4 <= ctx.device.limits.maxTextureDimension2D;
+  return fits && Math.ceil(d4 / lanes) <= MAX_COLUMNS_PER_LANE ? lanes : undefined;
+}
+
+/** A tensor staged as a texture: `rows` rows per sequence of `heads` heads. */
+export interface TextureSource {
+  buffer: GPUBuffer;
+  rows: number;
+  heads: number;
+}
+
+const COPY_SRC = 0x4;
+
+/** Copies flat vec4s into a texture `width` texels wide: for sources whose rows a buffer copy cannot take. */
+const REPACK_CODE = /* wgsl */ `
+struct Params { width: u32, texels: u32, base: u32 }
+@group(0) @binding(0) var<storage, read> src: array<vec4f>;
+@group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
+  let t = id.x + id.y * groups.x * 64u;
+  if (t >= params.texels) { return; }
+  textureStore(dst, vec2u(t % params.width, t / params.width), src[params.base + t]);
+}`;
+
+/** Records the copy of sequences [b0, b0 + count) of `source` into a scratch texture, and returns it. */
+function stage(ctx: GpuContext, source: TextureSource, headDim: number, b0: number, count: number) {
+  const width = (source.heads * headDim) / 4;
+  const height = count * source.rows;
+  const texture = ctx.textures.acquire("rgba32float", width, height, "attention operand");
+  const firstTexel = b0 * source.rows * width;
+  const bytesPerRow = width * 16;
+  if ((source.buffer.usage & COPY_SRC) !== 0 && bytesPerRow % 256 === 0) {
+    ctx.copyToTexture(
+      { buffer: source.buffer, offset: firstTexel * 16, bytesPerRow },
+      texture.texture,
+      { x: 0, y: 0 },
+      [width, height],
+    );
+  } else {
+    const texels = width * height;
+    ctx.dispatch(
+      ctx.pipeline("attention repack", REPACK_CODE),
+      [source.buffer, { textureView: texture.view }],
+      new Uint32Array([width, texels, firstTexel]),
+      grid(Math.ceil(texels / 64)),
+    );
+  }
+  return texture;
+}
+
+/**
+ * Records a texture kernel over the whole batch: per chunk of sequences, stages `sources` (bindings
+ * 0..n-1) and dispatches with `buffers` after them and the Params block last. `code(lanes, d4)` is
+ * generated once per process under `key`; `workgroups` gives x and y (z is the chunk's sequences).
+ */
+export function dispatchTextureAttention(
+  ctx: GpuContext,
+  kernel: {
+    name: string;
+    key: string;
+    lanes: number;
+    code: (lanes: number, d4: number) => string;
+    tile: { bq: number; bk: number };
+  },
+  dims: AttentionDims,
+  flags: number,
+  sources: TextureSource[],
+  buffers: Resource[],
+  workgroups: [number, number],
+): void {
+  const { lanes } = kernel;
+  const d4 = dims.headDim / 4;
+  const code = cachedCode(`${kernel.key}:${lanes}:${d4}`, () => kernel.code(lanes, d4));
+  const pipeline = ctx.pipeline(`attention ${kernel.name} (texture, headDim ${dims.headDim})`, code);
+  const tallest = Math.max(...sources.map((s) => s.rows));
+  const perChunk = Math.floor(maxTextureRows(ctx) / tallest);
+  for (let b0 = 0; b0 < dims.batch; b0 += perChunk) {
+    const count = Math.min(perChunk, dims.batch - b0);
+    const textures = sources.map((source) => stage(ctx, source, dims.headDim, b0, count));
+    ctx.dispatch(
+      pipeline,
+      [...textures.map((t) => ({ textureView: t.view })), ...buffers],
+      attentionParams(dims, flags, kernel.tile, b0),
+      [workgroups[0], workgroups[1], count],
+    );
+    // Later commands may reuse them; the dispatch above is recorded first.
+    for (const texture of textures) ctx.textures.release(texture);
+  }
+}
