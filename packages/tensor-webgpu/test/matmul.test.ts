@@ -445,7 +445,49 @@ describe("matmul, all variants", () => {
       );
       expect(matmulVariant(ctx, args(8, 8, 8))).toBe("buffer");
       expect(matmulVariant(ctx, args(1, 896, 896))).toBe("buffer"); // one token: the 16-row tile would idle
+      // Decoding x · Wᵀ, a batch of sequences: texture from 16 rows (8 with 256 columns) when rows are
+      // whole 256 bytes, from 32 rows otherwise.
+      const decode = (m: number, n: number, k: number) =>
+        matmulVariant(ctx, { ...args(m, n, k), transB: true });
+      const texture = textureVariantAvailable(ctx) ? "texture" : "buffer";
+      expect([decode(16, 128, 128), decode(8, 873, 128), decode(32, 128, 344)]).toEqual([
+        texture,
+        texture,
+        texture,
+      ]);
+      expect([decode(8, 128, 128), decode(16, 128, 344), decode(4, 873, 128)]).toEqual([
+        "buffer",
+        "buffer",
+        "buffer",
+      ]);
+      expect(decode(16, 128, 1344)).toBe(texture); // the size rule
+      expect(decode(16, 64, 1344)).toBe("buffer"); // k beyond one chunk: not the same sums
     }
     ctx.pool.release(buffer);
+  });
+
+  it("decoding's products come out the same bits from the texture and buffer variants (k in one chunk)", async () => {
+    const ctx = await testContext();
+    if (!textureVariantAvailable(ctx)) return;
+    for (const [m, n, k] of [
+      [16, 344, 128],
+      [32, 128, 344],
+      [8, 873, 128],
+    ] as const) {
+      const a = ctx.upload(randomArray(m * k, m));
+      const b = ctx.upload(randomArray(n * k, n));
+      const bias = ctx.upload(randomArray(n, k));
+      const results: Float32Array[] = [];
+      for (const variant of ["buffer", "texture"] as const) {
+        const out = ctx.pool.acquire(m * n * 4);
+        matmul(ctx, { a, b, out, bias, batch: 1, m, n, k, transB: true, variant });
+        results.push(new Float32Array(await ctx.read(out, m * n * 4)));
+        ctx.pool.release(out);
+      }
+      expect(Buffer.from(results[1]!.buffer).equals(Buffer.from(results[0]!.buffer)), `${m}x${n}x${k}`).toBe(
+        true,
+      );
+      for (const buffer of [a, b, bias]) ctx.pool.release(buffer);
+    }
   });
 });
