@@ -50,12 +50,17 @@ describe.skipIf(skipWithoutChromium)("in a browser (headless Chromium, navigator
         scale: number;
         adapter: { isSoftware: boolean };
         features: { shaderF16: boolean };
+        attention: { worst: number; scale: number; textureKernels: boolean };
       };
       expect(result.error).toBeUndefined();
       expect(result.scale).toBeGreaterThan(1e-3);
       expect(result.worst).toBeLessThan(1e-4);
       expect(result.lossError).toBeLessThan(1e-5);
       expect(result.adapter.isSoftware).toBe(true);
+      // Attention's gradients (the texture kernels where the browser's subgroups allow them, else tiled).
+      console.info(`browser attention: ${result.attention.textureKernels ? "texture" : "tiled"} kernels`);
+      expect(result.attention.scale).toBeGreaterThan(1e-3);
+      expect(result.attention.worst).toBeLessThan(1e-4);
     } finally {
       await browser.close();
     }
