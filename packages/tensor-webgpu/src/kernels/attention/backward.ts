@@ -10,6 +10,7 @@
  *     On GPUs, with grouped-query heads, one workgroup per query head instead, and a sum over each group.
  *  3. dQ: one workgroup per (query block, head, sequence) recomputes P and dS per visible KV block and
  *     accumulates dQ += dS·K.
+ * On software adapters the texture kernels (texture-backward.ts) take steps 2 and 3, with the same results.
  * Both gradient kernels bind the same inputs, stage query and key blocks the same way and share the
  * score phase (P and dS of a tile); they differ in which block stays and what they accumulate.
  */
@@ -393,7 +394,7 @@ export const Q_GRAD_KERNEL: TiledKernel = {
   code: qGradCode,
 };
 
-/** dK/dV and dQ by the texture kernels (software adapters): Q, K, V and dOut staged once per chunk each. */
+/** dK/dV and dQ by the texture kernels (software adapters); each stages Q, K, V and dOut for its chunks. */
 function textureBackward(
   ctx: GpuContext,
   args: AttentionBackwardArgs,
