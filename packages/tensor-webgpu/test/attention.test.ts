@@ -218,7 +218,11 @@ describe("texture attention kernels (software adapters)", () => {
    * the same: the texture kernels do the same arithmetic in the same order. GPUs (subgroups of 32 lanes)
    * run only the tiled kernels, so there the case checks just that.
    */
-  async function expectSameAsTiled(c: Case, seed: number, dispatches?: number): Promise<void> {
+  async function expectSameAsTiled(
+    c: Case,
+    seed: number,
+    counts?: { dispatches: number; textureCopies: number },
+  ): Promise<void> {
     const ctx = await testContext();
     const lanes = textureAttentionLanes(ctx, c);
     if (lanes === undefined) {
@@ -229,9 +233,12 @@ describe("texture attention kernels (software adapters)", () => {
     attentionTuning.textures = false;
     const tiled = await runGpu(ctx, c, x);
     attentionTuning.textures = true;
-    const before = ctx.stats.dispatches;
+    const before = { ...ctx.stats };
     const texture = await runGpu(ctx, c, x);
-    if (dispatches !== undefined) expect(ctx.stats.dispatches - before).toBe(dispatches);
+    if (counts) {
+      expect(ctx.stats.dispatches - before.dispatches).toBe(counts.dispatches);
+      expect(ctx.stats.textureCopies - before.textureCopies).toBe(counts.textureCopies);
+    }
     for (const key of Object.keys(tiled) as (keyof Results)[]) {
       const same = Buffer.from(texture[key].buffer).equals(Buffer.from(tiled[key].buffer));
       expect(same, `${key} differs from the tiled kernel's`).toBe(true);
@@ -250,12 +257,12 @@ describe("texture attention kernels (software adapters)", () => {
     expectSameAsTiled({ ...qwen, batch: 2, seqLen: 45, kvLen: 45, kvStart: [0, 3] }, 5));
   it("split a batch taller than a texture into chunks of whole sequences", async () => {
     // 33-row sequences in textures of 70 rows: chunks of 2 + 1 sequences, one dispatch each per kernel
-    // (forward; stats, dK/dV and dQ).
+    // (forward; stats, dK/dV and dQ), and each chunk's operands copied once (Q, K, V; Q, K, V, dOut).
     limitTextureRowsForTesting(70);
     await expectSameAsTiled(
       { ...small, headDim: 32, batch: 3, seqLen: 33, kvLen: 33, kvStart: [0, 4, 8] },
       6,
-      2 + 1 + 2 + 2,
+      { dispatches: 2 + 1 + 2 + 2, textureCopies: 2 * 3 + 2 * 4 },
     );
   });
   it("leave to the tiled kernels what they cannot take", async () => {

@@ -394,7 +394,7 @@ export const Q_GRAD_KERNEL: TiledKernel = {
   code: qGradCode,
 };
 
-/** dK/dV and dQ by the texture kernels (software adapters); each stages Q, K, V and dOut for its chunks. */
+/** dK/dV and dQ by the texture kernels (software adapters), on Q, K, V and dOut staged once per chunk. */
 function textureBackward(
   ctx: GpuContext,
   args: AttentionBackwardArgs,
@@ -411,36 +411,24 @@ function textureBackward(
   ];
   const kvStart = args.kvStart ?? args.q;
   const keys = textureKvGradKeys(lanes);
-  dispatchTextureAttention(
-    ctx,
+  dispatchTextureAttention(ctx, args, flags, lanes, sources, [
     {
       name: "backward dK/dV",
       key: "dkdv-texture",
-      lanes,
       code: (l, d4) => textureKvGradCode(l, d4, keys),
       tile: { bq: 4 * lanes, bk: keys },
+      buffers: [stats, kvStart, args.dK, args.dV],
+      workgroups: [Math.ceil(args.kvLen / keys), args.numKvHeads],
     },
-    args,
-    flags,
-    sources,
-    [stats, kvStart, args.dK, args.dV],
-    [Math.ceil(args.kvLen / keys), args.numKvHeads],
-  );
-  dispatchTextureAttention(
-    ctx,
     {
       name: "backward dQ",
       key: "dq-texture",
-      lanes,
       code: (l, d4) => textureQGradCode(l, d4, TEXTURE_ROWS),
       tile: { bq: TEXTURE_ROWS, bk: 4 * lanes },
+      buffers: [stats, kvStart, args.dQ],
+      workgroups: [Math.ceil(args.seqLen / TEXTURE_ROWS), args.numHeads],
     },
-    args,
-    flags,
-    sources,
-    [stats, kvStart, args.dQ],
-    [Math.ceil(args.seqLen / TEXTURE_ROWS), args.numHeads],
-  );
+  ]);
 }
 
 /**

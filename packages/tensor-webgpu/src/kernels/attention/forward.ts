@@ -211,22 +211,24 @@ export function attentionForward(ctx: GpuContext, args: AttentionForwardArgs): v
     const kvRows = args.kvCapacity ?? args.kvLen;
     dispatchTextureAttention(
       ctx,
-      {
-        name: "forward",
-        key: "forward-texture",
-        lanes,
-        code: textureForwardCode,
-        tile: textureForwardTile(lanes),
-      },
       args,
       flags,
+      lanes,
       [
         { buffer: args.q, rows: args.seqLen, heads: args.numHeads },
         { buffer: args.k, rows: kvRows, heads: args.numKvHeads },
         { buffer: args.v, rows: kvRows, heads: args.numKvHeads },
       ],
-      [args.out, args.lse ?? scratchBuffer(ctx), args.kvStart ?? args.q],
-      [Math.ceil(args.seqLen / TEXTURE_ROWS), args.numHeads],
+      [
+        {
+          name: "forward",
+          key: "forward-texture",
+          code: textureForwardCode,
+          tile: textureForwardTile(lanes),
+          buffers: [args.out, args.lse ?? scratchBuffer(ctx), args.kvStart ?? args.q],
+          workgroups: [Math.ceil(args.seqLen / TEXTURE_ROWS), args.numHeads],
+        },
+      ],
     );
     return;
   }

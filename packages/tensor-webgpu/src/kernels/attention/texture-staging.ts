@@ -88,42 +88,52 @@ function stage(ctx: GpuContext, source: TextureSource, headDim: number, b0: numb
   return texture;
 }
 
+/** One texture kernel's dispatch: its WGSL (generated once per process under `key`), its storage bindings and grid. */
+export interface TexturePass {
+  name: string;
+  key: string;
+  code: (lanes: number, d4: number) => string;
+  /** The block sizes, for the Params block's tileRows and tileKeys. */
+  tile: { bq: number; bk: number };
+  /** Bound after the staged textures; the Params block follows them. */
+  buffers: Resource[];
+  /** x and y of the grid (z is the chunk's sequences). */
+  workgroups: [number, number];
+}
+
 /**
- * Records a texture kernel over the whole batch: per chunk of sequences, stages `sources` (bindings
- * 0..n-1) and dispatches with `buffers` after them and the Params block last. `code(lanes, d4)` is
- * generated once per process under `key`; `workgroups` gives x and y (z is the chunk's sequences).
+ * Records texture kernels over the whole batch: per chunk of sequences, stages `sources` once (bindings
+ * 0..n-1 of every pass) and dispatches each pass in order.
  */
 export function dispatchTextureAttention(
   ctx: GpuContext,
-  kernel: {
-    name: string;
-    key: string;
-    lanes: number;
-    code: (lanes: number, d4: number) => string;
-    tile: { bq: number; bk: number };
-  },
   dims: AttentionDims,
   flags: number,
+  lanes: number,
   sources: TextureSource[],
-  buffers: Resource[],
-  workgroups: [number, number],
+  passes: TexturePass[],
 ): void {
-  const { lanes } = kernel;
   const d4 = dims.headDim / 4;
-  const code = cachedCode(`${kernel.key}:${lanes}:${d4}`, () => kernel.code(lanes, d4));
-  const pipeline = ctx.pipeline(`attention ${kernel.name} (texture, headDim ${dims.headDim})`, code);
+  const pipelines = passes.map((pass) =>
+    ctx.pipeline(
+      `attention ${pass.name} (texture, headDim ${dims.headDim})`,
+      cachedCode(`${pass.key}:${lanes}:${d4}`, () => pass.code(lanes, d4)),
+    ),
+  );
   const tallest = Math.max(...sources.map((s) => s.rows));
   const perChunk = Math.floor(maxTextureRows(ctx) / tallest);
   for (let b0 = 0; b0 < dims.batch; b0 += perChunk) {
     const count = Math.min(perChunk, dims.batch - b0);
     const textures = sources.map((source) => stage(ctx, source, dims.headDim, b0, count));
-    ctx.dispatch(
-      pipeline,
-      [...textures.map((t) => ({ textureView: t.view })), ...buffers],
-      attentionParams(dims, flags, kernel.tile, b0),
-      [workgroups[0], workgroups[1], count],
-    );
-    // Later commands may reuse them; the dispatch above is recorded first.
+    const views = textures.map((t) => ({ textureView: t.view }));
+    for (const [i, pass] of passes.entries()) {
+      ctx.dispatch(pipelines[i]!, [...views, ...pass.buffers], attentionParams(dims, flags, pass.tile, b0), [
+        pass.workgroups[0],
+        pass.workgroups[1],
+        count,
+      ]);
+    }
+    // Later commands may reuse them; the dispatches above are recorded first.
     for (const texture of textures) ctx.textures.release(texture);
   }
 }
