@@ -60,13 +60,16 @@ function product(a: Tensor, b: Tensor, options: MatmulOptions, epilogue: Epilogu
     throw new ShapeError(`matmul: batch dimensions of ${a.describe()} and ${b.describe()} differ`);
   }
   const out = emptyTensor(backend, [...batchDims, m, n], dtype);
+  // A shared B with a stored [..., m, k] is one product of batch · m rows (the same layout in memory):
+  // decoding's x · Wᵀ of B sequences, one token each, reads W once for all B rows, not once per row.
+  const rows = sharedB && !transA;
   backend.matmul({
     dtype,
     a: a.buffer,
     b: b.buffer,
     out: out.buffer,
-    batch,
-    m,
+    batch: rows ? 1 : batch,
+    m: rows ? batch * m : m,
     n,
     k,
     transA,
