@@ -1,4 +1,4 @@
-import { type Backend, noGrad, webGpuBackend } from "@ragen/tensor-webgpu";
+import { type Backend, noGrad, type WebGpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { generate } from "../src/model/generate.js";
 import { NormalSampler } from "../src/model/init.js";
@@ -118,6 +118,33 @@ describe("generate", () => {
         expect(Math.abs(out[b]!.logProbs[t]! - expected.logProb)).toBeLessThan(1e-4);
       }
     }
+  });
+
+  it("records each step from the device's tokens before reading the previous step's, and frees every step", async () => {
+    const ctx = (gpu as WebGpuBackend).ctx;
+    const prompts = [Int32Array.from([3, 7]), Int32Array.from([9, 1, 4])];
+    const greedy = await generate(model, prompts, { maxNewTokens: 6, temperature: 0 });
+    await ctx.sync();
+    const inUse = ctx.pool.stats.inUseBytes;
+    const embeddings = vi.spyOn(gpu, "embedding");
+    const recordedAt: number[] = [];
+    // Both rows stop at their second token: the step recorded after that is dropped.
+    const stopTokenIds = greedy.map((g) => g.tokens[1]!);
+    const out = await generate(model, prompts, {
+      maxNewTokens: 6,
+      temperature: 0,
+      stopTokenIds,
+      onStep: () => recordedAt.push(embeddings.mock.calls.length),
+    });
+    embeddings.mockRestore();
+    // At the first token the prefill and the next step had been recorded, not only the prefill.
+    expect(recordedAt[0]).toBe(2);
+    for (const [b, g] of out.entries()) {
+      const firstStop = Array.from(greedy[b]!.tokens).findIndex((t) => stopTokenIds.includes(t));
+      expect(Array.from(g.tokens)).toEqual(Array.from(greedy[b]!.tokens.slice(0, firstStop + 1)));
+    }
+    await ctx.sync();
+    expect(ctx.pool.stats.inUseBytes).toBe(inUse);
   });
 
   it("samples top-k and top-p on the CPU", async () => {

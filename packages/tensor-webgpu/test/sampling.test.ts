@@ -4,7 +4,8 @@ import { createWebGpuBackend } from "../src/backends/webgpu.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { limitBindingsForTesting } from "../src/kernels/binding-windows.js";
 import { sampleRows as sampleRowsKernel } from "../src/kernels/sampling.js";
-import { sampleRows } from "../src/ops/sampling.js";
+import { embedding } from "../src/ops/nn.js";
+import { sampleRows, sampleRowsOnDevice } from "../src/ops/sampling.js";
 import { sampleRowsRef } from "../src/reference/sampling.js";
 import { tensor } from "../src/runtime.js";
 import { randomArray, testContext } from "./helpers.js";
@@ -294,6 +295,29 @@ describe("sampleRows op", () => {
       expect(Math.abs(got.logProbs[b]! - expected.logProbs[b]!)).toBeLessThan(1e-4);
     }
     expect(compared).toBeGreaterThanOrEqual(batch - 1);
+  });
+
+  it("keeps the tokens on the device for the next step's embedding, the same rows as the read tokens give", async () => {
+    const gpu = createWebGpuBackend(await testContext());
+    const [batch, vocab, dim] = [5, 37, 12];
+    const logits = tensor(randomArray(batch * vocab, 43, 2), [batch, 1, vocab], { backend: gpu });
+    const uniforms = randomUniforms(batch, 44);
+    const table = tensor(randomArray(vocab * dim, 45), [vocab, dim], { backend: gpu });
+    const sampled = sampleRowsOnDevice(logits, uniforms, 0.8);
+    expect(sampled.tokens.shape).toEqual([batch]);
+    expect(sampled.tokens.dtype).toBe("i32");
+    const fromDevice = embedding(table, sampled.tokens, [batch, 1]);
+    const read = await sampleRows(logits, uniforms, 0.8);
+    expect(Array.from(await sampled.tokens.data())).toEqual(Array.from(read.tokens));
+    expect(Array.from(await sampled.logProbs.data())).toEqual(Array.from(read.logProbs));
+    expect(Array.from(await fromDevice.floats())).toEqual(
+      Array.from(await embedding(table, read.tokens, [batch, 1]).floats()),
+    );
+    // The gradient groups ids on the host: device ids cannot be differentiated.
+    const trained = tensor(randomArray(vocab * dim, 46), [vocab, dim], { backend: gpu, requiresGrad: true });
+    expect(() => embedding(trained, sampled.tokens)).toThrow(/device ids cannot be differentiated/);
+    expect(() => embedding(table, sampled.tokens, [2, 2])).toThrow(/5 ids do not fill the shape \[2, 2\]/);
+    expect(() => embedding(table, sampled.logProbs)).toThrow(/expected an i32 tensor/);
   });
 
   it("checks its arguments", async () => {

@@ -412,12 +412,13 @@ if (wants("model")) {
     if (values.profile && r === 0 && ctx.info.features.timestampQuery) {
       const train = await profileKernels(() => measureTraining(qwen, backend, { batch, seq, steps: 0 }));
       printKernels("one forward+backward step", train);
-      // The profile starts once the prompt's prefill has produced the first token: then 8 decoding steps.
+      // The profile starts once the first token is back. Decoding records each step before the previous
+      // one's tokens are read, so the step of token 2 is already recorded then: 8 more steps follow.
       const steps = 8;
       const prompts = benchPrompts(shape, decode.batch, decode.promptLength);
       let profiling = false;
       await generate(qwen, prompts, {
-        maxNewTokens: 1 + steps,
+        maxNewTokens: 2 + steps,
         temperature: 0,
         onStep: (step) => {
           if (step === 1) {

@@ -1,4 +1,12 @@
-import { asyncScope, narrow, noGradAsync, sampleRows, type Tensor } from "@ragen/tensor-webgpu";
+import {
+  asyncScope,
+  narrow,
+  noGradAsync,
+  type SampledRowsOnDevice,
+  sampleRowsOnDevice,
+  scope,
+  type Tensor,
+} from "@ragen/tensor-webgpu";
 import { NormalSampler } from "./init.js";
 import type { PrefixCache } from "./prefix-cache.js";
 import type { Qwen2Model } from "./qwen2.js";
@@ -16,7 +24,10 @@ export interface GenerateOptions extends SamplingOptions {
    * server). A one-prompt batch samples the same tokens with `rowSeeds: [s]` as with `seed: s`.
    */
   rowSeeds?: readonly number[];
-  /** Called after each step with the number of tokens generated so far. */
+  /**
+   * Called after each step with the number of tokens generated so far. Without top-k / top-p the next
+   * step is already recorded by then (decoding records a step before the previous one's tokens are read).
+   */
   onStep?: (step: number) => void;
   /**
    * Reuse the keys and values of prompt prefixes computed by the previous call with the same cache, and
@@ -24,6 +35,11 @@ export interface GenerateOptions extends SamplingOptions {
    */
   prefixCache?: PrefixCache;
 }
+
+const disposeSample = (sample: SampledRowsOnDevice): void => {
+  sample.tokens.dispose();
+  sample.logProbs.dispose();
+};
 
 export interface Generation {
   /** The generated token ids (not the prompt). */
@@ -83,25 +99,51 @@ export async function generate(
   const temperature = options.temperature ?? 1;
   const truncated = (options.topK ?? 0) > 0 || (options.topP ?? 1) < 1;
 
-  /** Every row's next token from the last position of `hidden` (finished rows' are not used). */
-  const sampleNext = async (hidden: Tensor): Promise<SampledToken[]> => {
+  /** Every row's logits at the last position of `hidden`. */
+  const lastLogits = (hidden: Tensor): Tensor => {
     const seqLen = hidden.shape[1]!;
-    const last = seqLen === 1 ? hidden : narrow(hidden, 1, seqLen - 1, 1);
-    const logits = model.lmHead(last);
-    // Every sequence draws, finished or not, so one sequence's length never shifts another's randomness.
-    const uniforms = Array.from({ length: batch }, (_, b) => streams[options.rowSeeds ? b : 0]!.uniform());
-    if (!truncated) {
-      // Sampled where the logits are: only a token and a log-prob per row come back, not batch x vocab.
-      const sampled = await sampleRows(logits, Float32Array.from(uniforms), temperature);
-      return Array.from(sampled.tokens, (token, b) => ({ token, logProb: sampled.logProbs[b]! }));
-    }
-    const values = await logits.floats();
+    return model.lmHead(seqLen === 1 ? hidden : narrow(hidden, 1, seqLen - 1, 1));
+  };
+  // Every sequence draws, finished or not, so one sequence's length never shifts another's randomness.
+  const draws = (): number[] =>
+    Array.from({ length: batch }, (_, b) => streams[options.rowSeeds ? b : 0]!.uniform());
+
+  /**
+   * Every row's next token, sampled where the logits are: recorded, not read (only a token and a
+   * log-prob per row will come back, not batch x vocab).
+   */
+  const sampleOnDevice = (hidden: Tensor): SampledRowsOnDevice =>
+    sampleRowsOnDevice(lastLogits(hidden), Float32Array.from(draws()), temperature);
+
+  const readSample = async (sample: SampledRowsOnDevice): Promise<SampledToken[]> => {
+    const [tokenIds, tokenLogProbs] = await Promise.all([sample.tokens.data(), sample.logProbs.data()]);
+    return Array.from(tokenIds, (token, b) => ({ token, logProb: tokenLogProbs[b]! }));
+  };
+
+  /** Top-k / top-p sampling reads the logits back and samples on the host (finished rows' are not used). */
+  const sampleOnHost = async (hidden: Tensor): Promise<SampledToken[]> => {
+    const uniforms = draws();
+    const values = await lastLogits(hidden).floats();
     return uniforms.map((u, b) =>
       finished[b]
         ? { token: -1, logProb: 0 }
         : sampleToken(values.subarray(b * vocab, (b + 1) * vocab), options, u),
     );
   };
+
+  /** Adds one step's tokens to the unfinished rows; whether generation is over after `step`. */
+  const accept = (sampled: readonly SampledToken[], step: number): boolean => {
+    for (let b = 0; b < batch; b++) {
+      if (finished[b]) continue;
+      const { token, logProb } = sampled[b]!;
+      tokens[b]!.push(token);
+      logProbs[b]!.push(logProb);
+      if (stops.has(token)) finished[b] = true;
+    }
+    options.onStep?.(step + 1);
+    return finished.every(Boolean) || step + 1 === options.maxNewTokens;
+  };
+  const positionsAfter = (step: number) => Int32Array.from(start, (s) => promptLength - s + step);
 
   try {
     // Every row runs the same number of new tokens (`chunk`): the most any prompt lacks from the cache.
@@ -129,27 +171,42 @@ export async function generate(
 
     await noGradAsync(async () => {
       // `start` is in cache slots: it masks each row's left padding in the chunk and in the cache alike.
-      const input = { ids: chunkIds, batch, seqLen: chunk, start };
-      let sampled = await asyncScope(() => sampleNext(model.run(input, chunkPositions, cache)));
-      for (let step = 0; step < options.maxNewTokens; step++) {
-        const next = new Int32Array(batch);
-        for (let b = 0; b < batch; b++) {
-          if (finished[b]) {
-            next[b] = tokens[b]!.at(-1)!;
-            continue;
-          }
-          const { token, logProb } = sampled[b]!;
-          tokens[b]!.push(token);
-          logProbs[b]!.push(logProb);
-          next[b] = token;
-          if (stops.has(token)) finished[b] = true;
+      const prefill = { ids: chunkIds, batch, seqLen: chunk, start };
+      if (truncated) {
+        let sampled = await asyncScope(() => sampleOnHost(model.run(prefill, chunkPositions, cache)));
+        for (let step = 0; !accept(sampled, step); step++) {
+          // Finished rows repeat their last token; their outputs are not used.
+          const next = Int32Array.from(tokens, (t) => t.at(-1)!);
+          sampled = await asyncScope(() =>
+            sampleOnHost(model.run({ ids: next, batch, seqLen: 1, start }, positionsAfter(step), cache)),
+          );
         }
-        options.onStep?.(step + 1);
-        if (finished.every(Boolean) || step + 1 === options.maxNewTokens) break;
-        const positions = Int32Array.from(start, (s) => promptLength - s + step);
-        sampled = await asyncScope(() =>
-          sampleNext(model.run({ ids: next, batch, seqLen: 1, start }, positions, cache)),
-        );
+        return;
+      }
+      // Pipelined: the next step is recorded from this step's tokens where they were sampled, while the
+      // GPU runs this step and its tokens come back, so recording and the GPU's work overlap. Rows are
+      // independent, so the tokens finished rows go on with change nothing else; a step recorded after
+      // the last row finished is dropped.
+      let current: SampledRowsOnDevice | undefined = scope(() =>
+        sampleOnDevice(model.run(prefill, chunkPositions, cache)),
+      );
+      let next: SampledRowsOnDevice | undefined;
+      try {
+        for (let step = 0; current; step++) {
+          const read = readSample(current);
+          read.catch(() => undefined); // awaited below, unless recording the next step throws first
+          const ids: Tensor = current.tokens;
+          if (step + 1 < options.maxNewTokens)
+            next = scope(() =>
+              sampleOnDevice(model.run({ ids, batch, seqLen: 1, start }, positionsAfter(step), cache)),
+            );
+          const over = accept(await read, step);
+          disposeSample(current);
+          current = over ? undefined : next;
+          if (!over) next = undefined;
+        }
+      } finally {
+        for (const sample of [current, next]) if (sample) disposeSample(sample);
       }
     });
     if (prefixCache) {

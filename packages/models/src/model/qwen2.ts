@@ -48,8 +48,12 @@ export type Qwen2Shape = Pick<
 
 /** A batch of token sequences, left-padded to a common length. */
 export interface TokenBatch {
-  /** [batch * seqLen] token ids, row-major. Padding ids are arbitrary valid ids (they are masked). */
-  ids: Int32Array;
+  /**
+   * [batch * seqLen] token ids, row-major. Padding ids are arbitrary valid ids (they are masked). An i32
+   * tensor on the model's backend keeps them on the device (decoding from tokens sampled there); such a
+   * run cannot be differentiated.
+   */
+  ids: Int32Array | Tensor;
   batch: number;
   seqLen: number;
   /** Per sequence, the index of its first real token (left padding before it); default 0. */
@@ -219,8 +223,9 @@ export class Qwen2Model {
   run(input: TokenBatch, positionIds: Int32Array, cache?: KvCache): Tensor {
     const c = this.config;
     const { batch, seqLen } = input;
-    if (input.ids.length !== batch * seqLen) {
-      throw new RangeError(`run(): ${input.ids.length} ids do not fill ${batch}x${seqLen}`);
+    const idCount = input.ids instanceof Int32Array ? input.ids.length : input.ids.size;
+    if (idCount !== batch * seqLen) {
+      throw new RangeError(`run(): ${idCount} ids do not fill ${batch}x${seqLen}`);
     }
     // With tokens already cached, one token is a decode step and several a chunk that extends the cache.
     const decoding = cache !== undefined && cache.length > 0 && seqLen === 1;

@@ -1,4 +1,4 @@
-import { record } from "../autograd.js";
+import { isGradEnabled, record } from "../autograd.js";
 import type { Backend } from "../backend.js";
 import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
@@ -194,10 +194,16 @@ function swigluF32(gate: Tensor, up: Tensor): Tensor {
 }
 
 /**
- * Rows of `table` [vocab, dim] for token `ids` (host ids, shaped `shape`, default [ids.length]). An f16
- * table gives f16 rows (gathered as they are); its gradient is accumulated in f32 and rounded to f16 once.
+ * Rows of `table` [vocab, dim] for token `ids`, shaped `shape` (default [ids' count]). Host ids
+ * (Int32Array) are uploaded; device ids (an i32 tensor, e.g. tokens just sampled on the GPU) are read
+ * where they are, but cannot be differentiated: the gradient groups the ids on the host. An f16 table
+ * gives f16 rows (gathered as they are); its gradient is accumulated in f32 and rounded to f16 once.
  */
-export function embedding(table: Tensor, ids: Int32Array, shape: readonly number[] = [ids.length]): Tensor {
+export function embedding(
+  table: Tensor,
+  ids: Int32Array | Tensor,
+  shape: readonly number[] = [ids instanceof Int32Array ? ids.length : ids.size],
+): Tensor {
   const backend = backendOf("embedding", table);
   if (table.rank !== 2)
     throw new ShapeError(`embedding: table must be [vocab, dim], got ${table.describe()}`);
@@ -205,22 +211,36 @@ export function embedding(table: Tensor, ids: Int32Array, shape: readonly number
     throw new TypeError(`embedding: the table must be f32 or f16, got ${table.describe()}`);
   const dtype = table.dtype;
   const [vocab, dim] = table.shape as [number, number];
-  const idsTensor = tensor(ids, [ids.length], { backend, dtype: "i32" });
+  const hostIds = ids instanceof Int32Array ? ids : undefined;
+  if (!(ids instanceof Int32Array)) {
+    expectDType("embedding", ids, "i32");
+    if (ids.backend !== backend)
+      throw new TypeError("embedding: the ids are on another backend than the table");
+    if (table.requiresGrad && isGradEnabled())
+      throw new TypeError(
+        "embedding: device ids cannot be differentiated (the gradient groups the ids on the host); pass an Int32Array, or run under noGrad",
+      );
+  }
+  const count = hostIds ? hostIds.length : (ids as Tensor).size;
+  if (shape.reduce((p, d) => p * d, 1) !== count)
+    throw new ShapeError(`embedding: ${count} ids do not fill the shape [${shape.join(", ")}]`);
+  const idsTensor = hostIds ? tensor(hostIds, [count], { backend, dtype: "i32" }) : (ids as Tensor);
   const out = emptyTensor(backend, [...shape, dim], dtype);
   backend.embedding({
     table: table.buffer,
     ids: idsTensor.buffer,
     out: out.buffer,
-    count: ids.length,
+    count,
     dim,
     vocab,
     dtype,
   });
+  if (!hostIds) return out;
   idsTensor.dispose();
   return record("embedding", out, [table], [], (g) => {
-    if (g.dtype !== "f16") return [embeddingGrad(backend, g, ids, vocab, dim)];
+    if (g.dtype !== "f16") return [embeddingGrad(backend, g, hostIds, vocab, dim)];
     const wide = cast(g, "f32");
-    const grad = embeddingGrad(backend, wide, ids, vocab, dim);
+    const grad = embeddingGrad(backend, wide, hostIds, vocab, dim);
     const half = cast(grad, "f16");
     wide.dispose();
     grad.dispose();

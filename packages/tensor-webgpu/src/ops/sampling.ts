@@ -8,6 +8,12 @@ export interface SampledRows {
   logProbs: Float32Array;
 }
 
+/** One token per row and its log-probability, still on the device: [rows] i32 and [rows] f32. */
+export interface SampledRowsOnDevice {
+  tokens: Tensor;
+  logProbs: Tensor;
+}
+
 /**
  * Sample one token per row of `logits` ([rows, vocab], or any shape whose leading dimensions multiply to
  * the rows, e.g. [batch, 1, vocab]) with the uniform draws `uniforms` (one in [0, 1) per row), on the
@@ -19,6 +25,27 @@ export async function sampleRows(
   uniforms: Float32Array,
   temperature: number,
 ): Promise<SampledRows> {
+  const { tokens, logProbs } = sampleRowsOnDevice(logits, uniforms, temperature);
+  try {
+    if (tokens.size === 0) return { tokens: new Int32Array(0), logProbs: new Float32Array(0) };
+    // Both reads start before either is awaited: one wait for the GPU, not two.
+    const [tokenData, logProbData] = await Promise.all([tokens.data(), logProbs.data()]);
+    return { tokens: tokenData as Int32Array, logProbs: logProbData as Float32Array };
+  } finally {
+    tokens.dispose();
+    logProbs.dispose();
+  }
+}
+
+/**
+ * `sampleRows` without the read: records the sampling and returns the tokens and log-probabilities as
+ * tensors, so that the next decoding step can be recorded from the tokens before they reach the CPU.
+ */
+export function sampleRowsOnDevice(
+  logits: Tensor,
+  uniforms: Float32Array,
+  temperature: number,
+): SampledRowsOnDevice {
   const backend = backendOf("sampleRows", logits);
   if (logits.rank < 1 || logits.dtype === "i32")
     throw new TypeError(`sampleRows: expected float logits [rows, vocab], got ${logits.describe()}`);
@@ -31,12 +58,14 @@ export async function sampleRows(
     throw new ShapeError(
       `sampleRows: ${uniforms.length} uniform draws for the ${rows} rows of ${logits.describe()}`,
     );
-  if (rows === 0) return { tokens: new Int32Array(0), logProbs: new Float32Array(0) };
-  const wide = logits.dtype === "f16" ? castUnrecorded(logits, "f32") : logits;
-  const draws = tensor(uniforms, [rows], { backend });
   const tokens = emptyTensor(backend, [rows], "i32");
   const logProbs = emptyTensor(backend, [rows], "f32");
+  if (rows === 0) return { tokens, logProbs };
+  let wide: Tensor | undefined;
+  let draws: Tensor | undefined;
   try {
+    wide = logits.dtype === "f16" ? castUnrecorded(logits, "f32") : logits;
+    draws = tensor(uniforms, [rows], { backend });
     backend.sampleRows({
       logits: wide.buffer,
       uniforms: draws.buffer,
@@ -46,13 +75,13 @@ export async function sampleRows(
       vocab,
       temperature,
     });
-    // Both reads start before either is awaited: one wait for the GPU, not two.
-    const [tokenData, logProbData] = await Promise.all([tokens.data(), logProbs.data()]);
-    return { tokens: tokenData as Int32Array, logProbs: logProbData as Float32Array };
-  } finally {
-    if (wide !== logits) wide.dispose();
-    draws.dispose();
+  } catch (error) {
     tokens.dispose();
     logProbs.dispose();
+    throw error;
+  } finally {
+    if (wide !== logits) wide?.dispose();
+    draws?.dispose();
   }
+  return { tokens, logProbs };
 }
