@@ -119,6 +119,27 @@ export interface Backend<B = unknown> {
     theta: number;
     inverse?: boolean;
   }): void;
+  /**
+   * rope of q into qOut, and rope of k and a copy of v into the KV caches at slots at..at+seqLen, in one
+   * kernel; false when this backend cannot (then the op runs rope and the copies). Optional.
+   */
+  ropeAppend?(args: {
+    q: B;
+    qOut: B;
+    k: B;
+    v: B;
+    keys: B;
+    values: B;
+    positions: B;
+    batch: number;
+    seqLen: number;
+    numHeads: number;
+    numKvHeads: number;
+    headDim: number;
+    theta: number;
+    capacity: number;
+    at: number;
+  }): boolean;
   softmax(args: { x: B; out: B; rows: number; cols: number }): void;
   softmaxBackward(args: { y: B; dY: B; dX: B; rows: number; cols: number }): void;
   logSoftmax(args: { x: B; out: B; rows: number; cols: number }): void;

@@ -1,8 +1,15 @@
 import { describe, expect, it } from "vitest";
+import { backward } from "../src/autograd.js";
+import type { Backend } from "../src/backend.js";
+import { createCpuBackend } from "../src/backends/cpu.js";
+import { createWebGpuBackend, type WebGpuBackend } from "../src/backends/webgpu.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { limitBindingsForTesting } from "../src/kernels/binding-windows.js";
 import { rope } from "../src/kernels/rope.js";
+import * as ops from "../src/ops/index.js";
 import { type RopeShape, ropeRef } from "../src/reference/rope.js";
+import { tensor } from "../src/runtime.js";
+import type { Tensor } from "../src/tensor.js";
 import { expectClose, numericGradient, randomArray, testContext } from "./helpers.js";
 
 /** Left-padded batches: row b has `b * 2` padding tokens (position 1, as Hugging Face fills them) first. */
@@ -129,5 +136,91 @@ describe("rope", () => {
       1e-8,
       1e-6,
     );
+  });
+});
+
+describe("ropeAppend (rotary embedding and KV-cache append in one kernel)", () => {
+  const cases = [
+    { batch: 3, seqLen: 1, numHeads: 4, numKvHeads: 2, headDim: 32, capacity: 9, at: 5 },
+    { batch: 2, seqLen: 3, numHeads: 6, numKvHeads: 3, headDim: 6, capacity: 7, at: 4 },
+    { batch: 1, seqLen: 2, numHeads: 2, numKvHeads: 2, headDim: 16, capacity: 2, at: 0 },
+  ];
+  const theta = 10000;
+
+  /** rope(q) and the caches after the step, by the fused op and by rope + writeSlice. */
+  async function bothWays(backend: Backend, c: (typeof cases)[number], seed: number) {
+    const { batch, seqLen, numHeads, numKvHeads, headDim, capacity, at } = c;
+    const qValues = randomArray(batch * seqLen * numHeads * headDim, seed);
+    const kValues = randomArray(batch * seqLen * numKvHeads * headDim, seed + 1);
+    const vValues = randomArray(batch * seqLen * numKvHeads * headDim, seed + 2);
+    const cacheValues = randomArray(batch * capacity * numKvHeads * headDim, seed + 3);
+    const positions = tensor(leftPaddedPositions(batch, seqLen, at), [batch * seqLen], {
+      backend,
+      dtype: "i32",
+    });
+    const run = async (fused: boolean) => {
+      const q = tensor(qValues, [batch, seqLen, numHeads, headDim], { backend });
+      const k = tensor(kValues, [batch, seqLen, numKvHeads, headDim], { backend });
+      const v = tensor(vValues, [batch, seqLen, numKvHeads, headDim], { backend });
+      const cacheShape = [batch, capacity, numKvHeads, headDim];
+      const keys = tensor(cacheValues, cacheShape, { backend });
+      const values = tensor(
+        cacheValues.map((x) => -x),
+        cacheShape,
+        { backend },
+      );
+      let qr: Tensor;
+      const dispatched = () => (backend as Partial<WebGpuBackend>).ctx?.stats.dispatches ?? 0;
+      const before = dispatched();
+      if (fused) qr = ops.ropeAppend(q, k, v, positions, theta, { keys, values, at });
+      else {
+        qr = ops.rope(q, positions, theta);
+        const kr = ops.rope(k, positions, theta);
+        ops.writeSlice(keys, kr, 1, at);
+        ops.writeSlice(values, v, 1, at);
+      }
+      const dispatches = dispatched() - before;
+      return { q: await qr.floats(), keys: await keys.floats(), values: await values.floats(), dispatches };
+    };
+    return { fused: await run(true), separate: await run(false) };
+  }
+
+  for (const [i, c] of cases.entries()) {
+    it(`gives the separate ops' bits in one dispatch on WebGPU: ${JSON.stringify(c)}`, async () => {
+      const gpu = createWebGpuBackend(await testContext());
+      const { fused, separate } = await bothWays(gpu, c, 10 * i + 1);
+      expect(fused.dispatches).toBe(1);
+      expect(separate.dispatches).toBeGreaterThanOrEqual(2); // two ropes; the writes are copies or kernels
+      expect(Array.from(fused.q)).toEqual(Array.from(separate.q));
+      expect(Array.from(fused.keys)).toEqual(Array.from(separate.keys));
+      expect(Array.from(fused.values)).toEqual(Array.from(separate.values));
+    });
+  }
+
+  it("falls back to rope and writeSlice on the CPU backend, and where a cache exceeds one binding", async () => {
+    const cpu = createCpuBackend();
+    const onCpu = await bothWays(cpu, cases[1]!, 7);
+    expect(onCpu.fused).toEqual(onCpu.separate);
+    const gpu = createWebGpuBackend(await testContext());
+    limitBindingsForTesting(1024);
+    try {
+      const { fused, separate } = await bothWays(gpu, cases[0]!, 8);
+      expect(fused.dispatches).toBe(separate.dispatches);
+      expect(Array.from(fused.keys)).toEqual(Array.from(separate.keys));
+      expect(Array.from(fused.q)).toEqual(Array.from(separate.q));
+    } finally {
+      limitBindingsForTesting(undefined);
+    }
+  });
+
+  it("is recorded as rope where q needs a gradient", async () => {
+    const gpu = createWebGpuBackend(await testContext());
+    const q = tensor(randomArray(2 * 1 * 2 * 8, 3), [2, 1, 2, 8], { backend: gpu, requiresGrad: true });
+    const k = tensor(randomArray(2 * 8, 4), [2, 1, 1, 8], { backend: gpu });
+    const cache = () => tensor(new Float32Array(2 * 3 * 8), [2, 3, 1, 8], { backend: gpu });
+    const positions = tensor(Int32Array.from([2, 5]), [2], { backend: gpu, dtype: "i32" });
+    const qr = ops.ropeAppend(q, k, k, positions, theta, { keys: cache(), values: cache(), at: 1 });
+    backward(ops.sum(qr));
+    expect(q.grad?.shape).toEqual([2, 1, 2, 8]);
   });
 });

@@ -20,6 +20,7 @@ import {
   reshape,
   rmsNorm,
   rope,
+  ropeAppend,
   scope,
   swiglu,
   type Tensor,
@@ -278,24 +279,28 @@ export class Qwen2Model {
       c.numKeyValueHeads,
       headDim,
     ]);
-    const qr = rope(reshape(q, [batch, seqLen, c.numAttentionHeads, headDim]), positions, c.ropeTheta);
-    const kr = rope(reshape(k, [batch, seqLen, c.numKeyValueHeads, headDim]), positions, c.ropeTheta);
+    const qHeads = reshape(q, [batch, seqLen, c.numAttentionHeads, headDim]);
+    const kHeads = reshape(k, [batch, seqLen, c.numKeyValueHeads, headDim]);
     let attended: Tensor;
-    if (cache) {
-      writeSlice(cache.keys[i]!, kr, 1, cache.length);
-      writeSlice(cache.values[i]!, v, 1, cache.length);
-    }
-    if (run.decoding) {
-      attended = decodeAttention(qr, cache!.keys[i]!, cache!.values[i]!, {
-        ...heads,
-        kvLen: cache!.length + 1,
+    if (run.decoding || run.extending) {
+      // Attention reads the keys and values from the cache: rotate and append them in one kernel.
+      const at = cache!.length;
+      const qr = ropeAppend(qHeads, kHeads, v, positions, c.ropeTheta, {
+        keys: cache!.keys[i]!,
+        values: cache!.values[i]!,
+        at,
       });
-    } else if (run.extending) {
-      attended = attention(qr, cache!.keys[i]!, cache!.values[i]!, {
-        ...heads,
-        kvLen: cache!.length + seqLen,
-      });
+      const options = { ...heads, kvLen: at + seqLen };
+      attended = run.decoding
+        ? decodeAttention(qr, cache!.keys[i]!, cache!.values[i]!, options)
+        : attention(qr, cache!.keys[i]!, cache!.values[i]!, options);
     } else {
+      const qr = rope(qHeads, positions, c.ropeTheta);
+      const kr = rope(kHeads, positions, c.ropeTheta);
+      if (cache) {
+        writeSlice(cache.keys[i]!, kr, 1, cache.length);
+        writeSlice(cache.values[i]!, v, 1, cache.length);
+      }
       attended = attention(qr, kr, v, heads);
     }
     // The residual connections are added in the projections' epilogues.

@@ -172,6 +172,7 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     rmsNorm: (args) => rmsnorm.rmsNorm(ctx, args),
     rmsNormBackward: (args) => rmsnorm.rmsNormBackward(ctx, args),
     rope: (args) => rope.rope(ctx, args),
+    ropeAppend: (args) => rope.ropeAppend(ctx, args),
     softmax: (args) => softmax.softmax(ctx, args),
     softmaxBackward: (args) => softmax.softmaxBackward(ctx, args),
     logSoftmax: (args) => softmax.logSoftmax(ctx, args),

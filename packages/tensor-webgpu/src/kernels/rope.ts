@@ -15,7 +15,7 @@
  * Tensors larger than one storage binding are processed in batches of tokens.
  */
 import { type GpuContext, grid } from "../gpu/context.js";
-import { batches, batchWindows } from "./binding-windows.js";
+import { batches, batchWindows, maxBindingBytes } from "./binding-windows.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
@@ -116,5 +116,134 @@ export function rope(
   }
 }
 
+/**
+ * A decoding step's rotary embedding and KV-cache append in one dispatch, where they were four: q rotated
+ * into qOut; k rotated and v copied into the caches [batch, capacity, numKvHeads, headDim] at slots
+ * at..at+seqLen. The invocations are laid out as three ranges — q's pair vectors, k's, then v's — and each
+ * does what `rope` (or a copy) does for its element, with the same arithmetic, so the results are the
+ * same bits as the separate kernels'.
+ */
+function buildRopeAppendShader(headDim: number, theta: number, width: 1 | 4): string {
+  return /* wgsl */ `
+alias V = ${width === 4 ? "vec4<f32>" : "f32"};
+${frequencyTable(headDim, theta, width)}
+const TAU = 6.283185307179586;
+struct Params { qCount: u32, kCount: u32, pairVectors: u32, numHeads: u32, numKvHeads: u32, seqLen: u32, capacity: u32, at: u32 }
+@group(0) @binding(0) var<storage, read> q: array<V>;
+@group(0) @binding(1) var<storage, read_write> qOut: array<V>;
+@group(0) @binding(2) var<storage, read> k: array<V>;
+@group(0) @binding(3) var<storage, read> v: array<V>;
+@group(0) @binding(4) var<storage, read_write> keys: array<V>;
+@group(0) @binding(5) var<storage, read_write> values: array<V>;
+@group(0) @binding(6) var<storage, read> positions: array<i32>;
+@group(0) @binding(7) var<uniform> params: Params;
+
+@compute @workgroup_size(${LANES})
+fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
+  var index = id.x + id.y * groups.x * ${LANES}u;
+  if (index < params.qCount) {
+    let pair = index % params.pairVectors;
+    let tokenHead = index / params.pairVectors;
+    let position = u32(positions[tokenHead / params.numHeads]);
+    let angle = V(position * TURNS[pair]) * (TAU / 4294967296.0);
+    let cosine = cos(angle);
+    let sine = sin(angle);
+    let first = tokenHead * 2u * params.pairVectors + pair;
+    let a = q[first];
+    let b = q[first + params.pairVectors];
+    qOut[first] = a * cosine - b * sine;
+    qOut[first + params.pairVectors] = b * cosine + a * sine;
+    return;
+  }
+  index -= params.qCount;
+  let isValue = index >= params.kCount;
+  if (isValue) { index -= params.kCount; }
+  if (index >= params.kCount) { return; }
+  let pair = index % params.pairVectors;
+  let tokenHead = index / params.pairVectors;
+  let token = tokenHead / params.numKvHeads;
+  let head = tokenHead % params.numKvHeads;
+  let row = token / params.seqLen;
+  let slot = params.at + token % params.seqLen;
+  let first = tokenHead * 2u * params.pairVectors + pair;
+  let slotIndex = ((row * params.capacity + slot) * params.numKvHeads + head) * 2u * params.pairVectors + pair;
+  if (isValue) {
+    values[slotIndex] = v[first];
+    values[slotIndex + params.pairVectors] = v[first + params.pairVectors];
+    return;
+  }
+  let position = u32(positions[token]);
+  let angle = V(position * TURNS[pair]) * (TAU / 4294967296.0);
+  let cosine = cos(angle);
+  let sine = sin(angle);
+  let a = k[first];
+  let b = k[first + params.pairVectors];
+  keys[slotIndex] = a * cosine - b * sine;
+  keys[slotIndex + params.pairVectors] = b * cosine + a * sine;
+}`;
+}
+
+/**
+ * q [batch, seqLen, numHeads, headDim] rotated into qOut; k [batch, seqLen, numKvHeads, headDim] rotated
+ * into `keys` and v copied into `values` (both [batch, capacity, numKvHeads, headDim]) at slots
+ * at..at+seqLen; positions i32 [batch * seqLen]. Returns false, recording nothing, when a buffer does not
+ * fit one storage binding (the caller then runs rope and the copies separately).
+ */
+export function ropeAppend(
+  ctx: GpuContext,
+  a: {
+    q: GPUBuffer;
+    qOut: GPUBuffer;
+    k: GPUBuffer;
+    v: GPUBuffer;
+    keys: GPUBuffer;
+    values: GPUBuffer;
+    positions: GPUBuffer;
+    batch: number;
+    seqLen: number;
+    numHeads: number;
+    numKvHeads: number;
+    headDim: number;
+    theta: number;
+    capacity: number;
+    at: number;
+  },
+): boolean {
+  const { batch, seqLen, numHeads, numKvHeads, headDim, theta, capacity, at } = a;
+  if (headDim % 2 !== 0) throw new RangeError(`ropeAppend: headDim must be even, got ${headDim}`);
+  if (at < 0 || at + seqLen > capacity)
+    throw new RangeError(`ropeAppend: slots ${at}..${at + seqLen} do not fit a cache of ${capacity}`);
+  const half = headDim / 2;
+  const width: 1 | 4 = half % 4 === 0 ? 4 : 1;
+  const pairVectors = half / width;
+  const tokens = batch * seqLen;
+  const qBytes = tokens * numHeads * headDim * 4;
+  const kBytes = tokens * numKvHeads * headDim * 4;
+  const cacheBytes = batch * capacity * numKvHeads * headDim * 4;
+  if (Math.max(qBytes, cacheBytes) > maxBindingBytes(ctx)) return false;
+  const qCount = (tokens * numHeads * half) / width;
+  const kCount = (tokens * numKvHeads * half) / width;
+  const total = qCount + 2 * kCount;
+  if (total === 0) return true;
+  const range = (buffer: GPUBuffer, size: number) => ({ buffer, offset: 0, size });
+  const params = new Uint32Array([qCount, kCount, pairVectors, numHeads, numKvHeads, seqLen, capacity, at]);
+  ctx.dispatch(
+    ctx.pipeline("rope + cache append", ropeAppendShader(headDim, theta, width)),
+    [
+      range(a.q, qBytes),
+      range(a.qOut, qBytes),
+      range(a.k, kBytes),
+      range(a.v, kBytes),
+      range(a.keys, cacheBytes),
+      range(a.values, cacheBytes),
+      range(a.positions, tokens * 4),
+    ],
+    params,
+    grid(Math.ceil(total / LANES)),
+  );
+  return true;
+}
+
 // The kernels' WGSL, built once per distinct parameters.
 const ropeShader = cachedBuilder(buildRopeShader);
+const ropeAppendShader = cachedBuilder(buildRopeAppendShader);

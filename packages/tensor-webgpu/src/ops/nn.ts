@@ -4,7 +4,7 @@ import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
 import { inF32 } from "./precision.js";
-import { cast } from "./shape.js";
+import { cast, writeSlice } from "./shape.js";
 import { backendOf, expectDType, ShapeError, sameShape } from "./util.js";
 
 const rowsOf = (x: Tensor) => x.size / Math.max(1, x.shape[x.rank - 1]!);
@@ -71,6 +71,62 @@ function ropeF32(x: Tensor, positions: Tensor, theta: number): Tensor {
     backend.rope({ x: g.buffer, out: dX.buffer, positions: p!.buffer, ...dims, inverse: true });
     return [dX, null];
   });
+}
+
+const equalShapes = (a: readonly number[], b: readonly number[]) =>
+  a.length === b.length && a.every((d, i) => d === b[i]);
+
+/**
+ * A cached step's rotary embedding and cache append: returns rope(q), and writes rope(k) and v into the
+ * KV caches `keys` / `values` [batch, capacity, numKvHeads, headDim] at slots at..at+seqLen. One kernel
+ * where the backend has it (the same bits as the separate ops: four dispatches become one); otherwise, or
+ * when a gradient would be recorded, or for other dtypes than f32, rope and writeSlice as usual.
+ */
+export function ropeAppend(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  positions: Tensor,
+  theta: number,
+  cache: { keys: Tensor; values: Tensor; at: number },
+): Tensor {
+  const backend = backendOf("ropeAppend", q, k, v, positions, cache.keys, cache.values);
+  const { keys, values, at } = cache;
+  if (q.rank !== 4 || k.rank !== 4 || !equalShapes(k.shape, v.shape) || keys.rank !== 4)
+    throw new ShapeError(
+      `ropeAppend: expected q, k, v as [batch, seqLen, heads, headDim] and caches [batch, capacity, kvHeads, headDim], got ${q.describe()}, ${k.describe()}, ${v.describe()}, ${keys.describe()}`,
+    );
+  const [batch, seqLen, numHeads, headDim] = q.shape as [number, number, number, number];
+  const [capacity, numKvHeads] = [keys.shape[1]!, keys.shape[2]!];
+  const fits =
+    equalShapes(keys.shape, values.shape) &&
+    equalShapes(k.shape, [batch, seqLen, numKvHeads, headDim]) &&
+    keys.shape[0] === batch &&
+    keys.shape[3] === headDim &&
+    positions.dtype === "i32" &&
+    positions.size === batch * seqLen;
+  const recorded = isGradEnabled() && (q.requiresGrad || k.requiresGrad || v.requiresGrad);
+  const f32 = [q, k, v, keys, values].every((t) => t.dtype === "f32");
+  if (fits && f32 && !recorded && backend.ropeAppend) {
+    const qOut = emptyTensor(backend, q.shape, "f32");
+    const dims = { batch, seqLen, numHeads, numKvHeads, headDim, theta, capacity, at };
+    const buffers = {
+      q: q.buffer,
+      qOut: qOut.buffer,
+      k: k.buffer,
+      v: v.buffer,
+      keys: keys.buffer,
+      values: values.buffer,
+      positions: positions.buffer,
+    };
+    if (backend.ropeAppend({ ...buffers, ...dims })) return qOut;
+    qOut.dispose();
+  }
+  const rotatedKeys = rope(k, positions, theta);
+  writeSlice(keys, rotatedKeys, 1, at);
+  rotatedKeys.dispose();
+  writeSlice(values, v, 1, at);
+  return rope(q, positions, theta);
 }
 
 export interface AttentionOptions {
