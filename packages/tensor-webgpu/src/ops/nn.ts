@@ -102,6 +102,7 @@ export function ropeAppend(
     equalShapes(keys.shape, values.shape) &&
     equalShapes(k.shape, [batch, seqLen, numKvHeads, headDim]) &&
     keys.shape[0] === batch &&
+    keys.buffer !== values.buffer && // one kernel may not write a buffer through two bindings
     keys.shape[3] === headDim &&
     positions.dtype === "i32" &&
     positions.size === batch * seqLen;
