@@ -138,21 +138,25 @@ struct Params { qCount: u32, kCount: u32, pairVectors: u32, numHeads: u32, numKv
 @group(0) @binding(6) var<storage, read> positions: array<i32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
+// (a, b) rotated by position's angle for this pair, as \`rope\` computes it.
+struct Rotated { first: V, second: V }
+fn rotate(a: V, b: V, position: u32, pair: u32) -> Rotated {
+  let angle = V(position * TURNS[pair]) * (TAU / 4294967296.0);
+  let cosine = cos(angle);
+  let sine = sin(angle);
+  return Rotated(a * cosine - b * sine, b * cosine + a * sine);
+}
+
 @compute @workgroup_size(${LANES})
 fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
   var index = id.x + id.y * groups.x * ${LANES}u;
   if (index < params.qCount) {
     let pair = index % params.pairVectors;
     let tokenHead = index / params.pairVectors;
-    let position = u32(positions[tokenHead / params.numHeads]);
-    let angle = V(position * TURNS[pair]) * (TAU / 4294967296.0);
-    let cosine = cos(angle);
-    let sine = sin(angle);
     let first = tokenHead * 2u * params.pairVectors + pair;
-    let a = q[first];
-    let b = q[first + params.pairVectors];
-    qOut[first] = a * cosine - b * sine;
-    qOut[first + params.pairVectors] = b * cosine + a * sine;
+    let r = rotate(q[first], q[first + params.pairVectors], u32(positions[tokenHead / params.numHeads]), pair);
+    qOut[first] = r.first;
+    qOut[first + params.pairVectors] = r.second;
     return;
   }
   index -= params.qCount;
@@ -172,14 +176,9 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
     values[slotIndex + params.pairVectors] = v[first + params.pairVectors];
     return;
   }
-  let position = u32(positions[token]);
-  let angle = V(position * TURNS[pair]) * (TAU / 4294967296.0);
-  let cosine = cos(angle);
-  let sine = sin(angle);
-  let a = k[first];
-  let b = k[first + params.pairVectors];
-  keys[slotIndex] = a * cosine - b * sine;
-  keys[slotIndex + params.pairVectors] = b * cosine + a * sine;
+  let r = rotate(k[first], k[first + params.pairVectors], u32(positions[token]), pair);
+  keys[slotIndex] = r.first;
+  keys[slotIndex + params.pairVectors] = r.second;
 }`;
 }
 

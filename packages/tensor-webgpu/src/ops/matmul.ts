@@ -5,7 +5,7 @@ import { add, scale } from "./elementwise.js";
 import { promoted } from "./precision.js";
 import { sumToShape } from "./reduce.js";
 import { reshape } from "./shape.js";
-import { backendOf, ShapeError } from "./util.js";
+import { backendOf, equalShapes, ShapeError } from "./util.js";
 
 export interface MatmulOptions {
   /** Use the transpose of a's last two dimensions. */
@@ -62,14 +62,14 @@ function product(a: Tensor, b: Tensor, options: MatmulOptions, epilogue: Epilogu
   const out = emptyTensor(backend, [...batchDims, m, n], dtype);
   // A shared B with a stored [..., m, k] is one product of batch · m rows (the same layout in memory):
   // decoding's x · Wᵀ of B sequences, one token each, reads W once for all B rows, not once per row.
-  const rows = sharedB && !transA;
+  const batchAsRows = sharedB && !transA;
   backend.matmul({
     dtype,
     a: a.buffer,
     b: b.buffer,
     out: out.buffer,
-    batch: rows ? 1 : batch,
-    m: rows ? batch * m : m,
+    batch: batchAsRows ? 1 : batch,
+    m: batchAsRows ? batch * m : m,
     n,
     k,
     transA,
@@ -148,12 +148,8 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor): Tensor {
  * of another dtype than the result, or an addend of another shape, fall back to separate ops.
  */
 export function addLinear(addend: Tensor, x: Tensor, weight: Tensor, bias?: Tensor, alpha = 1): Tensor {
-  const outShape = [...x.shape.slice(0, -1), weight.shape[0]];
-  const fits =
-    inEpilogue(x, weight, bias) &&
-    addend.dtype === x.dtype &&
-    addend.rank === outShape.length &&
-    addend.shape.every((d, i) => d === outShape[i]);
+  const outShape = [...x.shape.slice(0, -1), weight.shape[0]!];
+  const fits = inEpilogue(x, weight, bias) && addend.dtype === x.dtype && equalShapes(addend.shape, outShape);
   if (fits) return product(x, weight, { transB: true }, { alpha, bias, addend });
   const y = linear(x, weight, bias);
   const scaled = alpha === 1 ? y : scale(y, alpha);

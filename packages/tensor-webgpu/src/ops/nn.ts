@@ -2,10 +2,10 @@ import { isGradEnabled, record } from "../autograd.js";
 import type { Backend } from "../backend.js";
 import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
-import type { Tensor } from "../tensor.js";
+import { shapeSize, type Tensor } from "../tensor.js";
 import { inF32 } from "./precision.js";
 import { cast, writeSlice } from "./shape.js";
-import { backendOf, expectDType, ShapeError, sameShape } from "./util.js";
+import { backendOf, equalShapes, expectDType, ShapeError, sameShape } from "./util.js";
 
 const rowsOf = (x: Tensor) => x.size / Math.max(1, x.shape[x.rank - 1]!);
 const lastDim = (x: Tensor) => x.shape[x.rank - 1]!;
@@ -72,9 +72,6 @@ function ropeF32(x: Tensor, positions: Tensor, theta: number): Tensor {
     return [dX, null];
   });
 }
-
-const equalShapes = (a: readonly number[], b: readonly number[]) =>
-  a.length === b.length && a.every((d, i) => d === b[i]);
 
 /**
  * A cached step's rotary embedding and cache append: returns rope(q), and writes rope(k) and v into the
@@ -261,27 +258,25 @@ export function embedding(
   ids: Int32Array | Tensor,
   shape: readonly number[] = [ids instanceof Int32Array ? ids.length : ids.size],
 ): Tensor {
-  const backend = backendOf("embedding", table);
+  const hostIds = ids instanceof Int32Array ? ids : undefined;
+  const backend = backendOf("embedding", table, ids instanceof Int32Array ? undefined : ids);
   if (table.rank !== 2)
     throw new ShapeError(`embedding: table must be [vocab, dim], got ${table.describe()}`);
   if (table.dtype === "i32")
     throw new TypeError(`embedding: the table must be f32 or f16, got ${table.describe()}`);
   const dtype = table.dtype;
   const [vocab, dim] = table.shape as [number, number];
-  const hostIds = ids instanceof Int32Array ? ids : undefined;
   if (!(ids instanceof Int32Array)) {
     expectDType("embedding", ids, "i32");
-    if (ids.backend !== backend)
-      throw new TypeError("embedding: the ids are on another backend than the table");
     if (table.requiresGrad && isGradEnabled())
       throw new TypeError(
         "embedding: device ids cannot be differentiated (the gradient groups the ids on the host); pass an Int32Array, or run under noGrad",
       );
   }
-  const count = hostIds ? hostIds.length : (ids as Tensor).size;
-  if (shape.reduce((p, d) => p * d, 1) !== count)
+  const count = ids instanceof Int32Array ? ids.length : ids.size;
+  if (shapeSize(shape) !== count)
     throw new ShapeError(`embedding: ${count} ids do not fill the shape [${shape.join(", ")}]`);
-  const idsTensor = hostIds ? tensor(hostIds, [count], { backend, dtype: "i32" }) : (ids as Tensor);
+  const idsTensor = ids instanceof Int32Array ? tensor(ids, [count], { backend, dtype: "i32" }) : ids;
   const out = emptyTensor(backend, [...shape, dim], dtype);
   backend.embedding({
     table: table.buffer,

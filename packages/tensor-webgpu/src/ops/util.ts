@@ -71,8 +71,13 @@ export function axisOf(op: string, axis: number, rank: number): number {
   return a;
 }
 
+/** Whether two shapes are the same dimensions. */
+export function equalShapes(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
 export function sameShape(op: string, a: Tensor, b: Tensor): void {
-  if (a.shape.length !== b.shape.length || a.shape.some((d, i) => d !== b.shape[i])) {
+  if (!equalShapes(a.shape, b.shape)) {
     throw new ShapeError(`${op}: shapes ${shapeToString(a.shape)} and ${shapeToString(b.shape)} differ`);
   }
 }
