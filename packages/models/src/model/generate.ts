@@ -2,6 +2,7 @@ import {
   asyncScope,
   narrow,
   noGradAsync,
+  readSampledRows,
   type SampledRowsOnDevice,
   sampleRowsOnDevice,
   scope,
@@ -116,8 +117,8 @@ export async function generate(
     sampleRowsOnDevice(lastLogits(hidden), Float32Array.from(draws()), temperature);
 
   const readSample = async (sample: SampledRowsOnDevice): Promise<SampledToken[]> => {
-    const [tokenIds, tokenLogProbs] = await Promise.all([sample.tokens.data(), sample.logProbs.data()]);
-    return Array.from(tokenIds, (token, b) => ({ token, logProb: tokenLogProbs[b]! }));
+    const read = await readSampledRows(sample);
+    return Array.from(read.tokens, (token, b) => ({ token, logProb: read.logProbs[b]! }));
   };
 
   /** Top-k / top-p sampling reads the logits back and samples on the host (finished rows' are not used). */

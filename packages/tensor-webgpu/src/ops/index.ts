@@ -4,6 +4,12 @@ export * from "./matmul.js";
 export * from "./nn.js";
 export { inF32, isHalf } from "./precision.js";
 export * from "./reduce.js";
-export { type SampledRows, type SampledRowsOnDevice, sampleRows, sampleRowsOnDevice } from "./sampling.js";
+export {
+  readSampledRows,
+  type SampledRows,
+  type SampledRowsOnDevice,
+  sampleRows,
+  sampleRowsOnDevice,
+} from "./sampling.js";
 export * from "./shape.js";
 export { ShapeError } from "./util.js";

@@ -25,16 +25,21 @@ export async function sampleRows(
   uniforms: Float32Array,
   temperature: number,
 ): Promise<SampledRows> {
-  const { tokens, logProbs } = sampleRowsOnDevice(logits, uniforms, temperature);
+  const sampled = sampleRowsOnDevice(logits, uniforms, temperature);
   try {
-    if (tokens.size === 0) return { tokens: new Int32Array(0), logProbs: new Float32Array(0) };
-    // Both reads start before either is awaited: one wait for the GPU, not two.
-    const [tokenData, logProbData] = await Promise.all([tokens.data(), logProbs.data()]);
-    return { tokens: tokenData as Int32Array, logProbs: logProbData as Float32Array };
+    return await readSampledRows(sampled);
   } finally {
-    tokens.dispose();
-    logProbs.dispose();
+    sampled.tokens.dispose();
+    sampled.logProbs.dispose();
   }
+}
+
+/** The tokens and log-probabilities of `sampleRowsOnDevice`, read back (the tensors stay alive). */
+export async function readSampledRows({ tokens, logProbs }: SampledRowsOnDevice): Promise<SampledRows> {
+  if (tokens.size === 0) return { tokens: new Int32Array(0), logProbs: new Float32Array(0) };
+  // Both reads start before either is awaited: one wait for the GPU, not two.
+  const [tokenData, logProbData] = await Promise.all([tokens.data(), logProbs.data()]);
+  return { tokens: tokenData as Int32Array, logProbs: logProbData as Float32Array };
 }
 
 /**
