@@ -93,6 +93,7 @@ export {
   type TrainingMemoryEstimate,
   type TrainingMemoryOptions,
 } from "./model/memory.js";
+export { type PackedLayer, PackedProjections } from "./model/packed-projections.js";
 export { PrefixCache, type PrefixMatch } from "./model/prefix-cache.js";
 export {
   KvCache,

@@ -147,6 +147,47 @@ describe("generate", () => {
     expect(ctx.pool.stats.inUseBytes).toBe(inUse);
   });
 
+  it("runs a decoding step's q/k/v and gate/up projections as one product each, with the same results", async () => {
+    const prompts = [Int32Array.from([3, 7, 11]), Int32Array.from([9])];
+    const options = { maxNewTokens: 5, temperature: 1, seed: 3 };
+    const products = vi.spyOn(gpu, "matmul");
+    const separate = await generate(model, prompts, { ...options, packProjections: false });
+    const separateProducts = products.mock.calls.length;
+    products.mockClear();
+    const packed = await generate(model, prompts, options);
+    const packedProducts = products.mock.calls.length;
+    products.mockRestore();
+    // Three fewer products per layer in each of the 4 decoding steps after the prefill.
+    expect(separateProducts - packedProducts).toBe(3 * tiny.numHiddenLayers * 4);
+    for (const [b, g] of packed.entries()) {
+      expect(Array.from(g.tokens)).toEqual(Array.from(separate[b]!.tokens));
+      expect(Array.from(g.logProbs)).toEqual(Array.from(separate[b]!.logProbs));
+    }
+  });
+
+  it("keeps the separate projections where LoRA adapters apply, and packs none under gradients", async () => {
+    const lora = Qwen2Model.random(tiny, 6, gpu);
+    try {
+      lora.attachLora({ rank: 2, alpha: 4 });
+      const packing = vi.spyOn(lora, "packProjections");
+      const out = await generate(lora, [Int32Array.from([2, 5])], { maxNewTokens: 3, temperature: 0 });
+      expect(packing).not.toHaveBeenCalled();
+      expect(out[0]!.tokens.length).toBe(3);
+      const packed = noGrad(() => model.packProjections());
+      try {
+        const cache = model.createCache(1, 4);
+        expect(() =>
+          model.run({ ids: Int32Array.from([1]), batch: 1, seqLen: 1 }, Int32Array.from([0]), cache, packed),
+        ).toThrow(/packed projections .* without gradients/);
+        cache.dispose();
+      } finally {
+        packed.dispose();
+      }
+    } finally {
+      lora.dispose();
+    }
+  });
+
   it("samples top-k and top-p on the CPU", async () => {
     const onDevice = vi.spyOn(gpu, "sampleRows");
     const out = await generate(model, [Int32Array.from([4, 5])], { maxNewTokens: 6, topK: 3, seed: 1 });

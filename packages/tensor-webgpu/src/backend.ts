@@ -121,7 +121,8 @@ export interface Backend<B = unknown> {
   }): void;
   /**
    * rope of q into qOut, and rope of k and a copy of v into the KV caches at slots at..at+seqLen, in one
-   * kernel; false when this backend cannot (then the op runs rope and the copies). Optional.
+   * kernel; false when this backend cannot (then the op runs rope and the copies). `packed`: q, k and v are
+   * one buffer [batch, seqLen, numHeads + 2·numKvHeads, headDim] (q's heads, k's, v's). Optional.
    */
   ropeAppend?(args: {
     q: B;
@@ -139,12 +140,18 @@ export interface Backend<B = unknown> {
     theta: number;
     capacity: number;
     at: number;
+    packed?: boolean;
   }): boolean;
   softmax(args: { x: B; out: B; rows: number; cols: number }): void;
   softmaxBackward(args: { y: B; dY: B; dX: B; rows: number; cols: number }): void;
   logSoftmax(args: { x: B; out: B; rows: number; cols: number }): void;
   logSoftmaxBackward(args: { y: B; dY: B; dX: B; rows: number; cols: number }): void;
   swiglu(args: { gate: B; up: B; out: B; n: number }): void;
+  /**
+   * swiglu of a packed [rows, 2·width] gateUp (each row's gate, then its up) into out [rows, width]; false
+   * when this backend cannot (then the op splits the halves). Optional.
+   */
+  swigluPacked?(args: { gateUp: B; out: B; rows: number; width: number }): boolean;
   swigluBackward(args: { gate: B; up: B; dOut: B; dGate: B; dUp: B; n: number }): void;
   embedding(args: {
     table: B;

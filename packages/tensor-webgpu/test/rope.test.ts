@@ -147,7 +147,22 @@ describe("ropeAppend (rotary embedding and KV-cache append in one kernel)", () =
   ];
   const theta = 10000;
 
-  /** rope(q) and the caches after the step, by the fused op and by rope + writeSlice. */
+  /** Each token's q heads, then its k heads, then its v heads: a fused q/k/v projection's output. */
+  function packHeads(parts: Float32Array[], headsOf: number[], tokens: number, headDim: number) {
+    const rowHeads = headsOf.reduce((a, b) => a + b, 0);
+    const packed = new Float32Array(tokens * rowHeads * headDim);
+    for (let t = 0; t < tokens; t++) {
+      let offset = t * rowHeads * headDim;
+      for (const [i, part] of parts.entries()) {
+        const width = headsOf[i]! * headDim;
+        packed.set(part.subarray(t * width, (t + 1) * width), offset);
+        offset += width;
+      }
+    }
+    return packed;
+  }
+
+  /** rope(q) and the caches after the step, by the fused op, the packed op and rope + writeSlice. */
   async function bothWays(backend: Backend, c: (typeof cases)[number], seed: number) {
     const { batch, seqLen, numHeads, numKvHeads, headDim, capacity, at } = c;
     const qValues = randomArray(batch * seqLen * numHeads * headDim, seed);
@@ -158,7 +173,7 @@ describe("ropeAppend (rotary embedding and KV-cache append in one kernel)", () =
       backend,
       dtype: "i32",
     });
-    const run = async (fused: boolean) => {
+    const run = async (way: "fused" | "packed" | "separate") => {
       const q = tensor(qValues, [batch, seqLen, numHeads, headDim], { backend });
       const k = tensor(kValues, [batch, seqLen, numKvHeads, headDim], { backend });
       const v = tensor(vValues, [batch, seqLen, numKvHeads, headDim], { backend });
@@ -171,8 +186,17 @@ describe("ropeAppend (rotary embedding and KV-cache append in one kernel)", () =
       );
       let qr: Tensor;
       const dispatched = () => (backend as Partial<WebGpuBackend>).ctx?.stats.dispatches ?? 0;
+      const qkvValues = packHeads(
+        [qValues, kValues, vValues],
+        [numHeads, numKvHeads, numKvHeads],
+        batch * seqLen,
+        headDim,
+      );
+      const qkv = tensor(qkvValues, [batch, seqLen, numHeads + 2 * numKvHeads, headDim], { backend });
       const before = dispatched();
-      if (fused) qr = ops.ropeAppend(q, k, v, positions, theta, { keys, values, at });
+      if (way === "fused") qr = ops.ropeAppend(q, k, v, positions, theta, { keys, values, at });
+      else if (way === "packed")
+        qr = ops.ropeAppendPacked(qkv, positions, theta, { keys, values, at }, { numHeads, numKvHeads });
       else {
         qr = ops.rope(q, positions, theta);
         const kr = ops.rope(k, positions, theta);
@@ -182,14 +206,15 @@ describe("ropeAppend (rotary embedding and KV-cache append in one kernel)", () =
       const dispatches = dispatched() - before;
       return { q: await qr.floats(), keys: await keys.floats(), values: await values.floats(), dispatches };
     };
-    return { fused: await run(true), separate: await run(false) };
+    return { fused: await run("fused"), packed: await run("packed"), separate: await run("separate") };
   }
 
   for (const [i, c] of cases.entries()) {
     it(`gives the separate ops' bits in one dispatch on WebGPU: ${JSON.stringify(c)}`, async () => {
       const gpu = createWebGpuBackend(await testContext());
-      const { fused, separate } = await bothWays(gpu, c, 10 * i + 1);
+      const { fused, packed, separate } = await bothWays(gpu, c, 10 * i + 1);
       expect(fused.dispatches).toBe(1);
+      expect(packed).toEqual(fused);
       expect(separate.dispatches).toBeGreaterThanOrEqual(2); // two ropes; the writes are copies or kernels
       expect(Array.from(fused.q)).toEqual(Array.from(separate.q));
       expect(Array.from(fused.keys)).toEqual(Array.from(separate.keys));
@@ -201,11 +226,15 @@ describe("ropeAppend (rotary embedding and KV-cache append in one kernel)", () =
     const cpu = createCpuBackend();
     const onCpu = await bothWays(cpu, cases[1]!, 7);
     expect(onCpu.fused).toEqual(onCpu.separate);
+    expect(onCpu.packed).toEqual(onCpu.separate);
     const gpu = createWebGpuBackend(await testContext());
     limitBindingsForTesting(1024);
     try {
-      const { fused, separate } = await bothWays(gpu, cases[0]!, 8);
+      const { fused, packed, separate } = await bothWays(gpu, cases[0]!, 8);
       expect(fused.dispatches).toBe(separate.dispatches);
+      expect(Array.from(packed.q)).toEqual(Array.from(separate.q));
+      expect(Array.from(packed.keys)).toEqual(Array.from(separate.keys));
+      expect(Array.from(packed.values)).toEqual(Array.from(separate.values));
       expect(Array.from(fused.keys)).toEqual(Array.from(separate.keys));
       expect(Array.from(fused.q)).toEqual(Array.from(separate.q));
     } finally {
@@ -222,5 +251,21 @@ describe("ropeAppend (rotary embedding and KV-cache append in one kernel)", () =
     const qr = ops.ropeAppend(q, k, k, positions, theta, { keys: cache(), values: cache(), at: 1 });
     backward(ops.sum(qr));
     expect(q.grad?.shape).toEqual([2, 1, 2, 8]);
+  });
+
+  it("ropeAppendPacked names the shape it expected", () => {
+    const cpu = createCpuBackend();
+    const qkv = tensor(new Float32Array(2 * 5 * 8), [2, 1, 5, 8], { backend: cpu });
+    const cache = () => tensor(new Float32Array(2 * 3 * 8), [2, 3, 1, 8], { backend: cpu });
+    const positions = tensor(Int32Array.from([2, 5]), [2], { backend: cpu, dtype: "i32" });
+    expect(() =>
+      ops.ropeAppendPacked(
+        qkv,
+        positions,
+        theta,
+        { keys: cache(), values: cache(), at: 1 },
+        { numHeads: 2, numKvHeads: 1 },
+      ),
+    ).toThrow(/expected qkv as \[batch, seqLen, 2 \+ 2 x 1 heads, headDim\].*\[2, 1, 5, 8\]/);
   });
 });

@@ -9,6 +9,7 @@ import {
   type Tensor,
 } from "@ragen/tensor-webgpu";
 import { NormalSampler } from "./init.js";
+import type { PackedProjections } from "./packed-projections.js";
 import type { PrefixCache } from "./prefix-cache.js";
 import type { Qwen2Model } from "./qwen2.js";
 import { checkSamplingOptions, type SampledToken, type SamplingOptions, sampleToken } from "./sampling.js";
@@ -35,6 +36,13 @@ export interface GenerateOptions extends SamplingOptions {
    * keep this call's for the next (see PrefixCache). Clear it whenever the weights change.
    */
   prefixCache?: PrefixCache;
+  /**
+   * Run each decoding step's q/k/v and gate/up projections as one product each, on stacked copies of those
+   * weights made for this call (default true; the same results). The copies cost memory while generating:
+   * hidden·(hidden + 2·kvHeads·headDim + 2·intermediate) floats per layer (0.9 GB for Qwen2.5-0.5B in f32).
+   * Models with LoRA adapters attached run the separate projections.
+   */
+  packProjections?: boolean;
 }
 
 const disposeSample = (sample: SampledRowsOnDevice): void => {
@@ -94,6 +102,7 @@ export async function generate(
   const logProbs: number[][] = prompts.map(() => []);
   const finished = new Array<boolean>(batch).fill(false);
   const cache = model.createCache(batch, promptLength + options.maxNewTokens);
+  let packed: PackedProjections | undefined;
   const prefixCache = options.prefixCache;
   let kept = false;
 
@@ -147,6 +156,7 @@ export async function generate(
   const positionsAfter = (step: number) => Int32Array.from(start, (s) => promptLength - s + step);
 
   try {
+    if (options.packProjections !== false && !model.adapters) packed = model.packProjections();
     // Every row runs the same number of new tokens (`chunk`): the most any prompt lacks from the cache.
     // Rows missing fewer recompute a few cached tokens; rows shorter than the chunk are left-padded.
     const matches = prefixCache?.match(prompts) ?? prompts.map(() => ({ row: -1, length: 0 }));
@@ -174,12 +184,14 @@ export async function generate(
       // `start` is in cache slots: it masks each row's left padding in the chunk and in the cache alike.
       const prefill = { ids: chunkIds, batch, seqLen: chunk, start };
       if (truncated) {
-        let sampled = await asyncScope(() => sampleOnHost(model.run(prefill, chunkPositions, cache)));
+        let sampled = await asyncScope(() => sampleOnHost(model.run(prefill, chunkPositions, cache, packed)));
         for (let step = 0; !accept(sampled, step); step++) {
           // Finished rows repeat their last token; their outputs are not used.
           const next = Int32Array.from(tokens, (t) => t.at(-1)!);
           sampled = await asyncScope(() =>
-            sampleOnHost(model.run({ ids: next, batch, seqLen: 1, start }, positionsAfter(step), cache)),
+            sampleOnHost(
+              model.run({ ids: next, batch, seqLen: 1, start }, positionsAfter(step), cache, packed),
+            ),
           );
         }
         return;
@@ -189,7 +201,7 @@ export async function generate(
       // independent, so the tokens finished rows go on with change nothing else; a step recorded after
       // the last row finished is dropped.
       let current: SampledRowsOnDevice | undefined = scope(() =>
-        sampleOnDevice(model.run(prefill, chunkPositions, cache)),
+        sampleOnDevice(model.run(prefill, chunkPositions, cache, packed)),
       );
       let next: SampledRowsOnDevice | undefined;
       try {
@@ -199,7 +211,9 @@ export async function generate(
           const ids: Tensor = current.tokens;
           if (step + 1 < options.maxNewTokens)
             next = scope(() =>
-              sampleOnDevice(model.run({ ids, batch, seqLen: 1, start }, positionsAfter(step), cache)),
+              sampleOnDevice(
+                model.run({ ids, batch, seqLen: 1, start }, positionsAfter(step), cache, packed),
+              ),
             );
           const over = accept(await read, step);
           disposeSample(current);
@@ -225,6 +239,7 @@ export async function generate(
     prefixCache?.clear();
     throw error;
   } finally {
+    packed?.dispose();
     if (!kept) cache.dispose();
   }
   return tokens.map((t, b) => ({

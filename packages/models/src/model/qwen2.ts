@@ -11,6 +11,7 @@ import {
   addLinear,
   attention,
   type Backend,
+  type CacheAppend,
   checkpoint,
   decodeAttention,
   embedding,
@@ -21,8 +22,10 @@ import {
   rmsNorm,
   rope,
   ropeAppend,
+  ropeAppendPacked,
   scope,
   swiglu,
+  swigluPacked,
   type Tensor,
   tensor,
   tokenLogProbs,
@@ -32,6 +35,7 @@ import {
 import type { Qwen2Config } from "../io/config.js";
 import { NormalSampler } from "./init.js";
 import { LoraAdapters, type LoraOptions, QWEN2_LINEAR_MODULES } from "./lora.js";
+import { type PackedLayer, PackedProjections } from "./packed-projections.js";
 
 /** The parts of a config the network's shape depends on. */
 export type Qwen2Shape = Pick<
@@ -75,6 +79,8 @@ interface LayerRun {
   extending: boolean;
   /** The adapters this run applies (none when they are switched off), fixed for its recomputations too. */
   adapters: LoraAdapters | undefined;
+  /** Stacked q/k/v and gate/up weights for cached steps (see PackedProjections). */
+  packed: PackedProjections | undefined;
 }
 
 /** Name and shape of every parameter, in Hugging Face's order. */
@@ -220,8 +226,10 @@ export class Qwen2Model {
    * appended to it and the queries attend over everything cached before them: an empty cache is a
    * prefill, one token a decode step, several tokens a chunk after a cached prefix. All rows share the
    * cache's slots (left padding, `input.start`, masks the slots before a row's first token).
+   * `packed` (from packProjections(), for these weights) runs the cached steps' q/k/v and gate/up
+   * projections as one product each; runs that apply LoRA adapters keep the separate projections.
    */
-  run(input: TokenBatch, positionIds: Int32Array, cache?: KvCache): Tensor {
+  run(input: TokenBatch, positionIds: Int32Array, cache?: KvCache, packed?: PackedProjections): Tensor {
     const c = this.config;
     const { batch, seqLen } = input;
     const idCount = input.ids instanceof Int32Array ? input.ids.length : input.ids.size;
@@ -231,6 +239,10 @@ export class Qwen2Model {
     // With tokens already cached, one token is a decode step and several a chunk that extends the cache.
     const decoding = cache !== undefined && cache.length > 0 && seqLen === 1;
     const extending = cache !== undefined && cache.length > 0 && seqLen > 1;
+    if (packed && isGradEnabled())
+      throw new Error(
+        "run(): packed projections are copies of the weights, for runs without gradients (noGrad)",
+      );
     if (cache && cache.length + seqLen > cache.capacity)
       throw new RangeError(
         `run(): ${seqLen} more tokens do not fit the cache (${cache.length} of ${cache.capacity} used)`,
@@ -240,7 +252,17 @@ export class Qwen2Model {
     const kvStart = input.start ? tensor(input.start, [batch], { backend, dtype: "i32" }) : undefined;
     const heads = { numHeads: c.numAttentionHeads, numKvHeads: c.numKeyValueHeads, kvStart };
     const adapters = this.adaptersOff > 0 ? undefined : this.lora;
-    const layerRun: LayerRun = { batch, seqLen, positions, heads, cache, decoding, extending, adapters };
+    const layerRun: LayerRun = {
+      batch,
+      seqLen,
+      positions,
+      heads,
+      cache,
+      decoding,
+      extending,
+      adapters,
+      packed,
+    };
     // Recomputation only pays where a backward will need the activations: recorded runs without a cache.
     const recompute = this.gradientCheckpointing && !cache && isGradEnabled();
     let x = embedding(this.param("model.embed_tokens.weight"), input.ids, [batch, seqLen]);
@@ -267,42 +289,12 @@ export class Qwen2Model {
    */
   private decoderLayer(i: number, x: Tensor, run: LayerRun): Tensor {
     const c = this.config;
-    const { batch, seqLen, positions, heads, cache } = run;
-    const headDim = this.headDim;
+    const { batch, seqLen } = run;
     const layer = `model.layers.${i}`;
+    // Cached steps without adapters may run the stacked projections (the adapters apply per module).
+    const packed = (run.decoding || run.extending) && !run.adapters ? run.packed?.layers[i] : undefined;
     const h = rmsNorm(x, this.param(`${layer}.input_layernorm.weight`), c.rmsNormEps);
-    const q = this.project(`${layer}.self_attn.q_proj`, h, run.adapters);
-    const k = this.project(`${layer}.self_attn.k_proj`, h, run.adapters);
-    const v = reshape(this.project(`${layer}.self_attn.v_proj`, h, run.adapters), [
-      batch,
-      seqLen,
-      c.numKeyValueHeads,
-      headDim,
-    ]);
-    const qHeads = reshape(q, [batch, seqLen, c.numAttentionHeads, headDim]);
-    const kHeads = reshape(k, [batch, seqLen, c.numKeyValueHeads, headDim]);
-    let attended: Tensor;
-    if (run.decoding || run.extending) {
-      // Attention reads the keys and values from the cache: rotate and append them in one kernel.
-      const at = cache!.length;
-      const qr = ropeAppend(qHeads, kHeads, v, positions, c.ropeTheta, {
-        keys: cache!.keys[i]!,
-        values: cache!.values[i]!,
-        at,
-      });
-      const options = { ...heads, kvLen: at + seqLen };
-      attended = run.decoding
-        ? decodeAttention(qr, cache!.keys[i]!, cache!.values[i]!, options)
-        : attention(qr, cache!.keys[i]!, cache!.values[i]!, options);
-    } else {
-      const qr = rope(qHeads, positions, c.ropeTheta);
-      const kr = rope(kHeads, positions, c.ropeTheta);
-      if (cache) {
-        writeSlice(cache.keys[i]!, kr, 1, cache.length);
-        writeSlice(cache.values[i]!, v, 1, cache.length);
-      }
-      attended = attention(qr, kr, v, heads);
-    }
+    const attended = packed ? this.packedSelfAttention(i, h, run, packed) : this.selfAttention(i, h, run);
     // The residual connections are added in the projections' epilogues.
     const afterAttention = this.project(
       `${layer}.self_attn.o_proj`,
@@ -311,14 +303,72 @@ export class Qwen2Model {
       x,
     );
     const m = rmsNorm(afterAttention, this.param(`${layer}.post_attention_layernorm.weight`), c.rmsNormEps);
-    return this.project(
-      `${layer}.mlp.down_proj`,
-      swiglu(
-        this.project(`${layer}.mlp.gate_proj`, m, run.adapters),
-        this.project(`${layer}.mlp.up_proj`, m, run.adapters),
-      ),
-      run.adapters,
-      afterAttention,
+    const gated = packed
+      ? swigluPacked(linear(m, packed.gateUpWeight))
+      : swiglu(
+          this.project(`${layer}.mlp.gate_proj`, m, run.adapters),
+          this.project(`${layer}.mlp.up_proj`, m, run.adapters),
+        );
+    return this.project(`${layer}.mlp.down_proj`, gated, run.adapters, afterAttention);
+  }
+
+  /** Layer i's attention of the normed input h, with separate q, k and v projections. */
+  private selfAttention(i: number, h: Tensor, run: LayerRun): Tensor {
+    const c = this.config;
+    const { batch, seqLen, positions, heads, cache } = run;
+    const module = `model.layers.${i}.self_attn`;
+    const asHeads = (t: Tensor, count: number) => reshape(t, [batch, seqLen, count, this.headDim]);
+    const q = asHeads(this.project(`${module}.q_proj`, h, run.adapters), c.numAttentionHeads);
+    const k = asHeads(this.project(`${module}.k_proj`, h, run.adapters), c.numKeyValueHeads);
+    const v = asHeads(this.project(`${module}.v_proj`, h, run.adapters), c.numKeyValueHeads);
+    if (run.decoding || run.extending)
+      return this.attendCached(i, run, (append) => ropeAppend(q, k, v, positions, c.ropeTheta, append));
+    const qr = rope(q, positions, c.ropeTheta);
+    const kr = rope(k, positions, c.ropeTheta);
+    if (cache) {
+      writeSlice(cache.keys[i]!, kr, 1, cache.length);
+      writeSlice(cache.values[i]!, v, 1, cache.length);
+    }
+    return attention(qr, kr, v, heads);
+  }
+
+  /** Layer i's attention of a cached step from one stacked q/k/v product. */
+  private packedSelfAttention(i: number, h: Tensor, run: LayerRun, packed: PackedLayer): Tensor {
+    const c = this.config;
+    const headCount = c.numAttentionHeads + 2 * c.numKeyValueHeads;
+    const qkv = reshape(linear(h, packed.qkvWeight, packed.qkvBias), [
+      run.batch,
+      run.seqLen,
+      headCount,
+      this.headDim,
+    ]);
+    const heads = { numHeads: c.numAttentionHeads, numKvHeads: c.numKeyValueHeads };
+    return this.attendCached(i, run, (append) =>
+      ropeAppendPacked(qkv, run.positions, c.ropeTheta, append, heads),
+    );
+  }
+
+  /**
+   * A cached step's attention: `rotateAppend` rotates the queries and keys and appends the keys and values
+   * to layer i's cache (in one kernel), then the queries attend over everything cached.
+   */
+  private attendCached(i: number, run: LayerRun, rotateAppend: (append: CacheAppend) => Tensor): Tensor {
+    const cache = run.cache!;
+    const [keys, values] = [cache.keys[i]!, cache.values[i]!];
+    const qr = rotateAppend({ keys, values, at: cache.length });
+    const options = { ...run.heads, kvLen: cache.length + run.seqLen };
+    return run.decoding ? decodeAttention(qr, keys, values, options) : attention(qr, keys, values, options);
+  }
+
+  /**
+   * Every layer's q/k/v and gate/up weights stacked, for `run`'s cached steps (see PackedProjections):
+   * copies of the current weights, to rebuild after they change and to dispose when done.
+   */
+  packProjections(): PackedProjections {
+    return PackedProjections.build(
+      this.config.numHiddenLayers,
+      (name) => this.param(name),
+      (name) => this.params.get(name),
     );
   }
 

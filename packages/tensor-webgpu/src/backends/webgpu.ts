@@ -178,6 +178,7 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     logSoftmax: (args) => softmax.logSoftmax(ctx, args),
     logSoftmaxBackward: (args) => softmax.logSoftmaxBackward(ctx, args),
     swiglu: (args) => activation.swiglu(ctx, args),
+    swigluPacked: (args) => activation.swigluPacked(ctx, args),
     swigluBackward: (args) => activation.swigluBackward(ctx, args),
     embedding: (args) => embedding.embedding(ctx, args),
     embeddingBackward: (args) => embedding.embeddingBackward(ctx, args),

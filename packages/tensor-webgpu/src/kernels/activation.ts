@@ -7,7 +7,7 @@
  * binding are processed in batches (windows starting `shift` elements before the batch).
  */
 import { type GpuContext, grid } from "../gpu/context.js";
-import { batches, batchWindows } from "./binding-windows.js";
+import { batches, batchWindows, maxBindingBytes } from "./binding-windows.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
@@ -93,6 +93,51 @@ export function swiglu(
   run(ctx, "swiglu", [a.gate, a.up, a.out], a.n);
 }
 
+/**
+ * swiglu of a fused gate/up projection's output: gateUp [rows, 2·width] holds each row's gate, then its
+ * up; out [rows, width]. The same arithmetic per element as \`swiglu\` (vec4 when width % 4 == 0). One
+ * invocation per output vector, so no split of gateUp is needed.
+ */
+function buildSwigluPackedShader(width: 1 | 4): string {
+  return /* wgsl */ `${COMMON(width)}
+@group(0) @binding(0) var<storage, read> gateUp: array<V>;
+@group(0) @binding(1) var<storage, read_write> out: array<V>;
+struct PackedParams { count: u32, rowVectors: u32 }
+@group(0) @binding(2) var<uniform> params: PackedParams;
+
+@compute @workgroup_size(${LANES})
+fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
+  let i = id.x + id.y * groups.x * ${LANES}u;
+  if (i >= params.count) { return; }
+  let rowVectors = params.rowVectors;
+  let gateIndex = i + (i / rowVectors) * rowVectors; // row r's gate starts at 2·r·rowVectors
+  let g = gateUp[gateIndex];
+  out[i] = g * sigmoid(g) * gateUp[gateIndex + rowVectors];
+}`;
+}
+
+/**
+ * out [rows, width] = silu(gate) * up for a packed gateUp [rows, 2·width] (gate then up in each row).
+ * Returns false, recording nothing, when gateUp does not fit one storage binding.
+ */
+export function swigluPacked(
+  ctx: GpuContext,
+  a: { gateUp: GPUBuffer; out: GPUBuffer; rows: number; width: number },
+): boolean {
+  const n = a.rows * a.width;
+  if (n === 0) return true;
+  if (2 * n * 4 > maxBindingBytes(ctx)) return false;
+  const width: 1 | 4 = a.width % 4 === 0 ? 4 : 1;
+  const count = n / width;
+  ctx.dispatch(
+    ctx.pipeline("swiglu packed", swigluPackedShader(width)),
+    [a.gateUp, a.out],
+    new Uint32Array([count, a.width / width]),
+    grid(Math.ceil(count / LANES)),
+  );
+  return true;
+}
+
 /** dGate = dOut * up * silu'(gate); dUp = dOut * silu(gate). Both written. */
 export function swigluBackward(
   ctx: GpuContext,
@@ -103,3 +148,4 @@ export function swigluBackward(
 
 // The kernels' WGSL, built once per distinct parameters.
 const shader = cachedBuilder(buildShader);
+const swigluPackedShader = cachedBuilder(buildSwigluPackedShader);

@@ -121,14 +121,19 @@ export function rope(
  * into qOut; k rotated and v copied into the caches [batch, capacity, numKvHeads, headDim] at slots
  * at..at+seqLen. The invocations are laid out as three ranges — q's pair vectors, k's, then v's — and each
  * does what `rope` (or a copy) does for its element, with the same arithmetic, so the results are the
- * same bits as the separate kernels'.
+ * same bits as the separate kernels'. Each token's q, k and v heads are read from rows of `qRowHeads` (q)
+ * and `kvRowHeads` (k, v) heads starting at heads qHead, kHead and vHead, so q, k and v may be one packed
+ * buffer (a fused q/k/v projection's output).
  */
 function buildRopeAppendShader(headDim: number, theta: number, width: 1 | 4): string {
   return /* wgsl */ `
 alias V = ${width === 4 ? "vec4<f32>" : "f32"};
 ${frequencyTable(headDim, theta, width)}
 const TAU = 6.283185307179586;
-struct Params { qCount: u32, kCount: u32, pairVectors: u32, numHeads: u32, numKvHeads: u32, seqLen: u32, capacity: u32, at: u32 }
+struct Params {
+  qCount: u32, kCount: u32, pairVectors: u32, numHeads: u32, numKvHeads: u32, seqLen: u32, capacity: u32, at: u32,
+  qRowHeads: u32, kvRowHeads: u32, qHead: u32, kHead: u32, vHead: u32,
+}
 @group(0) @binding(0) var<storage, read> q: array<V>;
 @group(0) @binding(1) var<storage, read_write> qOut: array<V>;
 @group(0) @binding(2) var<storage, read> k: array<V>;
@@ -153,8 +158,10 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   if (index < params.qCount) {
     let pair = index % params.pairVectors;
     let tokenHead = index / params.pairVectors;
+    let token = tokenHead / params.numHeads;
+    let source = (token * params.qRowHeads + params.qHead + tokenHead % params.numHeads) * 2u * params.pairVectors + pair;
+    let r = rotate(q[source], q[source + params.pairVectors], u32(positions[token]), pair);
     let first = tokenHead * 2u * params.pairVectors + pair;
-    let r = rotate(q[first], q[first + params.pairVectors], u32(positions[tokenHead / params.numHeads]), pair);
     qOut[first] = r.first;
     qOut[first + params.pairVectors] = r.second;
     return;
@@ -169,7 +176,7 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   let head = tokenHead % params.numKvHeads;
   let row = token / params.seqLen;
   let slot = params.at + token % params.seqLen;
-  let first = tokenHead * 2u * params.pairVectors + pair;
+  let first = (token * params.kvRowHeads + select(params.kHead, params.vHead, isValue) + head) * 2u * params.pairVectors + pair;
   let slotIndex = ((row * params.capacity + slot) * params.numKvHeads + head) * 2u * params.pairVectors + pair;
   if (isValue) {
     values[slotIndex] = v[first];
@@ -185,8 +192,10 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
 /**
  * q [batch, seqLen, numHeads, headDim] rotated into qOut; k [batch, seqLen, numKvHeads, headDim] rotated
  * into `keys` and v copied into `values` (both [batch, capacity, numKvHeads, headDim]) at slots
- * at..at+seqLen; positions i32 [batch * seqLen]. Returns false, recording nothing, when a buffer does not
- * fit one storage binding (the caller then runs rope and the copies separately).
+ * at..at+seqLen; positions i32 [batch * seqLen]. `packed`: q, k and v are one buffer [batch, seqLen,
+ * numHeads + 2·numKvHeads, headDim], each token's q heads, then its k heads, then its v heads. Returns
+ * false, recording nothing, when a buffer does not fit one storage binding (the caller then runs rope and
+ * the copies separately).
  */
 export function ropeAppend(
   ctx: GpuContext,
@@ -206,6 +215,7 @@ export function ropeAppend(
     theta: number;
     capacity: number;
     at: number;
+    packed?: boolean;
   },
 ): boolean {
   const { batch, seqLen, numHeads, numKvHeads, headDim, theta, capacity, at } = a;
@@ -216,20 +226,27 @@ export function ropeAppend(
   const width: 1 | 4 = half % 4 === 0 ? 4 : 1;
   const pairVectors = half / width;
   const tokens = batch * seqLen;
+  const packedHeads = numHeads + 2 * numKvHeads;
   const qBytes = tokens * numHeads * headDim * 4;
-  const kBytes = tokens * numKvHeads * headDim * 4;
+  const qInBytes = a.packed ? tokens * packedHeads * headDim * 4 : qBytes;
+  const kBytes = a.packed ? qInBytes : tokens * numKvHeads * headDim * 4;
   const cacheBytes = batch * capacity * numKvHeads * headDim * 4;
-  if (Math.max(qBytes, cacheBytes) > maxBindingBytes(ctx)) return false;
+  if (Math.max(qInBytes, cacheBytes) > maxBindingBytes(ctx)) return false;
   const qCount = (tokens * numHeads * half) / width;
   const kCount = (tokens * numKvHeads * half) / width;
   const total = qCount + 2 * kCount;
   if (total === 0) return true;
   const range = (buffer: GPUBuffer, size: number) => ({ buffer, offset: 0, size });
-  const params = new Uint32Array([qCount, kCount, pairVectors, numHeads, numKvHeads, seqLen, capacity, at]);
+  // Rows of heads and where q's, k's and v's start in them.
+  const layout = a.packed
+    ? [packedHeads, packedHeads, 0, numHeads, numHeads + numKvHeads]
+    : [numHeads, numKvHeads, 0, 0, 0];
+  const sizes = [qCount, kCount, pairVectors, numHeads, numKvHeads, seqLen, capacity, at];
+  const params = new Uint32Array([...sizes, ...layout]);
   ctx.dispatch(
     ctx.pipeline("rope + cache append", ropeAppendShader(headDim, theta, width)),
     [
-      range(a.q, qBytes),
+      range(a.q, qInBytes),
       range(a.qOut, qBytes),
       range(a.k, kBytes),
       range(a.v, kBytes),

@@ -4,7 +4,7 @@ import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
 import { shapeSize, type Tensor } from "../tensor.js";
 import { inF32 } from "./precision.js";
-import { cast, writeSlice } from "./shape.js";
+import { cast, narrow, writeSlice } from "./shape.js";
 import { backendOf, equalShapes, expectDType, ShapeError, sameShape } from "./util.js";
 
 const rowsOf = (x: Tensor) => x.size / Math.max(1, x.shape[x.rank - 1]!);
@@ -73,6 +73,13 @@ function ropeF32(x: Tensor, positions: Tensor, theta: number): Tensor {
   });
 }
 
+/** A KV cache to append a step's keys and values to, at slots at..at+seqLen. */
+export interface CacheAppend {
+  keys: Tensor;
+  values: Tensor;
+  at: number;
+}
+
 /**
  * A cached step's rotary embedding and cache append: returns rope(q), and writes rope(k) and v into the
  * KV caches `keys` / `values` [batch, capacity, numKvHeads, headDim] at slots at..at+seqLen. One kernel
@@ -85,7 +92,7 @@ export function ropeAppend(
   v: Tensor,
   positions: Tensor,
   theta: number,
-  cache: { keys: Tensor; values: Tensor; at: number },
+  cache: CacheAppend,
 ): Tensor {
   const backend = backendOf("ropeAppend", q, k, v, positions, cache.keys, cache.values);
   const { keys, values, at } = cache;
@@ -94,37 +101,88 @@ export function ropeAppend(
       `ropeAppend: expected q, k, v as [batch, seqLen, heads, headDim] and caches [batch, capacity, kvHeads, headDim], got ${q.describe()}, ${k.describe()}, ${v.describe()}, ${keys.describe()}`,
     );
   const [batch, seqLen, numHeads, headDim] = q.shape as [number, number, number, number];
-  const [capacity, numKvHeads] = [keys.shape[1]!, keys.shape[2]!];
-  const fits =
-    equalShapes(keys.shape, values.shape) &&
+  const numKvHeads = keys.shape[2]!;
+  const fused =
     equalShapes(k.shape, [batch, seqLen, numKvHeads, headDim]) &&
-    keys.shape[0] === batch &&
-    keys.buffer !== values.buffer && // one kernel may not write a buffer through two bindings
-    keys.shape[3] === headDim &&
-    positions.dtype === "i32" &&
-    positions.size === batch * seqLen;
-  const recorded = isGradEnabled() && (q.requiresGrad || k.requiresGrad || v.requiresGrad);
-  const f32 = [q, k, v, keys, values].every((t) => t.dtype === "f32");
-  if (fits && f32 && !recorded && backend.ropeAppend) {
-    const qOut = emptyTensor(backend, q.shape, "f32");
-    const dims = { batch, seqLen, numHeads, numKvHeads, headDim, theta, capacity, at };
-    const buffers = {
-      q: q.buffer,
-      qOut: qOut.buffer,
-      k: k.buffer,
-      v: v.buffer,
-      keys: keys.buffer,
-      values: values.buffer,
-      positions: positions.buffer,
-    };
-    if (backend.ropeAppend({ ...buffers, ...dims })) return qOut;
-    qOut.dispose();
-  }
+    fusedAppend(backend, [q, k, v], positions, theta, cache, { batch, seqLen, numHeads, headDim });
+  if (fused) return fused;
   const rotatedKeys = rope(k, positions, theta);
   writeSlice(keys, rotatedKeys, 1, at);
   rotatedKeys.dispose();
   writeSlice(values, v, 1, at);
   return rope(q, positions, theta);
+}
+
+/**
+ * `ropeAppend` for a fused q/k/v projection's output: qkv [batch, seqLen, numHeads + 2·numKvHeads, headDim]
+ * holds each token's q heads, then its k heads, then its v heads. Returns rope(q) [batch, seqLen, numHeads,
+ * headDim]. The kernel reads the three where they are; where it cannot run, the heads are split with
+ * `narrow` and go through `ropeAppend` (the same results).
+ */
+export function ropeAppendPacked(
+  qkv: Tensor,
+  positions: Tensor,
+  theta: number,
+  cache: CacheAppend,
+  heads: { numHeads: number; numKvHeads: number },
+): Tensor {
+  const backend = backendOf("ropeAppendPacked", qkv, positions, cache.keys, cache.values);
+  const { numHeads, numKvHeads } = heads;
+  if (qkv.rank !== 4 || qkv.shape[2] !== numHeads + 2 * numKvHeads || cache.keys.rank !== 4)
+    throw new ShapeError(
+      `ropeAppendPacked: expected qkv as [batch, seqLen, ${numHeads} + 2 x ${numKvHeads} heads, headDim] and caches [batch, capacity, kvHeads, headDim], got ${qkv.describe()}, ${cache.keys.describe()}`,
+    );
+  const [batch, seqLen, , headDim] = qkv.shape as [number, number, number, number];
+  const fused =
+    cache.keys.shape[2] === numKvHeads &&
+    fusedAppend(backend, [qkv], positions, theta, cache, { batch, seqLen, numHeads, headDim });
+  if (fused) return fused;
+  const q = narrow(qkv, 2, 0, numHeads);
+  const k = narrow(qkv, 2, numHeads, numKvHeads);
+  const v = narrow(qkv, 2, numHeads + numKvHeads, numKvHeads);
+  try {
+    return ropeAppend(q, k, v, positions, theta, cache);
+  } finally {
+    for (const t of [q, k, v]) t.dispose();
+  }
+}
+
+/**
+ * The one-kernel form of ropeAppend, from separate q, k, v or one packed qkv (`sources` of length 1):
+ * rope(q), or undefined, recording nothing, where it does not apply (shapes the kernel does not take,
+ * gradients, dtypes other than f32, a backend without it, buffers over one binding).
+ */
+function fusedAppend(
+  backend: Backend,
+  sources: readonly Tensor[],
+  positions: Tensor,
+  theta: number,
+  cache: CacheAppend,
+  dims: { batch: number; seqLen: number; numHeads: number; headDim: number },
+): Tensor | undefined {
+  const { keys, values, at } = cache;
+  const { batch, seqLen, numHeads, headDim } = dims;
+  const [capacity, numKvHeads] = [keys.shape[1]!, keys.shape[2]!];
+  const fits =
+    equalShapes(keys.shape, values.shape) &&
+    keys.shape[0] === batch &&
+    keys.buffer !== values.buffer && // one kernel may not write a buffer through two bindings
+    keys.shape[3] === headDim &&
+    positions.dtype === "i32" &&
+    positions.size === batch * seqLen;
+  const recorded = isGradEnabled() && sources.some((t) => t.requiresGrad);
+  const f32 = [...sources, keys, values].every((t) => t.dtype === "f32");
+  if (!fits || recorded || !f32 || !backend.ropeAppend) return undefined;
+  const qOut = emptyTensor(backend, [batch, seqLen, numHeads, headDim], "f32");
+  const [q, k, v] = sources.length === 1 ? [sources[0]!, sources[0]!, sources[0]!] : sources;
+  const ran = backend.ropeAppend({
+    ...{ batch, seqLen, numHeads, numKvHeads, headDim, theta, capacity, at },
+    ...{ q: q!.buffer, qOut: qOut.buffer, k: k!.buffer, v: v!.buffer, positions: positions.buffer },
+    ...{ keys: keys.buffer, values: values.buffer, packed: sources.length === 1 },
+  });
+  if (ran) return qOut;
+  qOut.dispose();
+  return undefined;
 }
 
 export interface AttentionOptions {
@@ -225,6 +283,35 @@ function attentionF32(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions
 /** silu(gate) · up — the SwiGLU of Qwen2's MLP. */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
   return inF32([gate, up], ([wg, wu]) => swigluF32(wg, wu));
+}
+
+/**
+ * swiglu of a fused gate/up projection's output: gateUp [..., 2·width] holds each row's gate, then its up;
+ * returns silu(gate) · up [..., width]. One kernel reads both halves in place where the backend has it and
+ * no gradient is recorded; otherwise the halves are split with `narrow` (the same results).
+ */
+export function swigluPacked(gateUp: Tensor): Tensor {
+  const backend = backendOf("swigluPacked", gateUp);
+  const last = gateUp.shape[gateUp.rank - 1];
+  if (gateUp.rank < 1 || last === undefined || last % 2 !== 0)
+    throw new ShapeError(`swigluPacked: expected gateUp [..., 2 x width], got ${gateUp.describe()}`);
+  const width = last / 2;
+  const shape = [...gateUp.shape.slice(0, -1), width];
+  const recorded = isGradEnabled() && gateUp.requiresGrad;
+  if (!recorded && gateUp.dtype === "f32" && backend.swigluPacked) {
+    const out = emptyTensor(backend, shape, "f32");
+    const rows = gateUp.size / last;
+    if (backend.swigluPacked({ gateUp: gateUp.buffer, out: out.buffer, rows, width })) return out;
+    out.dispose();
+  }
+  const gate = narrow(gateUp, gateUp.rank - 1, 0, width);
+  const up = narrow(gateUp, gateUp.rank - 1, width, width);
+  try {
+    return swiglu(gate, up);
+  } finally {
+    gate.dispose();
+    up.dispose();
+  }
 }
 
 function swigluF32(gate: Tensor, up: Tensor): Tensor {
