@@ -90,13 +90,14 @@ export function breakdownTable(options: TrainingMemoryOptions): string {
     ],
     ["KV cache (rollout)", b.kvCache, "2 × 24 layers × 64 sequences × 1024 tokens × 128"],
     ["prefill (rollout)", b.rolloutForward, "one layer's tensors over 64 × 512 prompt tokens"],
+    ["stacked projections (rollout)", b.packedWeights, "24 layers' q/k/v and gate/up weights, copied"],
   ];
   return [
     "| term | GiB | what |",
     "|---|---|---|",
     ...rows.map(([term, bytes, what]) => `| ${term} | ${gib(bytes)} | ${what} |`),
     `| **training peak** (${e.trainingPeakPhase}) | **${gib(e.trainingPeak)}** | weights + AdamW + its largest phase |`,
-    `| **rollout peak** | **${gib(e.rolloutPeak)}** | weights + AdamW + KV cache + prefill |`,
+    `| **rollout peak** | **${gib(e.rolloutPeak)}** | weights + AdamW + stacked projections + KV cache + prefill |`,
   ].join("\n");
 }
 

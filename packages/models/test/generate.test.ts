@@ -1,4 +1,11 @@
-import { type Backend, noGrad, type WebGpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
+import {
+  type Backend,
+  noGrad,
+  tensor,
+  type WebGpuBackend,
+  webGpuBackend,
+  writeSlice,
+} from "@ragen/tensor-webgpu";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { generate } from "../src/model/generate.js";
 import { NormalSampler } from "../src/model/init.js";
@@ -165,26 +172,68 @@ describe("generate", () => {
     }
   });
 
-  it("keeps the separate projections where LoRA adapters apply, and packs none under gradients", async () => {
+  it("merges LoRA adapters into the packed weights: a decoding step runs no adapter products", async () => {
     const lora = Qwen2Model.random(tiny, 6, gpu);
     try {
-      lora.attachLora({ rank: 2, alpha: 4 });
-      const packing = vi.spyOn(lora, "packProjections");
-      const out = await generate(lora, [Int32Array.from([2, 5])], { maxNewTokens: 3, temperature: 0 });
-      expect(packing).not.toHaveBeenCalled();
-      expect(out[0]!.tokens.length).toBe(3);
-      const packed = noGrad(() => model.packProjections());
-      try {
-        const cache = model.createCache(1, 4);
-        expect(() =>
-          model.run({ ids: Int32Array.from([1]), batch: 1, seqLen: 1 }, Int32Array.from([0]), cache, packed),
-        ).toThrow(/packed projections .* without gradients/);
-        cache.dispose();
-      } finally {
-        packed.dispose();
+      const adapters = lora.attachLora({ rank: 2, alpha: 4 });
+      // B starts at zero (the adapted model equals its base): give every adapter an update.
+      const sampler = new NormalSampler(4);
+      noGrad(() => {
+        for (const [name, b] of adapters.peftWeights()) {
+          if (!name.includes("lora_B")) continue;
+          const update = tensor(sampler.normals(b.size, 0.5), b.shape, { backend: gpu });
+          writeSlice(b, update, 0, 0);
+          update.dispose();
+        }
+      });
+      const prompts = [Int32Array.from([3, 7, 11]), Int32Array.from([9])];
+      const options = { maxNewTokens: 5, temperature: 0 };
+      const products = vi.spyOn(gpu, "matmul");
+      const separate = await generate(lora, prompts, { ...options, packProjections: false });
+      const separateProducts = products.mock.calls.length;
+      products.mockClear();
+      const packed = await generate(lora, prompts, options);
+      const packedProducts = products.mock.calls.length;
+      products.mockRestore();
+      // Per layer and decoding step, 21 products (7 modules, each with its adapter's two) become 4 (q/k/v,
+      // o, gate/up, down); packing merged 7 updates per layer once.
+      const layers = tiny.numHiddenLayers;
+      expect(separateProducts - packedProducts).toBe((21 - 4) * layers * 4 - 7 * layers);
+      for (const [b, g] of packed.entries()) {
+        expect(Array.from(g.tokens)).toEqual(Array.from(separate[b]!.tokens));
+        for (const [t, logProb] of g.logProbs.entries())
+          expect(Math.abs(logProb - separate[b]!.logProbs[t]!)).toBeLessThan(1e-5);
       }
     } finally {
       lora.dispose();
+    }
+  });
+
+  it("packs no projections for runs that record gradients, nor for runs with other adapters", async () => {
+    const packed = noGrad(() => model.packProjections());
+    const cache = model.createCache(1, 4);
+    try {
+      const step = () =>
+        model.run({ ids: Int32Array.from([1]), batch: 1, seqLen: 1 }, Int32Array.from([0]), cache, packed);
+      expect(step).toThrow(/packed projections .* without gradients/);
+      const lora = Qwen2Model.random(tiny, 7, gpu);
+      lora.attachLora({ rank: 2, alpha: 4 });
+      const loraCache = lora.createCache(1, 4);
+      expect(() =>
+        noGrad(() =>
+          lora.run(
+            { ids: Int32Array.from([1]), batch: 1, seqLen: 1 },
+            Int32Array.from([0]),
+            loraCache,
+            packed,
+          ),
+        ),
+      ).toThrow(/made without the LoRA adapters, and this run applies them/);
+      loraCache.dispose();
+      lora.dispose();
+    } finally {
+      cache.dispose();
+      packed.dispose();
     }
   });
 

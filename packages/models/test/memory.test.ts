@@ -149,7 +149,7 @@ describe("estimateTrainingMemory", () => {
       seqLen: 1,
       rollout: { batch, promptLength, newTokens },
     });
-    const estimated = bytes.kvCache + bytes.rolloutForward;
+    const estimated = bytes.kvCache + bytes.rolloutForward + bytes.packedWeights;
     expect(Math.abs(estimated - measured) / measured).toBeLessThan(0.1);
   });
 

@@ -107,13 +107,25 @@ export class LoraAdapters {
 
   /** Fold every update into its weight in place: W += (alpha/r)·B·A. */
   mergeInto(weightOf: (module: string) => Tensor): void {
-    noGrad(() => {
-      for (const [module, { a, b }] of this.adapters) {
-        const weight = weightOf(module);
-        const merged = add(weight, scale(matmul(b, a), this.scale));
-        writeSlice(weight, merged, 0, 0);
-        merged.dispose();
-      }
+    for (const module of this.adapters.keys()) {
+      const weight = weightOf(module);
+      const merged = this.mergedWeight(module, weight)!;
+      writeSlice(weight, merged, 0, 0);
+      merged.dispose();
+    }
+  }
+
+  /** A new tensor W + (alpha/r)·B·A for `module`'s weight W (no gradient), or undefined without an adapter. */
+  mergedWeight(module: string, weight: Tensor): Tensor | undefined {
+    const adapter = this.adapters.get(module);
+    if (!adapter) return undefined;
+    return noGrad(() => {
+      const update = matmul(adapter.b, adapter.a);
+      const scaled = scale(update, this.scale);
+      update.dispose();
+      const merged = add(weight, scaled);
+      scaled.dispose();
+      return merged;
     });
   }
 

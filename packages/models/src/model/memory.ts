@@ -41,8 +41,11 @@ export interface TrainingMemoryOptions {
    * logits, remains the peak.
    */
   critic?: boolean;
-  /** Generation: sequences decoded together, their (padded) prompt length and the tokens generated. */
-  rollout?: { batch: number; promptLength: number; newTokens: number };
+  /**
+   * Generation: sequences decoded together, their (padded) prompt length and the tokens generated, and
+   * whether `generate` stacks the projections' weights (its `packProjections`, default true).
+   */
+  rollout?: { batch: number; promptLength: number; newTokens: number; packProjections?: boolean };
 }
 
 /** Bytes per term. Persistent terms live through the whole run; the rest are the peaks of their phase. */
@@ -70,6 +73,8 @@ export interface TrainingMemoryBreakdown {
   kvCache: number;
   /** One layer's intermediates over the rollout's prompt tokens, and its last-token logits. */
   rolloutForward: number;
+  /** The rollout's stacked q/k/v and gate/up weights, and merged o and down weights under LoRA. */
+  packedWeights: number;
 }
 
 export interface TrainingMemoryEstimate {
@@ -84,7 +89,7 @@ export interface TrainingMemoryEstimate {
   trainingPeak: number;
   /** Which phase of the step that is. */
   trainingPeakPhase: "head backward" | "layer backward" | "embedding backward";
-  /** The most a rollout holds: what survives between steps (no gradients) + KV cache + one layer. */
+  /** The most a rollout holds: what survives between steps (no gradients) + stacked weights + KV cache + one layer. */
   rolloutPeak: number;
   peak: number;
 }
@@ -239,7 +244,16 @@ export function estimateTrainingMemory(
     ? rollout.batch * rollout.promptLength * (8 * H + 3 * kv + 3 * I) * activationBytes +
       rollout.batch * V * activationBytes
     : 0;
-  const rolloutPeak = rollout ? persistent + kvCache + rolloutForward : 0;
+  // generate() stacks each layer's q/k/v and gate/up weights (see PackedProjections); with LoRA they are
+  // merged, and the adapted o and down projections get merged copies too.
+  const mergedValues = options.lora
+    ? (loraTargets.has("o_proj") ? H * H : 0) + (loraTargets.has("down_proj") ? H * I : 0)
+    : 0;
+  const packedWeights =
+    rollout && rollout.packProjections !== false
+      ? L * (H * (H + 2 * kv + 2 * I) + mergedValues) * weightBytes
+      : 0;
+  const rolloutPeak = rollout ? persistent + packedWeights + kvCache + rolloutForward : 0;
 
   return {
     parameters,
@@ -261,6 +275,7 @@ export function estimateTrainingMemory(
       embeddingGradient,
       kvCache,
       rolloutForward,
+      packedWeights,
     },
     persistent,
     trainingPeak,

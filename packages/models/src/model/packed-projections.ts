@@ -5,10 +5,16 @@
  * Every output element is the same dot product over the same inputs as before, so on kernels that sum in
  * the same order whatever the width the results are the same bits.
  *
- * The stacked weights are copies: they belong to the weights they were made from and must be rebuilt
- * after those change (generate() builds them per call and frees them at its end).
+ * With LoRA adapters the stacked weights are the merged ones, W + (alpha/r)·B·A, and the adapted o and
+ * down projections get merged copies too: a step then runs no adapter products at all (14 fewer dispatches
+ * a layer with all seven modules adapted). Merged weights round differently from the separate update, so
+ * such a step's logits differ from the unmerged forward's in the last bits.
+ *
+ * The stacked weights are copies: they belong to the weights (and adapters) they were made from and must
+ * be rebuilt after those change (generate() builds them per call and frees them at its end).
  */
 import { concat, noGrad, type Tensor } from "@ragen/tensor-webgpu";
+import type { LoraAdapters } from "./lora.js";
 
 /** One layer's stacked weights. */
 export interface PackedLayer {
@@ -18,49 +24,70 @@ export interface PackedLayer {
   qkvBias: Tensor | undefined;
   /** The gate projection's rows, then the up projection's: 2·intermediate rows of hidden. */
   gateUpWeight: Tensor;
+  /** The o projection's merged weight where an adapter changes it (else the model's own is used). */
+  oWeight: Tensor | undefined;
+  /** The down projection's merged weight where an adapter changes it. */
+  downWeight: Tensor | undefined;
 }
 
 export class PackedProjections {
-  private constructor(readonly layers: readonly PackedLayer[]) {}
+  private constructor(
+    readonly layers: readonly PackedLayer[],
+    /** Whether LoRA adapters are merged in: only runs that apply them may use these weights. */
+    readonly withAdapters: boolean,
+  ) {}
 
   /**
-   * Stack the weights of `numLayers` Qwen2 decoder layers, read through `param` (by Hugging Face name).
-   * Biases are stacked when the q, k and v projections all have one; `bias(name)` gives undefined for none.
+   * Stack the weights of `numLayers` Qwen2 decoder layers, read through `param` (by Hugging Face name),
+   * merged with `adapters` when given. Biases are stacked when the q, k and v projections all have one;
+   * `bias(name)` gives undefined for none.
    */
   static build(
     numLayers: number,
     param: (name: string) => Tensor,
     bias: (name: string) => Tensor | undefined,
+    adapters?: LoraAdapters,
   ): PackedProjections {
     const layers: PackedLayer[] = [];
+    const merged = (module: string) => adapters?.mergedWeight(module, param(`${module}.weight`));
+    /** One matrix of the modules' (merged) weights' rows. */
+    const stack = (modules: string[]) => {
+      const weights = modules.map((m) => merged(m) ?? param(`${m}.weight`));
+      try {
+        return concat(weights).keep();
+      } finally {
+        for (const [i, w] of weights.entries()) if (w !== param(`${modules[i]}.weight`)) w.dispose();
+      }
+    };
     try {
       noGrad(() => {
         for (let i = 0; i < numLayers; i++) {
           const attention = `model.layers.${i}.self_attn`;
           const mlp = `model.layers.${i}.mlp`;
-          const modules = ["q_proj", "k_proj", "v_proj"].map((m) => `${attention}.${m}`);
-          const biases = modules.map((m) => bias(`${m}.bias`));
+          const qkv = ["q_proj", "k_proj", "v_proj"].map((m) => `${attention}.${m}`);
+          const biases = qkv.map((m) => bias(`${m}.bias`));
           if (biases.some((b) => b === undefined) && biases.some((b) => b !== undefined))
             throw new Error(`${attention}: only some of the q, k and v projections have a bias`);
           layers.push({
-            qkvWeight: concat(modules.map((m) => param(`${m}.weight`))).keep(),
+            qkvWeight: stack(qkv),
             qkvBias: biases[0] ? concat(biases as Tensor[]).keep() : undefined,
-            gateUpWeight: concat([param(`${mlp}.gate_proj.weight`), param(`${mlp}.up_proj.weight`)]).keep(),
+            gateUpWeight: stack([`${mlp}.gate_proj`, `${mlp}.up_proj`]),
+            oWeight: merged(`${attention}.o_proj`)?.keep(),
+            downWeight: merged(`${mlp}.down_proj`)?.keep(),
           });
         }
       });
     } catch (error) {
-      new PackedProjections(layers).dispose();
+      new PackedProjections(layers, false).dispose();
       throw error;
     }
-    return new PackedProjections(layers);
+    return new PackedProjections(layers, adapters !== undefined);
   }
 
   dispose(): void {
     for (const layer of this.layers) {
-      layer.qkvWeight.dispose();
-      layer.qkvBias?.dispose();
-      layer.gateUpWeight.dispose();
+      for (const t of [layer.qkvWeight, layer.qkvBias, layer.gateUpWeight, layer.oWeight, layer.downWeight])
+        t?.dispose();
     }
   }
 }

@@ -226,8 +226,8 @@ export class Qwen2Model {
    * appended to it and the queries attend over everything cached before them: an empty cache is a
    * prefill, one token a decode step, several tokens a chunk after a cached prefix. All rows share the
    * cache's slots (left padding, `input.start`, masks the slots before a row's first token).
-   * `packed` (from packProjections(), for these weights) runs the cached steps' q/k/v and gate/up
-   * projections as one product each; runs that apply LoRA adapters keep the separate projections.
+   * `packed` (from packProjections(), for these weights and adapters) runs the cached steps' q/k/v and
+   * gate/up projections as one product each, with any LoRA adapters merged into the weights.
    */
   run(input: TokenBatch, positionIds: Int32Array, cache?: KvCache, packed?: PackedProjections): Tensor {
     const c = this.config;
@@ -239,9 +239,14 @@ export class Qwen2Model {
     // With tokens already cached, one token is a decode step and several a chunk that extends the cache.
     const decoding = cache !== undefined && cache.length > 0 && seqLen === 1;
     const extending = cache !== undefined && cache.length > 0 && seqLen > 1;
+    const adapters = this.adaptersOff > 0 ? undefined : this.lora;
     if (packed && isGradEnabled())
       throw new Error(
         "run(): packed projections are copies of the weights, for runs without gradients (noGrad)",
+      );
+    if (packed && packed.withAdapters !== (adapters !== undefined))
+      throw new Error(
+        `run(): the packed projections were made ${packed.withAdapters ? "with" : "without"} the LoRA adapters, and this run applies ${adapters ? "them" : "none"}`,
       );
     if (cache && cache.length + seqLen > cache.capacity)
       throw new RangeError(
@@ -251,7 +256,6 @@ export class Qwen2Model {
     const positions = tensor(positionIds, [batch, seqLen], { backend, dtype: "i32" });
     const kvStart = input.start ? tensor(input.start, [batch], { backend, dtype: "i32" }) : undefined;
     const heads = { numHeads: c.numAttentionHeads, numKvHeads: c.numKeyValueHeads, kvStart };
-    const adapters = this.adaptersOff > 0 ? undefined : this.lora;
     const layerRun: LayerRun = {
       batch,
       seqLen,
@@ -291,16 +295,18 @@ export class Qwen2Model {
     const c = this.config;
     const { batch, seqLen } = run;
     const layer = `model.layers.${i}`;
-    // Cached steps without adapters may run the stacked projections (the adapters apply per module).
-    const packed = (run.decoding || run.extending) && !run.adapters ? run.packed?.layers[i] : undefined;
+    // Cached steps may run the stacked projections, which have any adapters merged in.
+    const packed = run.decoding || run.extending ? run.packed?.layers[i] : undefined;
+    const adapters = packed ? undefined : run.adapters;
     const h = rmsNorm(x, this.param(`${layer}.input_layernorm.weight`), c.rmsNormEps);
     const attended = packed ? this.packedSelfAttention(i, h, run, packed) : this.selfAttention(i, h, run);
     // The residual connections are added in the projections' epilogues.
     const afterAttention = this.project(
       `${layer}.self_attn.o_proj`,
       reshape(attended, [batch, seqLen, c.hiddenSize]),
-      run.adapters,
+      adapters,
       x,
+      packed?.oWeight,
     );
     const m = rmsNorm(afterAttention, this.param(`${layer}.post_attention_layernorm.weight`), c.rmsNormEps);
     const gated = packed
@@ -309,7 +315,7 @@ export class Qwen2Model {
           this.project(`${layer}.mlp.gate_proj`, m, run.adapters),
           this.project(`${layer}.mlp.up_proj`, m, run.adapters),
         );
-    return this.project(`${layer}.mlp.down_proj`, gated, run.adapters, afterAttention);
+    return this.project(`${layer}.mlp.down_proj`, gated, adapters, afterAttention, packed?.downWeight);
   }
 
   /** Layer i's attention of the normed input h, with separate q, k and v projections. */
@@ -361,23 +367,31 @@ export class Qwen2Model {
   }
 
   /**
-   * Every layer's q/k/v and gate/up weights stacked, for `run`'s cached steps (see PackedProjections):
-   * copies of the current weights, to rebuild after they change and to dispose when done.
+   * Every layer's q/k/v and gate/up weights stacked, for `run`'s cached steps (see PackedProjections),
+   * with the LoRA adapters merged in where they apply: copies of the current weights, to rebuild after
+   * they change and to dispose when done.
    */
   packProjections(): PackedProjections {
     return PackedProjections.build(
       this.config.numHiddenLayers,
       (name) => this.param(name),
       (name) => this.params.get(name),
+      this.adaptersOff > 0 ? undefined : this.lora,
     );
   }
 
   /**
    * x·Wᵀ (+ bias) for a linear module, plus its LoRA update when the run applies adapters, plus
-   * `residual` when given (added in the matmul's epilogue).
+   * `residual` when given (added in the matmul's epilogue). `merged` replaces W (a merged LoRA weight).
    */
-  private project(module: string, x: Tensor, adapters: LoraAdapters | undefined, residual?: Tensor): Tensor {
-    const weight = this.param(`${module}.weight`);
+  private project(
+    module: string,
+    x: Tensor,
+    adapters: LoraAdapters | undefined,
+    residual?: Tensor,
+    merged?: Tensor,
+  ): Tensor {
+    const weight = merged ?? this.param(`${module}.weight`);
     const bias = this.params.get(`${module}.bias`);
     const base = residual ? addLinear(residual, x, weight, bias) : linear(x, weight, bias);
     if (!adapters) return base;
