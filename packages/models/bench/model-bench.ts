@@ -132,15 +132,23 @@ export interface DecodeMeasurement {
  */
 export async function measureDecode(
   model: Qwen2Model,
-  options: { batch: number; promptLength: number; newTokens: number; temperature?: number },
+  options: {
+    batch: number;
+    promptLength: number;
+    newTokens: number;
+    temperature?: number;
+    /** generate's packProjections (default true). */
+    packProjections?: boolean;
+  },
 ): Promise<DecodeMeasurement> {
   const prompts = benchPrompts(model.config, options.batch, options.promptLength);
   const temperature = options.temperature ?? 0;
-  await generate(model, prompts, { maxNewTokens: 2, temperature });
+  const packProjections = options.packProjections ?? true;
+  await generate(model, prompts, { maxNewTokens: 2, temperature, packProjections });
   const backend = model.parameters()[0]!.backend;
   const before = counters(backend);
   const start = performance.now();
-  await generate(model, prompts, { maxNewTokens: options.newTokens, temperature });
+  await generate(model, prompts, { maxNewTokens: options.newTokens, temperature, packProjections });
   const seconds = (performance.now() - start) / 1000;
   const after = counters(backend);
   return {

@@ -3,8 +3,9 @@
  *
  *   node bench.mjs [--quick] [--only matmul,attention,model] [--match 4096] [--min-time 0.5]
  *                  [--model qwen0.5b] [--batch 4] [--seq 512] [--steps 3]
- *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--repeats 1]
- *                  [--torch auto|on|off] [--profile] [--tune] [--out results-folder]
+ *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--lora-rank 0] [--repeats 1]
+ *                  [--starpo-groups 8] [--starpo-group-size 16] [--starpo-prompt 256] [--starpo-new-tokens 400]
+ *                  [--torch auto|on|off] [--profile] [--tune] [--out results-folder] [--help]
  *
  * Runs the kernel benchmarks (matmul, attention, row ops, ...) and the model benchmark (a Qwen2-shaped
  * model's forward+backward and batched decode) on the machine's preferred high-performance WebGPU adapter,
@@ -12,6 +13,10 @@
  * off and on, bf16; SDPA attention; the model in f32 and under bf16 autocast), else on the CPU with 1
  * thread and with all cores, keeping the better. With --repeats > 1 the model measurements alternate this
  * engine and PyTorch and report the median. Writes results.json and results.md to --out.
+ *
+ * The model section also decodes with each layer's projections as separate products, and with
+ * --lora-rank N > 0 with LoRA adapters of rank N on every linear module, merged into the stacked weights
+ * (as generate does) and as separate adapter products.
  *
  * --tune: times every matmul kernel that can run each PyTorch-compared matmul shape (matmulCandidates)
  * and reports the fastest beside PyTorch; then measures the model and the StarPO step again on matmul
@@ -22,7 +27,7 @@ import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import {
   benchPrompts,
   MODEL_SIZES,
@@ -54,7 +59,12 @@ import { subgroupMatrixShape } from "../../../packages/tensor-webgpu/src/kernels
 import { comparisonRows, type PeerResults, rate, renderMarkdown, type TunedMatmulResult } from "./report.js";
 import { measureStarPOStep, RAGEN_STEP, type StarPOStepResult } from "./starpo-step.js";
 
-const { values } = parseArgs({
+const USAGE = `usage: node bench.mjs [--quick] [--only kernels|matmul,attention,...,model,starpo] [--match TEXT] [--min-time S]
+  [--model tiny|small|qwen0.5b] [--batch N] [--seq N] [--steps N] [--decode-batch N] [--prompt N]
+  [--new-tokens N] [--lora-rank N] [--repeats N] [--starpo-groups N] [--starpo-group-size N]
+  [--starpo-prompt N] [--starpo-new-tokens N] [--torch auto|on|off] [--profile] [--tune] [--out FOLDER]`;
+
+const { values } = parseCommandLine({
   options: {
     quick: { type: "boolean", default: false },
     only: { type: "string" },
@@ -67,6 +77,7 @@ const { values } = parseArgs({
     "decode-batch": { type: "string", default: "16" },
     prompt: { type: "string", default: "32" },
     "new-tokens": { type: "string", default: "32" },
+    "lora-rank": { type: "string", default: "0" },
     repeats: { type: "string", default: "1" },
     "starpo-groups": { type: "string", default: String(RAGEN_STEP.groups) },
     "starpo-group-size": { type: "string", default: String(RAGEN_STEP.groupSize) },
@@ -76,13 +87,36 @@ const { values } = parseArgs({
     profile: { type: "boolean", default: false },
     tune: { type: "boolean", default: false },
     out: { type: "string", default: "bench-results" },
+    help: { type: "boolean", default: false },
   },
 });
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+/** parseArgs, with an unknown or malformed option reported as one line and the usage, not a stack trace. */
+function parseCommandLine<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    console.error(`bench.mjs: ${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = values.quick!;
 const families = values.only?.split(",");
 const wants = (family: string) => !families || families.includes(family);
+const knownFamilies = new Set([...allCases.map((c) => c.family), "kernels", "model", "starpo"]);
+const unknownFamilies = families?.filter((f) => !knownFamilies.has(f)) ?? [];
+if (unknownFamilies.length > 0) {
+  console.error(
+    `bench.mjs: --only ${unknownFamilies.join(",")}: no such benchmark; choose from ${[...knownFamilies].join(", ")}`,
+  );
+  process.exit(2);
+}
 const number = (name: keyof typeof values) => {
   const value = Number(values[name]);
   if (!Number.isFinite(value) || value < 0)
@@ -153,7 +187,9 @@ const latency = await latencies();
 // ---- kernels
 let kernels: KernelResult[] = [];
 const kernelFamilies =
-  !families || families.includes("kernels") ? undefined : families.filter((f) => f !== "model");
+  !families || families.includes("kernels")
+    ? undefined
+    : families.filter((f) => f !== "model" && f !== "starpo");
 if (kernelFamilies === undefined || kernelFamilies.length > 0) {
   const patterns = values.match?.split(",") ?? [];
   const quickNames = new Set([
@@ -291,6 +327,8 @@ interface ModelResult {
   phases?: Record<string, number>;
   /** GPU time per kernel of one forward+backward step and of one decoding step (--profile). */
   kernelProfile?: { train: KernelTime[]; decode: KernelTime[] };
+  /** Decoding with separate projections, and with LoRA adapters merged and not (see measureProjections). */
+  projections?: ProjectionsResult;
   /** The same measurements with the kernels tuned to the model's problems (--tune). */
   tuned?: {
     trainTokensPerSecond: number[];
@@ -457,7 +495,49 @@ if (wants("model")) {
     }
   }
   if (values.tune) model.tuned = await measureTuned(qwen, { batch, seq, steps }, decode);
+  model.projections = await measureProjections(qwen, number("lora-rank"), decode);
   qwen.dispose();
+}
+
+interface DecodeFigures {
+  tokensPerSecond: number;
+  dispatchesPerStep: number;
+}
+
+interface ProjectionsResult {
+  /** Decoding with each layer's q/k/v and gate/up projections as separate products (packProjections off). */
+  separate: DecodeFigures;
+  /** With LoRA adapters of this rank on all seven modules (--lora-rank): merged into stacked weights, and separate. */
+  lora?: { rank: number; merged: DecodeFigures; separate: DecodeFigures };
+}
+
+/**
+ * Decoding as the model section measured it, but with separate projections; then, with --lora-rank, with
+ * LoRA adapters attached (RAGEN's LoRA runs: rank 64 on every linear module), merged into the stacked
+ * weights as generate does and as separate adapter products. The adapters stay attached: run it last.
+ */
+async function measureProjections(
+  qwen: Qwen2Model,
+  loraRank: number,
+  decode: { batch: number; promptLength: number; newTokens: number },
+): Promise<ProjectionsResult> {
+  const figures = (d: { tokensPerSecond: number; dispatchesPerStep: number }) => ({
+    tokensPerSecond: d.tokensPerSecond,
+    dispatchesPerStep: d.dispatchesPerStep,
+  });
+  const show = (what: string, d: DecodeFigures) =>
+    console.log(
+      `${what}: ${d.tokensPerSecond.toFixed(1)} tokens/s, ${d.dispatchesPerStep.toFixed(0)} dispatches per step`,
+    );
+  const separate = figures(await measureDecode(qwen, { ...decode, packProjections: false }));
+  show("decode with separate projections", separate);
+  if (loraRank <= 0) return { separate };
+  qwen.attachLora({ rank: loraRank, alpha: loraRank });
+  const merged = figures(await measureDecode(qwen, decode));
+  show(`decode with LoRA r=${loraRank} merged into the stacked weights`, merged);
+  const unmerged = figures(await measureDecode(qwen, { ...decode, packProjections: false }));
+  show(`decode with LoRA r=${loraRank} as separate products`, unmerged);
+  return { separate, lora: { rank: loraRank, merged, separate: unmerged } };
 }
 
 /** Prints each problem as tuning reaches it, with the seconds so far: a long pass shows where it is. */

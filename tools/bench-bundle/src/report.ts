@@ -30,6 +30,16 @@ export interface ModelSummary {
   peakBytes: number;
   /** The same with the kernels tuned to the model's problems (--tune). */
   tuned?: { trainTokensPerSecond: number[]; decodeTokensPerSecond: number[] };
+  /** Decoding with separate projections, and with LoRA adapters merged and as separate products. */
+  projections?: {
+    separate: DecodeFigures;
+    lora?: { rank: number; merged: DecodeFigures; separate: DecodeFigures };
+  };
+}
+
+interface DecodeFigures {
+  tokensPerSecond: number;
+  dispatchesPerStep: number;
 }
 
 export interface StarPOSummary {
@@ -151,6 +161,23 @@ export function comparisonRows(
           peerMode: `${mode}, KV cache${threads(dtype, "decode")}`,
           ratio: side.decode / pd,
         });
+      }
+    }
+    const projections = model.projections;
+    const engineOnly = (what: string, d: DecodeFigures) =>
+      rows.push({
+        case: `${decodeLabel}, ${what} (${d.dispatchesPerStep.toFixed(0)} dispatches a step)`,
+        engine: `${fmt(d.tokensPerSecond)} tokens/s`,
+        peer: "-",
+        peerMode: "-",
+        ratio: undefined,
+      });
+    if (projections) {
+      engineOnly("separate projections", projections.separate);
+      const lora = projections.lora;
+      if (lora) {
+        engineOnly(`LoRA r=${lora.rank} merged into stacked weights`, lora.merged);
+        engineOnly(`LoRA r=${lora.rank} as separate products`, lora.separate);
       }
     }
   }

@@ -7,6 +7,11 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
 const here = import.meta.dirname;
+
+interface Decoding {
+  tokensPerSecond: number;
+  dispatchesPerStep: number;
+}
 const work = mkdtempSync(join(tmpdir(), "ragen-bench-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -35,7 +40,10 @@ describe("bench:bundle", () => {
     const out = join(work, "results");
     const log = execFileSync(
       process.execPath,
-      [join(moved, "bench.mjs"), "--quick", "--profile", "--tune", "--torch", "off", "--out", out],
+      [
+        join(moved, "bench.mjs"),
+        ...["--quick", "--profile", "--tune", "--lora-rank", "2", "--torch", "off", "--out", out],
+      ],
       {
         cwd: work,
         encoding: "utf8",
@@ -55,6 +63,9 @@ describe("bench:bundle", () => {
           problems: number;
           choices: { key: string; candidates: number }[];
         };
+        projections: Record<"separate", Decoding> & {
+          lora: { rank: number } & Record<"merged" | "separate", Decoding>;
+        };
       };
       tunedMatmuls: {
         label: string;
@@ -73,6 +84,12 @@ describe("bench:bundle", () => {
     for (const k of ran) expect(k.msPerIteration).toBeGreaterThan(0);
     expect(report.model.trainTokensPerSecond[0]).toBeGreaterThan(0);
     expect(report.model.decodeTokensPerSecond[0]).toBeGreaterThan(0);
+    // Decoding with separate projections, and with LoRA adapters merged and not: the merged adapters
+    // record fewer dispatches than separate adapter products.
+    const { separate, lora } = report.model.projections;
+    expect(separate.tokensPerSecond).toBeGreaterThan(0);
+    expect(lora.rank).toBe(2);
+    expect(lora.merged.dispatchesPerStep).toBeLessThan(lora.separate.dispatchesPerStep);
     // --profile: GPU time per kernel of a training step (matmul among them) and of one decoding step.
     const { train, decode } = report.model.kernelProfile;
     expect(train.some((k) => k.label.startsWith("matmul"))).toBe(true);
@@ -108,6 +125,9 @@ describe("bench:bundle", () => {
     expect(markdown).toContain("256^3 [auto]");
     expect(markdown).toMatch(/tiny forward\+backward 2x32, tuned kernels \| [0-9.]+ tokens\/s/);
     expect(markdown).toContain("## One StarPO step");
+    expect(markdown).toMatch(
+      /decode batch 2, 4 tokens, LoRA r=2 merged into stacked weights \(\d+ dispatches a step\) \| [0-9.]+ tokens\/s/,
+    );
     expect(markdown).toContain("| phase | seconds | seconds, tuned kernels |");
   });
 
