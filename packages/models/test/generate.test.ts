@@ -7,7 +7,7 @@ import {
   writeSlice,
 } from "@ragen/tensor-webgpu";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { generate } from "../src/model/generate.js";
+import { type GenerateOptions, generate } from "../src/model/generate.js";
 import { NormalSampler } from "../src/model/init.js";
 import { PrefixCache } from "../src/model/prefix-cache.js";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
@@ -38,6 +38,20 @@ function logSoftmaxAt(row: Float32Array, index: number): number {
   const max = Math.max(...row);
   const z = Math.log(row.reduce((a, v) => a + Math.exp(v - max), 0));
   return row[index]! - max - z;
+}
+
+/** generate with separate and with packed projections, and the matmul products each recorded. */
+async function bothWays(m: Qwen2Model, prompts: Int32Array[], options: GenerateOptions) {
+  const products = vi.spyOn(gpu, "matmul");
+  try {
+    const separate = await generate(m, prompts, { ...options, packProjections: false });
+    const separateProducts = products.mock.calls.length;
+    products.mockClear();
+    const packed = await generate(m, prompts, options);
+    return { separate, packed, separateProducts, packedProducts: products.mock.calls.length };
+  } finally {
+    products.mockRestore();
+  }
 }
 
 describe("generate", () => {
@@ -157,13 +171,7 @@ describe("generate", () => {
   it("runs a decoding step's q/k/v and gate/up projections as one product each, with the same results", async () => {
     const prompts = [Int32Array.from([3, 7, 11]), Int32Array.from([9])];
     const options = { maxNewTokens: 5, temperature: 1, seed: 3 };
-    const products = vi.spyOn(gpu, "matmul");
-    const separate = await generate(model, prompts, { ...options, packProjections: false });
-    const separateProducts = products.mock.calls.length;
-    products.mockClear();
-    const packed = await generate(model, prompts, options);
-    const packedProducts = products.mock.calls.length;
-    products.mockRestore();
+    const { separate, packed, separateProducts, packedProducts } = await bothWays(model, prompts, options);
     // Three fewer products per layer in each of the 4 decoding steps after the prefill.
     expect(separateProducts - packedProducts).toBe(3 * tiny.numHiddenLayers * 4);
     for (const [b, g] of packed.entries()) {
@@ -188,13 +196,7 @@ describe("generate", () => {
       });
       const prompts = [Int32Array.from([3, 7, 11]), Int32Array.from([9])];
       const options = { maxNewTokens: 5, temperature: 0 };
-      const products = vi.spyOn(gpu, "matmul");
-      const separate = await generate(lora, prompts, { ...options, packProjections: false });
-      const separateProducts = products.mock.calls.length;
-      products.mockClear();
-      const packed = await generate(lora, prompts, options);
-      const packedProducts = products.mock.calls.length;
-      products.mockRestore();
+      const { separate, packed, separateProducts, packedProducts } = await bothWays(lora, prompts, options);
       // Per layer and decoding step, 21 products (7 modules, each with its adapter's two) become 4 (q/k/v,
       // o, gate/up, down); packing merged 7 updates per layer once.
       const layers = tiny.numHiddenLayers;
