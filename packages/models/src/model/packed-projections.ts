@@ -49,15 +49,25 @@ export class PackedProjections {
     adapters?: LoraAdapters,
   ): PackedProjections {
     const layers: PackedLayer[] = [];
+    // Everything made so far, freed if a later layer fails.
+    const made: Tensor[] = [];
+    const keep = (t: Tensor) => {
+      made.push(t.keep());
+      return t;
+    };
     const merged = (module: string) => adapters?.mergedWeight(module, param(`${module}.weight`));
     /** One matrix of the modules' (merged) weights' rows. */
     const stack = (modules: string[]) => {
       const weights = modules.map((m) => merged(m) ?? param(`${m}.weight`));
       try {
-        return concat(weights).keep();
+        return keep(concat(weights));
       } finally {
         for (const [i, w] of weights.entries()) if (w !== param(`${modules[i]}.weight`)) w.dispose();
       }
+    };
+    const mergedCopy = (module: string) => {
+      const weight = merged(module);
+      return weight && keep(weight);
     };
     try {
       noGrad(() => {
@@ -70,15 +80,15 @@ export class PackedProjections {
             throw new Error(`${attention}: only some of the q, k and v projections have a bias`);
           layers.push({
             qkvWeight: stack(qkv),
-            qkvBias: biases[0] ? concat(biases as Tensor[]).keep() : undefined,
+            qkvBias: biases[0] ? keep(concat(biases as Tensor[])) : undefined,
             gateUpWeight: stack([`${mlp}.gate_proj`, `${mlp}.up_proj`]),
-            oWeight: merged(`${attention}.o_proj`)?.keep(),
-            downWeight: merged(`${mlp}.down_proj`)?.keep(),
+            oWeight: mergedCopy(`${attention}.o_proj`),
+            downWeight: mergedCopy(`${mlp}.down_proj`),
           });
         }
       });
     } catch (error) {
-      new PackedProjections(layers, false).dispose();
+      for (const t of made) t.dispose();
       throw error;
     }
     return new PackedProjections(layers, adapters !== undefined);
