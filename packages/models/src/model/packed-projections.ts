@@ -58,11 +58,11 @@ export class PackedProjections {
     const merged = (module: string) => adapters?.mergedWeight(module, param(`${module}.weight`));
     /** One matrix of the modules' (merged) weights' rows. */
     const stack = (modules: string[]) => {
-      const weights = modules.map((m) => merged(m) ?? param(`${m}.weight`));
+      const mergedWeights = modules.map(merged);
       try {
-        return keep(concat(weights));
+        return keep(concat(mergedWeights.map((w, i) => w ?? param(`${modules[i]}.weight`))));
       } finally {
-        for (const [i, w] of weights.entries()) if (w !== param(`${modules[i]}.weight`)) w.dispose();
+        for (const w of mergedWeights) w?.dispose();
       }
     };
     const mergedCopy = (module: string) => {

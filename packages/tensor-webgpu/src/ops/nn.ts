@@ -176,9 +176,22 @@ function fusedAppend(
   const qOut = emptyTensor(backend, [batch, seqLen, numHeads, headDim], "f32");
   const [q, k, v] = sources.length === 1 ? [sources[0]!, sources[0]!, sources[0]!] : sources;
   const ran = backend.ropeAppend({
-    ...{ batch, seqLen, numHeads, numKvHeads, headDim, theta, capacity, at },
-    ...{ q: q!.buffer, qOut: qOut.buffer, k: k!.buffer, v: v!.buffer, positions: positions.buffer },
-    ...{ keys: keys.buffer, values: values.buffer, packed: sources.length === 1 },
+    batch,
+    seqLen,
+    numHeads,
+    numKvHeads,
+    headDim,
+    theta,
+    capacity,
+    at,
+    q: q!.buffer,
+    qOut: qOut.buffer,
+    k: k!.buffer,
+    v: v!.buffer,
+    positions: positions.buffer,
+    keys: keys.buffer,
+    values: values.buffer,
+    packed: sources.length === 1,
   });
   if (ran) return qOut;
   qOut.dispose();
@@ -292,16 +305,15 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
  */
 export function swigluPacked(gateUp: Tensor): Tensor {
   const backend = backendOf("swigluPacked", gateUp);
-  const last = gateUp.shape[gateUp.rank - 1];
-  if (gateUp.rank < 1 || last === undefined || last % 2 !== 0)
+  if (gateUp.rank < 1 || lastDim(gateUp) % 2 !== 0)
     throw new ShapeError(`swigluPacked: expected gateUp [..., 2 x width], got ${gateUp.describe()}`);
-  const width = last / 2;
+  const width = lastDim(gateUp) / 2;
   const shape = [...gateUp.shape.slice(0, -1), width];
   const recorded = isGradEnabled() && gateUp.requiresGrad;
   if (!recorded && gateUp.dtype === "f32" && backend.swigluPacked) {
     const out = emptyTensor(backend, shape, "f32");
-    const rows = gateUp.size / last;
-    if (backend.swigluPacked({ gateUp: gateUp.buffer, out: out.buffer, rows, width })) return out;
+    if (backend.swigluPacked({ gateUp: gateUp.buffer, out: out.buffer, rows: rowsOf(gateUp), width }))
+      return out;
     out.dispose();
   }
   const gate = narrow(gateUp, gateUp.rank - 1, 0, width);
