@@ -32,15 +32,25 @@ export interface TileChoices {
   tuning: Tile[];
 }
 
-/** A tiled kernel: its candidate tiles, the workgroup memory (bytes) and WGSL of each tile for a headDim. */
+/**
+ * The form of a kernel's code: "hardware" for GPUs, "software" for CPU adapters such as lavapipe. They
+ * compute the same (the forward's row sums in another order), each in the way its kind of adapter runs
+ * fastest.
+ */
+export type TileProfile = "hardware" | "software";
+
+/**
+ * A tiled kernel: its candidate tiles, the workgroup memory (bytes) and WGSL of each tile for a headDim,
+ * in the code form of `profile`.
+ */
 export interface TiledKernel {
   /** Pipeline labels and errors say "attention <name>". */
   name: string;
   /** Prefix of the kernel's keys in the code cache. */
   key: string;
   tiles: TileChoices;
-  bytes(tile: Tile, d4: number): number;
-  code(tile: Tile, d4: number): string;
+  bytes(tile: Tile, d4: number, profile: TileProfile): number;
+  code(tile: Tile, d4: number, profile: TileProfile): string;
 }
 
 /** One dispatch of a tiled kernel, as tuning runs it again on buffers of its own. */
@@ -79,10 +89,11 @@ export function tileCandidates(
   kernel: TiledKernel,
   d4: number,
   workgroupBytes: number,
+  profile: TileProfile,
   software = false,
 ): Tile[] {
   const { hardware, software: softwareList, tuning } = kernel.tiles;
-  const fits = (tile: Tile) => kernel.bytes(tile, d4) <= workgroupBytes;
+  const fits = (tile: Tile) => kernel.bytes(tile, d4, profile) <= workgroupBytes;
   const all = software
     ? [softwareList.find(fits), hardware.find(fits)].filter((t): t is Tile => t !== undefined)
     : [...hardware, ...softwareList, ...tuning];
@@ -102,7 +113,7 @@ export class AttentionTileTable {
   private readonly checked = new Map<string, Tile | undefined>();
 
   /** The measured tile of this dispatch's group, if it is one of the kernel's candidates here. */
-  lookup(dispatch: TiledDispatch, workgroupBytes: number): Tile | undefined {
+  lookup(dispatch: TiledDispatch, workgroupBytes: number, profile: TileProfile): Tile | undefined {
     const key = attentionTileKey(dispatch.kernel, dispatch.dims);
     if (this.checked.has(key)) return this.checked.get(key);
     const entry = this.tuned.get(key);
@@ -114,7 +125,9 @@ export class AttentionTileTable {
     const d4 = dispatch.dims.headDim / 4;
     // Any tile of the kernel's lists may have been measured best, whatever the adapter kind. Checked
     // once per group: the key names the kernel and head size, and the device's memory does not change.
-    const tile = tileCandidates(dispatch.kernel, d4, workgroupBytes).find((t) => tileName(t) === name);
+    const tile = tileCandidates(dispatch.kernel, d4, workgroupBytes, profile).find(
+      (t) => tileName(t) === name,
+    );
     this.checked.set(key, tile);
     return tile;
   }

@@ -22,7 +22,7 @@ import {
   tileCandidates,
   tileName,
 } from "./tile-choices.js";
-import { dispatchTiled, listTile } from "./tiles.js";
+import { dispatchTiled, listTile, tileProfile } from "./tiles.js";
 
 const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
 
@@ -34,7 +34,13 @@ export async function timeAttentionTiles(
 ): Promise<CandidateTimes<Tile>> {
   const { kernel, dims, flags, bindingSizes, workgroups } = dispatch;
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  const candidates = tileCandidates(kernel, dims.headDim / 4, limit, ctx.info.adapter.isSoftware);
+  const candidates = tileCandidates(
+    kernel,
+    dims.headDim / 4,
+    limit,
+    tileProfile(ctx),
+    ctx.info.adapter.isSoftware,
+  );
   const buffers = bindingSizes.map((size) =>
     ctx.device.createBuffer({ size, usage: STORAGE, label: "attention tuning buffer" }),
   );

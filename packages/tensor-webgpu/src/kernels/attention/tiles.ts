@@ -18,9 +18,15 @@ import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { f32Bits, uniforms } from "../elementwise.js";
 import { cachedCode, each, resolveScale } from "./shared.js";
-import { attentionTiles, type Tile, type TileChoices, type TiledKernel } from "./tile-choices.js";
+import {
+  attentionTiles,
+  type Tile,
+  type TileChoices,
+  type TiledKernel,
+  type TileProfile,
+} from "./tile-choices.js";
 
-export type { Tile, TileChoices, TiledKernel } from "./tile-choices.js";
+export type { Tile, TileChoices, TiledKernel, TileProfile } from "./tile-choices.js";
 
 /**
  * Which kernels to use. `profile`: "auto" picks the tile lists by adapter (software adapters such as
@@ -42,7 +48,7 @@ export function tileChoices(softwareFirst: Tile, hardware: Tile[], tuning: Tile[
 }
 
 /** The tile lists a context uses (attentionTuning can force one). */
-export function tileProfile(ctx: GpuContext): "hardware" | "software" {
+export function tileProfile(ctx: GpuContext): TileProfile {
   if (attentionTuning.profile !== "auto") return attentionTuning.profile;
   return ctx.info.adapter.isSoftware ? "software" : "hardware";
 }
@@ -50,7 +56,8 @@ export function tileProfile(ctx: GpuContext): "hardware" | "software" {
 /** The tile a kernel runs without measurements: its list's first for this adapter kind that fits. */
 export function listTile(ctx: GpuContext, kernel: TiledKernel, d4: number): Tile | undefined {
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  return kernel.tiles[tileProfile(ctx)].find((t) => kernel.bytes(t, d4) <= limit);
+  const profile = tileProfile(ctx);
+  return kernel.tiles[profile].find((t) => kernel.bytes(t, d4, profile) <= limit);
 }
 
 /** The threads of a tile (TY x TX), and WGSL for the rows and keys thread (ty, tx) owns. */
@@ -243,6 +250,7 @@ export function recordTiled(
   const tuned = attentionTiles(ctx)?.lookup(
     { kernel, dims, flags, bindingSizes: bindings.map((b) => b.size), workgroups },
     limit,
+    tileProfile(ctx),
   );
   const tile = tuned ?? listTile(ctx, kernel, headDim / 4);
   if (!tile) {
@@ -264,9 +272,9 @@ export function dispatchTiled(
   workgroups: (tile: Tile) => [number, number, number],
 ): void {
   const d4 = dims.headDim / 4;
-  const code = cachedCode(`${kernel.key}:${tile.bq}:${tile.bk}:${tile.rm}:${tile.rn}:${d4}`, () =>
-    kernel.code(tile, d4),
-  );
+  const profile = tileProfile(ctx);
+  const key = `${kernel.key}:${tile.bq}:${tile.bk}:${tile.rm}:${tile.rn}:${d4}:${profile}`;
+  const code = cachedCode(key, () => kernel.code(tile, d4, profile));
   ctx.dispatch(
     ctx.pipeline(`attention ${kernel.name} (headDim ${dims.headDim})`, code),
     bindings,
