@@ -81,6 +81,7 @@ export {
   enableKernelTuning,
   KERNEL_TUNING_FORMAT,
   type KernelTuningFile,
+  type KernelTuningOptions,
   type KernelTuningPass,
   loadKernelTuning,
   measuredKernelProblems,

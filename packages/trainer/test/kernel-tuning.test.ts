@@ -161,6 +161,7 @@ describe("kernel tuning in a run", () => {
           },
         ],
         attention: [],
+        pending: 0,
       }),
     )!;
     matmulChoices(backend.ctx)!.lookup(shape);

@@ -5,7 +5,7 @@
  *                  [--model qwen0.5b] [--batch 4] [--seq 512] [--steps 3]
  *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--lora-rank 0] [--repeats 1]
  *                  [--starpo-groups 8] [--starpo-group-size 16] [--starpo-prompt 256] [--starpo-new-tokens 400]
- *                  [--torch auto|on|off] [--profile] [--tune] [--out results-folder] [--help]
+ *                  [--torch auto|on|off] [--profile] [--tune] [--tune-budget S] [--out results-folder] [--help]
  *
  * Runs the kernel benchmarks (matmul, attention, row ops, ...) and the model benchmark (a Qwen2-shaped
  * model's forward+backward and batched decode) on the machine's preferred high-performance WebGPU adapter,
@@ -21,6 +21,8 @@
  * --tune: times every matmul kernel that can run each PyTorch-compared matmul shape (matmulCandidates)
  * and reports the fastest beside PyTorch; then measures the model and the StarPO step again on matmul
  * kernels and attention tiles tuned to the problems they met (what a run with kernelTuning does).
+ * --tune-budget S: each of those tuning passes starts no new problem after S seconds (largest problems
+ * go first; the rest keep the fixed rule), so a run on a time-limited machine still ends with figures.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
@@ -47,6 +49,8 @@ import {
   choiceName,
   enableKernelTuning,
   type KernelTime,
+  type KernelTuningOptions,
+  type KernelTuningPass,
   type MatmulShape,
   matmulCandidates,
   measuredKernelProblems,
@@ -62,7 +66,8 @@ import { measureStarPOStep, RAGEN_STEP, type StarPOStepResult } from "./starpo-s
 const USAGE = `usage: node bench.mjs [--quick] [--only kernels|matmul,attention,...,model,starpo] [--match TEXT] [--min-time S]
   [--model tiny|small|qwen0.5b] [--batch N] [--seq N] [--steps N] [--decode-batch N] [--prompt N]
   [--new-tokens N] [--lora-rank N] [--repeats N] [--starpo-groups N] [--starpo-group-size N]
-  [--starpo-prompt N] [--starpo-new-tokens N] [--torch auto|on|off] [--profile] [--tune] [--out FOLDER]`;
+  [--starpo-prompt N] [--starpo-new-tokens N] [--torch auto|on|off] [--profile] [--tune] [--tune-budget S]
+  [--out FOLDER]`;
 
 const { values } = parseCommandLine({
   options: {
@@ -86,6 +91,7 @@ const { values } = parseCommandLine({
     torch: { type: "string", default: "auto" },
     profile: { type: "boolean", default: false },
     tune: { type: "boolean", default: false },
+    "tune-budget": { type: "string" },
     out: { type: "string", default: "bench-results" },
     help: { type: "boolean", default: false },
   },
@@ -117,12 +123,18 @@ if (unknownFamilies.length > 0) {
   );
   process.exit(2);
 }
+/** A numeric option's value; a value that is not a non-negative number stops the run with one line. */
 const number = (name: keyof typeof values) => {
   const value = Number(values[name]);
-  if (!Number.isFinite(value) || value < 0)
-    throw new RangeError(`--${name} must be a number, got ${values[name]}`);
+  if (!Number.isFinite(value) || value < 0) {
+    console.error(`bench.mjs: --${name} must be a non-negative number, got ${JSON.stringify(values[name])}`);
+    process.exit(2);
+  }
   return value;
 };
+
+/** Seconds each tuning pass may take (--tune-budget), read now so that a bad value stops the run at once. */
+const tuneBudget = values["tune-budget"] === undefined ? undefined : number("tune-budget");
 
 /** Matmul shapes compared with PyTorch (the engine's case names are `${label} [auto]` / `[auto f16]`). */
 const PEER_MATMUL = quick
@@ -540,15 +552,24 @@ async function measureProjections(
   return { separate, lora: { rank: loraRank, merged, separate: unmerged } };
 }
 
-/** Prints each problem as tuning reaches it, with the seconds so far: a long pass shows where it is. */
-function tuningProgress(): { onProblem: (done: number, total: number, key: string) => void } {
+/**
+ * A tuning pass's options: --tune-budget, and each problem printed as tuning reaches it, with the seconds
+ * so far (a long pass shows where it is).
+ */
+function tuningOptions(): KernelTuningOptions {
   const start = performance.now();
   return {
+    budgetSeconds: tuneBudget,
     onProblem: (done, total, key) => {
       const seconds = ((performance.now() - start) / 1000).toFixed(1);
       if (key) console.log(`  tuning ${done + 1}/${total} (${seconds} s): ${key}`);
     },
   };
+}
+
+/** What a budgeted pass left on the fixed rule, as a clause of its summary line. */
+function leftOut(pass: KernelTuningPass): string {
+  return pass.pending > 0 ? ` (the budget left ${pass.pending} smaller problems on the fixed rule)` : "";
 }
 
 /**
@@ -565,10 +586,10 @@ async function measureTuned(
   await measureTraining(qwen, backend, { ...train, steps: 0 });
   await measureDecode(qwen, { ...decode, newTokens: 2 });
   const start = performance.now();
-  const tuned = await tuneKernels(ctx, tuningProgress());
+  const tuned = await tuneKernels(ctx, tuningOptions());
   const seconds = (performance.now() - start) / 1000;
   console.log(
-    `\ntuned ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems of the model in ${seconds.toFixed(1)} s:`,
+    `\ntuned ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems of the model in ${seconds.toFixed(1)} s${leftOut(tuned)}:`,
   );
   // Each problem's winner (the fastest, or the fixed rule's choice within the margin) and every time.
   const problems = [
@@ -665,9 +686,9 @@ if (wants("starpo")) {
   printStep("seconds per phase", starpo);
   if (values.tune) {
     const start = performance.now();
-    const tuned = await tuneKernels(ctx, tuningProgress());
+    const tuned = await tuneKernels(ctx, tuningOptions());
     console.log(
-      `tuned ${tuned.matmul.length} more matmul and ${tuned.attention.length} attention problems in ${((performance.now() - start) / 1000).toFixed(1)} s`,
+      `tuned ${tuned.matmul.length} more matmul and ${tuned.attention.length} attention problems in ${((performance.now() - start) / 1000).toFixed(1)} s${leftOut(tuned)}`,
     );
     starpoTuned = await measureStarPOStep(actor, backend, options);
     printStep("seconds per phase, tuned kernels", starpoTuned);

@@ -1,6 +1,6 @@
 // The portable benchmark: built into a folder of its own, copied away from the workspace, and run with
 // plain `node bench.mjs --quick` on this machine's adapter (lavapipe here), writing its JSON and markdown.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,7 +42,8 @@ describe("bench:bundle", () => {
       process.execPath,
       [
         join(moved, "bench.mjs"),
-        ...["--quick", "--profile", "--tune", "--lora-rank", "2", "--torch", "off", "--out", out],
+        ...["--quick", "--profile", "--tune", "--tune-budget", "600", "--lora-rank", "2"],
+        ...["--torch", "off", "--out", out],
       ],
       {
         cwd: work,
@@ -129,6 +130,20 @@ describe("bench:bundle", () => {
       /decode batch 2, 4 tokens, LoRA r=2 merged into stacked weights \(\d+ dispatches a step\) \| [0-9.]+ tokens\/s/,
     );
     expect(markdown).toContain("| phase | seconds | seconds, tuned kernels |");
+  });
+
+  it("stops at once, with one line naming it, on an unknown option, benchmark or a bad number", () => {
+    const bench = join(work, "elsewhere", "ragen-bench", "bench.mjs");
+    for (const [args, message] of [
+      [["--frobnicate"], /Unknown option '--frobnicate'/],
+      [["--only", "nope"], /--only nope: no such benchmark/],
+      [["--tune-budget", "soon"], /--tune-budget must be a non-negative number, got "soon"/],
+    ] as const) {
+      const run = spawnSync(process.execPath, [bench, ...args], { cwd: work, encoding: "utf8" });
+      expect(run.status, args.join(" ")).toBe(2);
+      expect(run.stderr).toMatch(message);
+      expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    }
   });
 
   it("keeps the finished parts of a run stopped before its end", async () => {

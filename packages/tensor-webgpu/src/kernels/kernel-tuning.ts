@@ -11,10 +11,12 @@
  */
 import type { GpuContext } from "../gpu/context.js";
 import {
+  attentionTileKey,
   attentionTiles,
   disableAttentionTuning,
   enableAttentionTuning,
   parseAttentionEntries,
+  type TiledDispatch,
   type TunedTile,
 } from "./attention/tile-choices.js";
 import { tuneAttentionTiles } from "./attention/tile-tuning.js";
@@ -23,7 +25,9 @@ import {
   disableMatmulTuning,
   enableMatmulTuning,
   KernelTuningFileError,
+  type MatmulShape,
   matmulChoices,
+  matmulShapeKey,
   parseMatmulEntries,
   type TunedMatmul,
 } from "./matmul-choices.js";
@@ -44,6 +48,17 @@ export interface KernelTuningFile {
 export interface KernelTuningPass {
   matmul: TunedMatmul[];
   attention: TunedTile[];
+  /** Problems the pass left unmeasured (its budget ran out); the next pass measures them. */
+  pending: number;
+}
+
+export interface KernelTuningOptions extends TuningPassOptions {
+  /**
+   * Seconds after which the pass starts no new problem (the one under way finishes). Problems are
+   * measured largest first, so a budget is spent where kernels take longest; those left stay pending
+   * for the next pass and run on the fixed rule until then. Default: no limit.
+   */
+  budgetSeconds?: number;
 }
 
 /** Turn tuning on for a context: matmuls and tiled attention kernels note the problems they meet. */
@@ -70,27 +85,53 @@ export function measuredKernelProblems(ctx: GpuContext): number {
   return (matmulChoices(ctx)?.size ?? 0) + (attentionTiles(ctx)?.size ?? 0);
 }
 
+/** Floating-point operations of one run of a problem: what orders a budgeted pass. */
+function matmulWork(shape: MatmulShape): number {
+  return 2 * shape.batch * shape.m * shape.n * shape.k;
+}
+
+function attentionWork({ dims }: TiledDispatch): number {
+  return 4 * dims.batch * dims.numHeads * dims.seqLen * dims.kvLen * dims.headDim;
+}
+
 /**
- * Time every candidate of each problem noted since the last pass and keep the fastest. `onProblem` hears
- * before each problem how many are done, of how many, and which (and once more at the end).
+ * Time every candidate of each problem noted since the last pass and keep the fastest, largest problems
+ * first. `onProblem` hears before each problem how many are done, of how many, and which (and once more
+ * at the end).
  */
 export async function tuneKernels(
   ctx: GpuContext,
-  options: TuningPassOptions = {},
+  options: KernelTuningOptions = {},
 ): Promise<KernelTuningPass> {
   enableKernelTuning(ctx);
-  const shapes = matmulChoices(ctx)!.pendingShapes();
-  const dispatches = attentionTiles(ctx)!.pendingDispatches();
-  const total = shapes.length + dispatches.length;
-  const report = (offset: number) => (done: number, _: number, key: string) =>
-    options.onProblem?.(offset + done, total, key);
-  const matmul = await tuneMatmuls(ctx, shapes, { ...options, onProblem: report(0) });
-  const attention = await tuneAttentionTiles(ctx, dispatches, {
-    ...options,
-    onProblem: report(shapes.length),
-  });
-  options.onProblem?.(total, total, "");
-  return { matmul, attention };
+  const { budgetSeconds, onProblem, ...timing } = options;
+  const deadline = budgetSeconds === undefined ? Infinity : performance.now() + budgetSeconds * 1000;
+  type Problem = { work: number; tune: () => Promise<unknown>; key: string };
+  const problems: Problem[] = [];
+  const pass: KernelTuningPass = { matmul: [], attention: [], pending: 0 };
+  for (const shape of matmulChoices(ctx)!.pendingShapes())
+    problems.push({
+      work: matmulWork(shape),
+      key: matmulShapeKey(shape),
+      tune: async () => pass.matmul.push(...(await tuneMatmuls(ctx, [shape], timing))),
+    });
+  for (const dispatch of attentionTiles(ctx)!.pendingDispatches())
+    problems.push({
+      work: attentionWork(dispatch),
+      key: attentionTileKey(dispatch.kernel, dispatch.dims),
+      tune: async () => pass.attention.push(...(await tuneAttentionTiles(ctx, [dispatch], timing))),
+    });
+  problems.sort((a, b) => b.work - a.work);
+  for (const [done, problem] of problems.entries()) {
+    if (performance.now() >= deadline) {
+      pass.pending = problems.length - done;
+      break;
+    }
+    onProblem?.(done, problems.length, problem.key);
+    await problem.tune();
+  }
+  onProblem?.(problems.length - pass.pending, problems.length, "");
+  return pass;
 }
 
 /** The context's measurements, to save. */
