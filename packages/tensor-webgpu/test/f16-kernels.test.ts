@@ -157,10 +157,11 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     }
   }
 
-  it('"matvec" (decoding: x · Wᵀ, at most 16 rows)', async () => {
+  it('"matvec" (decoding: x · Wᵀ, blocks of 16 rows)', async () => {
     for (const c of [
       { batch: 1, m: 5, n: 90, k: 150, transB: true },
       { batch: 2, m: 16, n: 70, k: 200, transB: true, bBatchStride: 0, bias: true },
+      { batch: 1, m: 37, n: 40, k: 64, transB: true, addend: true },
     ] as Case[])
       await checkHalves(c, "matvec");
   });

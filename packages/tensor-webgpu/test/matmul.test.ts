@@ -202,7 +202,7 @@ it("refuses a blocked tile whose slices cannot be staged in whole vec4s", async 
   for (const buffer of [a, b, out]) ctx.pool.release(buffer);
 });
 
-describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
+describe('matmul, "matvec" variant (x · Wᵀ, up to 256 rows in blocks of 16)', () => {
   const cases: Case[] = [
     { batch: 1, m: 1, n: 1, k: 1, transB: true },
     { batch: 1, m: 1, n: 257, k: 896, transB: true },
@@ -215,6 +215,20 @@ describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
     { batch: 1, m: 16, n: 130, k: 96, transB: true, bias: true },
     { batch: 2, m: 3, n: 40, k: 50, transB: true, bBatchStride: 0, accumulate: true, bias: true },
     { batch: 2, m: 5, n: 40, k: 50, transB: true, bBatchStride: 0, bias: true, addend: true },
+    // Blocks of 16 rows: a whole block and a ragged last one, with every epilogue term.
+    { batch: 1, m: 17, n: 33, k: 70, transB: true },
+    { batch: 1, m: 128, n: 24, k: 64, transB: true, bias: true },
+    {
+      batch: 2,
+      m: 41,
+      n: 20,
+      k: 45,
+      transB: true,
+      bBatchStride: 0,
+      accumulate: true,
+      alpha: 0.5,
+      addend: true,
+    },
   ];
   it.each(cases.map((c) => [describeCase(c), c] as const))("%s", async (_, c) => {
     await check(await testContext(), c, "matvec", c.m + c.n);
@@ -227,13 +241,14 @@ describe('matmul, "matvec" variant (x · Wᵀ, at most 16 rows)', () => {
     await check(ctx, { batch: 1, m: 16, n: 70, k: 200, transB: true, accumulate: true, alpha: 2 }, "matvec");
     await check(ctx, { batch: 1, m: 5, n: 90, k: 150, transB: true, bias: true }, "matvec");
     await check(ctx, { batch: 2, m: 5, n: 90, k: 150, transB: true, addend: true }, "matvec");
+    await check(ctx, { batch: 1, m: 40, n: 30, k: 100, transB: true, bias: true }, "matvec");
   });
 
   it("refuses products it does not take", async () => {
     const ctx = await testContext();
-    const buffer = ctx.pool.acquire(4096);
+    const buffer = ctx.pool.acquire(4 * 257 * 4);
     const base = { a: buffer, b: buffer, out: buffer, batch: 1, n: 4, k: 4, variant: "matvec" as const };
-    expect(() => matmul(ctx, { ...base, m: 17, transB: true })).toThrow(/at most 16 rows/);
+    expect(() => matmul(ctx, { ...base, m: 257, transB: true })).toThrow(/at most 256 rows/);
     expect(() => matmul(ctx, { ...base, m: 2 })).toThrow(/B transposed/);
     ctx.pool.release(buffer);
   });

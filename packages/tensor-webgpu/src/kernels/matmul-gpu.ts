@@ -470,8 +470,18 @@ fn main(@builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) sgLane: 
 }`;
 }
 
-/** Most rows of op(A) the "matvec" kernel takes (one decoding step of up to this many sequences). */
+/**
+ * Rows of op(A) one "matvec" workgroup takes; the fixed rule runs "matvec" up to this many rows (one
+ * decoding step of up to this many sequences).
+ */
 export const MATVEC_MAX_ROWS = 16;
+/**
+ * Most rows "matvec" takes, in blocks of MATVEC_MAX_ROWS, one row of workgroups per block: a decoding step
+ * of RAGEN's 128 sequences fills a GPU with such blocks where 64 x 64 tiles make two rows of workgroups
+ * (28 workgroups for a 896-wide projection). Tuning offers it up to here; the weights are read once per
+ * block, from the L2 cache after the first.
+ */
+export const MATVEC_BLOCKED_MAX_ROWS = 256;
 /** Output columns per workgroup of the "matvec" kernel (one group of 32 invocations each). */
 export const MATVEC_COLUMNS = 8;
 
@@ -480,8 +490,9 @@ export const MATVEC_COLUMNS = 8;
  * [m][k] and B (the weight) stored [n][k], both contiguous along k. It is bound by reading W once, so the
  * scheme is about coalescing: 32 invocations share one output column and read consecutive elements of
  * its weight row (one 128-byte line per step), each keeping `rows` partial sums; a workgroup-memory tree
- * then adds the 32 partial sums of each row. `rows` is m rounded up to a power of two (rows past m read
- * the last real row and are never stored).
+ * then adds the 32 partial sums of each row. `rows` is m rounded up to a power of two, at most
+ * MATVEC_MAX_ROWS (rows past m read the last real row and are never stored); with more rows, the
+ * workgroups of row y take rows y·MATVEC_MAX_ROWS onwards.
  */
 export function matvecKernel(rows: number, storage: FloatStorage, preamble: string): string {
   const read = (array: string, index: string) =>
@@ -497,9 +508,10 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let lane = t % 32u;
   let col = wg.x * ${MATVEC_COLUMNS}u + t / 32u;
   let batch = wg.z;
+  let row0 = wg.y * ${rows}u;
   let aBase = p.aBase + batch * p.aBatchStride;
   let wRow = p.bBase + batch * p.bBatchStride + min(col, p.n - 1u) * p.ldb;
-  ${range.map((r) => `let a${r} = aBase + min(${r}u, p.m - 1u) * p.lda;`).join("\n  ")}
+  ${range.map((r) => `let a${r} = aBase + min(row0 + ${r}u, p.m - 1u) * p.lda;`).join("\n  ")}
   ${range.map((r) => `var acc${r} = 0.0;`).join(" ")}
   for (var kk = lane; kk < p.k; kk += 32u) {
     let w = ${read("b", "wRow + kk")};
@@ -515,8 +527,8 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   }
   if (lane == 0u && col < p.n) {
     let outBase = p.outBase + batch * p.outBatchStride;
-    for (var r = 0u; r < p.m; r++) {
-      storeOut(outBase + r * p.ldo + col, col, partial[r * ${width}u + t]);
+    for (var r = 0u; r < min(p.m - row0, ${rows}u); r++) {
+      storeOut(outBase + (row0 + r) * p.ldo + col, col, partial[r * ${width}u + t]);
     }
   }
 }`;

@@ -20,13 +20,20 @@ import {
   type RejectedKernel,
   type TunedMatmul,
 } from "./matmul-choices.js";
-import { BLOCKED_TILES, blockedTileBytes, DIRECT_TILES, directFits, MATVEC_MAX_ROWS } from "./matmul-gpu.js";
+import {
+  BLOCKED_TILES,
+  blockedTileBytes,
+  DIRECT_TILES,
+  directFits,
+  MATVEC_BLOCKED_MAX_ROWS,
+} from "./matmul-gpu.js";
 import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
 
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
   const candidates: MatmulChoice[] = [{ variant: "buffer" }, { variant: "tiled" }];
-  if (shape.m <= MATVEC_MAX_ROWS && !shape.transA && shape.transB) candidates.push({ variant: "matvec" });
+  if (shape.m <= MATVEC_BLOCKED_MAX_ROWS && !shape.transA && shape.transB)
+    candidates.push({ variant: "matvec" });
   if (ctx.info.adapter.isSoftware) {
     // Lavapipe runs workgroup-memory kernels lane by lane: "blocked" is never near the texture variant.
     if (textureVariantAvailable(ctx)) candidates.push({ variant: "texture" });

@@ -66,6 +66,7 @@ import {
   type DirectTile,
   directFits,
   GPU_TILE,
+  MATVEC_BLOCKED_MAX_ROWS,
   MATVEC_COLUMNS,
   MATVEC_MAX_ROWS,
   matvecKernel,
@@ -589,19 +590,19 @@ function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: Bloc
 }
 
 function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
-  if (p.transA || !p.transB || p.m > MATVEC_MAX_ROWS) {
+  if (p.transA || !p.transB || p.m > MATVEC_BLOCKED_MAX_ROWS) {
     throw new RangeError(
-      `matmul: the "matvec" variant takes x · Wᵀ with at most ${MATVEC_MAX_ROWS} rows (A not transposed, B transposed)`,
+      `matmul: the "matvec" variant takes x · Wᵀ with at most ${MATVEC_BLOCKED_MAX_ROWS} rows (A not transposed, B transposed)`,
     );
   }
-  const rows = 2 ** Math.ceil(Math.log2(p.m));
+  const rows = Math.min(2 ** Math.ceil(Math.log2(Math.max(p.m, 1))), MATVEC_MAX_ROWS);
   const key = `matvec${rows} ${code(p)}`;
   const pipeline = ctx.pipeline(
     `matmul ${key}`,
     source(key, () => matvecKernel(rows, p.dtype, gemmPreamble(p.dtype))),
   );
-  // One row of workgroups: every workgroup takes all m rows.
-  dispatchChunks(ctx, args, p, pipeline, Math.max(p.m, 1), MATVEC_COLUMNS);
+  // A row of workgroups per block of `rows` rows.
+  dispatchChunks(ctx, args, p, pipeline, rows, MATVEC_COLUMNS);
 }
 
 /** The matrix-unit shape the "subgroup-matrix" variant uses on this context, if it can run here. */
