@@ -171,19 +171,26 @@ describe("attention with other head sizes and tiles", () => {
 
   // Forward only: every headDim is new shaders, and the backward shares the tiling code.
   for (const headDim of [8, 128, 256]) {
-    it(`forward, headDim ${headDim}`, async () => {
-      const ctx = await testContext();
-      const c = { ...small, numHeads: 2, numKvHeads: 1, headDim, seqLen: 37, kvLen: 40, kvCapacity: 41 };
-      const x = inputs(c, headDim);
-      const qb = ctx.upload(x.q);
-      const kb = ctx.upload(x.k);
-      const vb = ctx.upload(x.v);
-      const out = ctx.pool.acquire(x.q.byteLength);
-      attentionForward(ctx, { ...c, q: qb, k: kb, v: vb, out });
-      const actual = await readF32(ctx, out, x.q.length);
-      expectClose(actual, attentionForwardRef({ ...c, ...x }).out, 2e-5, 1e-4);
-      for (const buffer of [qb, kb, vb, out]) ctx.pool.release(buffer);
+    it(`forward, headDim ${headDim}, with each adapter kind's kernels`, async () => {
+      for (const profile of ["auto", "hardware", "software"] as const) {
+        attentionTuning.profile = profile;
+        await forwardMatches(headDim);
+      }
     });
+  }
+
+  async function forwardMatches(headDim: number): Promise<void> {
+    const ctx = await testContext();
+    const c = { ...small, numHeads: 2, numKvHeads: 1, headDim, seqLen: 37, kvLen: 40, kvCapacity: 41 };
+    const x = inputs(c, headDim);
+    const qb = ctx.upload(x.q);
+    const kb = ctx.upload(x.k);
+    const vb = ctx.upload(x.v);
+    const out = ctx.pool.acquire(x.q.byteLength);
+    attentionForward(ctx, { ...c, q: qb, k: kb, v: vb, out });
+    const actual = await readF32(ctx, out, x.q.length);
+    expectClose(actual, attentionForwardRef({ ...c, ...x }).out, 2e-5, 1e-4);
+    for (const buffer of [qb, kb, vb, out]) ctx.pool.release(buffer);
   }
 
   it("on GPUs, grouped-query dK/dV runs one workgroup per query head and sums each group's shares", async () => {
