@@ -58,22 +58,26 @@ describe("a kernel tuning pass", () => {
     expect(pendingKernelProblems(ctx)).toBe(0);
   });
 
-  it("starts no problem after its budget and leaves the rest to the next pass", async () => {
+  it("starts no problem after its budget (but always one) and leaves the rest to the next pass", async () => {
     const ctx = await testContext();
     enableKernelTuning(ctx);
     meetProblems(ctx);
     const seen: string[] = [];
     const spent = await tuneKernels(ctx, {
+      repeats: 1,
+      rounds: 1,
       budgetSeconds: 0,
       onProblem: (done, total) => seen.push(`${done}/${total}`),
     });
-    expect(spent).toEqual({ matmul: [], attention: [], pending: 4 });
-    expect(seen).toEqual(["0/4"]);
-    expect(pendingKernelProblems(ctx)).toBe(4);
-    expect(matmulChoices(ctx)!.size + attentionTiles(ctx)!.size).toBe(0);
+    expect(spent.matmul.map((t) => t.key)).toEqual(["f32 NT 1x128x128x128"]);
+    expect(spent.attention).toEqual([]);
+    expect(spent.pending).toBe(3);
+    expect(seen).toEqual(["0/4", "1/4"]);
+    expect(pendingKernelProblems(ctx)).toBe(3);
+    expect(matmulChoices(ctx)!.size + attentionTiles(ctx)!.size).toBe(1);
 
     const next = await tuneKernels(ctx, { repeats: 1, rounds: 1, budgetSeconds: 600 });
-    expect(next.matmul.length + next.attention.length).toBe(4);
+    expect(next.matmul.length + next.attention.length).toBe(3);
     expect(next.pending).toBe(0);
   });
 });

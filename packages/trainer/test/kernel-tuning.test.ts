@@ -91,6 +91,28 @@ describe("kernel tuning in a run", () => {
     expect(second.rows.some((r) => r.metrics["timing_s/kernel_tuning"] !== undefined)).toBe(false);
   });
 
+  it("with a budget, measures the largest problems first and leaves the rest to the next passes", async () => {
+    const backend = await webGpuBackend();
+    const said: string[] = [];
+    // A budget that runs out during the first problem: one problem a pass.
+    const tuner = KernelTuner.forRun("on", backend, undefined, (l) => said.push(l), { budgetSeconds: 1e-6 })!;
+    const shape = { batch: 1, k: 8, transA: false, transB: false, dtype: "f32" } as const;
+    matmulChoices(backend.ctx)!.lookup({ ...shape, m: 8, n: 8 });
+    matmulChoices(backend.ctx)!.lookup({ ...shape, m: 64, n: 64 });
+    expect(await tuner.tunePending()).toMatchObject({ problems: 1 });
+    expect(said.at(-1)).toMatch(
+      /measured 1 matmul and 0 attention problems in .* s \(1 more before the next steps\)/,
+    );
+    expect(
+      matmulChoices(backend.ctx)!
+        .entries()
+        .map((e) => e.key),
+    ).toEqual(["f32 NN 1x64x64x8"]);
+    expect(await tuner.tunePending()).toMatchObject({ problems: 1 });
+    expect(said.at(-1)).not.toMatch(/more before the next steps/);
+    expect(await tuner.tunePending()).toBeUndefined(); // nothing left
+  });
+
   it("goes on when the measurements cannot be kept, or tuning itself fails", async () => {
     const backend = await webGpuBackend();
     const said: string[] = [];
@@ -122,6 +144,7 @@ describe("kernel tuning in a run", () => {
       backend,
       readOnly,
       (l) => said.push(l),
+      {},
       async () => {
         throw new Error("no kernel could run f32 NN 1x8x8x8 on this adapter");
       },
@@ -150,6 +173,7 @@ describe("kernel tuning in a run", () => {
       backend,
       undefined,
       (l) => said.push(l),
+      {},
       async () => ({
         matmul: [
           {

@@ -54,9 +54,10 @@ export interface KernelTuningPass {
 
 export interface KernelTuningOptions extends TuningPassOptions {
   /**
-   * Seconds after which the pass starts no new problem (the one under way finishes). Problems are
-   * measured largest first, so a budget is spent where kernels take longest; those left stay pending
-   * for the next pass and run on the fixed rule until then. Default: no limit.
+   * Seconds after which the pass starts no new problem (the one under way finishes; the first always
+   * runs, so every pass makes progress). Problems are measured largest first, so a budget is spent where
+   * kernels take longest; those left stay pending for the next pass and run on the fixed rule until
+   * then. Default: no limit.
    */
   budgetSeconds?: number;
 }
@@ -123,7 +124,8 @@ export async function tuneKernels(
     });
   problems.sort((a, b) => b.work - a.work);
   for (const [done, problem] of problems.entries()) {
-    if (performance.now() >= deadline) {
+    // The first problem always runs: every pass makes progress, however small its budget.
+    if (done > 0 && performance.now() >= deadline) {
       pass.pending = problems.length - done;
       break;
     }

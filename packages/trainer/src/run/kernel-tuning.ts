@@ -11,6 +11,7 @@ import {
   disableKernelTuning,
   enableKernelTuning,
   type KernelTuningFile,
+  type KernelTuningOptions,
   type KernelTuningPass,
   loadKernelTuning,
   measuredKernelProblems,
@@ -51,17 +52,21 @@ export class KernelTuner {
     private readonly store: KernelChoiceStore | undefined,
     private readonly say: (line: string) => void,
     private readonly tune: typeof tuneKernels,
+    private readonly options: Pick<KernelTuningOptions, "budgetSeconds">,
   ) {}
 
   /**
    * Turn tuning on or off for the run's context as `setting` says; when on, take the measurements the
    * store kept for this adapter. A damaged saved file is reported and measured again, not fatal.
+   * `options.budgetSeconds` bounds each pass (settings.kernelTuningSeconds): problems left over are
+   * measured before later steps.
    */
   static forRun(
     setting: TrainingSettings["kernelTuning"],
     backend: WebGpuBackend,
     store: KernelChoiceStore | undefined,
     say: (line: string) => void,
+    options: Pick<KernelTuningOptions, "budgetSeconds"> = {},
     /** The measuring pass (tests replace it). */
     tune: typeof tuneKernels = tuneKernels,
   ): KernelTuner | undefined {
@@ -83,7 +88,7 @@ export class KernelTuner {
         say(`kernel tuning: ${(error as Error).message}; its problems will be measured again`);
       }
     }
-    return new KernelTuner(backend, store, say, tune);
+    return new KernelTuner(backend, store, say, tune, options);
   }
 
   /**
@@ -100,7 +105,7 @@ export class KernelTuner {
     const bar = progressBar(progress, "tune kernels", pending);
     let tuned: KernelTuningPass;
     try {
-      tuned = await this.tune(ctx, { onProblem: (done) => bar.update(done) });
+      tuned = await this.tune(ctx, { ...this.options, onProblem: (done) => bar.update(done) });
     } catch (error) {
       this.failed = true;
       disableKernelTuning(ctx);
@@ -125,6 +130,8 @@ export class KernelTuner {
     const changed = tuned.matmul.find((t) => t.candidates.length > 1);
     this.say(
       `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems in ${seconds.toFixed(1)} s${
+        tuned.pending > 0 ? ` (${tuned.pending} more before the next steps)` : ""
+      }${
         changed
           ? `; e.g. ${changed.key}: ${changed.candidates
               .slice(0, 3)

@@ -151,7 +151,9 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       `memory: about ${(estimate.peak / 2 ** 30).toFixed(1)} GiB at the peak for sequences of up to ${seqLen} tokens; ${source} allows ${(bytes / 2 ** 30).toFixed(1)} GiB`,
     );
   }
-  const tuner = KernelTuner.forRun(settings.kernelTuning, backend, run.kernelChoices, say);
+  const tuner = KernelTuner.forRun(settings.kernelTuning, backend, run.kernelChoices, say, {
+    budgetSeconds: settings.kernelTuningSeconds ?? undefined,
+  });
   const saved: SavedSettings = { settings, sources: run.sources ?? {} };
   if (checkpoint) warnOnChangedSettings(storage, settings, say);
   for (const line of describeProfileChoice({ settings, sources: run.sources ?? {} })) say(line);

@@ -117,6 +117,8 @@ export interface TrainingSettings {
   deviceMemoryGiB: number | null;
   /** Measure the fastest matmul kernel and attention tile per problem on this GPU: auto (a GPU, not lavapipe), on, off. */
   kernelTuning: "auto" | "on" | "off";
+  /** Seconds a tuning pass before a step may start problems for; the rest wait for later steps. null: no limit. */
+  kernelTuningSeconds: number | null;
   algorithm: "starpo" | "apo";
   train: {
     envGroups: number;
@@ -161,6 +163,7 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
   checkpointEvery: 10,
   deviceMemoryGiB: null,
   kernelTuning: "auto",
+  kernelTuningSeconds: null,
   algorithm: "starpo",
   train: { envGroups: 8, groupsPerEnv: null, groupSize: 16, tokenBudget: 0 },
   validation: { envs: null, groupsPerEnv: 128, samples: 1, every: 10, temperature: 0.5, topP: 1, topK: 0 },
@@ -301,6 +304,11 @@ export const SETTINGS_FIELDS: SettingsFields = {
     ["auto", "on", "off"],
     "Time every matmul kernel and attention tile that can run each problem the run meets, once per problem group, and run the fastest from then on (kept per GPU in ~/.cache/ragen): auto on a GPU, not on a software adapter such as lavapipe; on; off (the fixed rule)",
   ),
+  kernelTuningSeconds: {
+    schema: { type: ["number", "null"], exclusiveMinimum: 0 },
+    description:
+      "Seconds each kernel tuning pass may start new problems for (largest first); the rest are measured before later steps and run on the fixed rule until then (null: no limit)",
+  },
   algorithm: oneOf(
     ["starpo", "apo"],
     "starpo (PPO/GRPO) or apo (A*-PO: offline V*, least-squares policy regression)",
