@@ -3,8 +3,9 @@
  * (query block, head, sequence). Its Q tile stays in workgroup memory while K and V blocks stream through
  * one shared tile: S = Q·Kᵀ (scaled), an online softmax per row (running max m and sum l, rescaling the
  * output accumulators by exp(m_old - m_new); a serial form for lavapipe and a parallel one for GPUs, see
- * forwardCode), then O += P·V with thread (ty, tx) owning rows ty + TY*a and vec4 columns tx + TX*c. Only KV blocks that the causal mask and kvStart leave (partly) visible are
- * visited. Query blocks run last-first so the longest start first.
+ * forwardCode), then O += P·V with thread (ty, tx) owning rows ty + TY*a and vec4 columns tx + TX*c.
+ * Only KV blocks that the causal mask and kvStart leave (partly) visible are visited. Query blocks run
+ * last-first so the longest start first.
  */
 
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
@@ -91,7 +92,7 @@ var<workgroup> rowState: array<vec2f, ${bq}>;        // per row: running max and
     : `for (var r = t; r < params.tileRows; r += ${threads}u) { rowState[r] = vec2f(${MASKED}, 0.0); }`;
 
   // After the score loop: P of the block in pTile, the rows' state updated, V staged in kvTile, and
-  // alpha${"{a}"} (or alphaTile) holding each row's rescale factor for this block.
+  // alpha0, alpha1, ... holding the rescale factor of each of the thread's rows for this block.
   const softmax = parallel
     ? `${pairs((a, b) => `let visible${a}_${b} = visible(q0 + ${row(a)}, k0 + ${key(b)}, kStart);`)}
     ${each(rm, (a) => `maxParts[${partial(a, "tx")}] = ${maxOf(Array.from({ length: rn }, (_, b) => `select(${MASKED}, ${score(a, b)}, visible${a}_${b})`))};`)}
