@@ -21,7 +21,7 @@ describe("npm run quest", () => {
       encoding: "utf8",
       timeout: 60_000,
     });
-    expect(result.stderr).toMatch(/steps: must be integer/);
+    expect(result.stderr).toMatch(/steps: must be an integer/);
     // pnpm's recursive run (--filter) would turn every failure into 1.
     expect(result.status).toBe(2);
   });

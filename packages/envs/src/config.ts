@@ -107,9 +107,22 @@ function issueOf(error: ErrorObject, schema: ConfigSchema, data: unknown): Confi
       };
     case "required":
       return { field, message: "is required" };
+    case "type":
+      return {
+        field,
+        message: `must be ${typeNames((error.params as { type: string | string[] }).type)}${gotText}`,
+      };
     default:
       return { field, message: `${error.message ?? "is invalid"}${gotText}` };
   }
+}
+
+/** "a number or null" for JSON Schema's ["number", "null"]. */
+function typeNames(type: string | string[]): string {
+  const names = (Array.isArray(type) ? type : type.split(",")).map((t) =>
+    t === "null" ? "null" : t === "array" || t === "integer" || t === "object" ? `an ${t}` : `a ${t}`,
+  );
+  return names.length > 1 ? `${names.slice(0, -1).join(", ")} or ${names.at(-1)}` : names[0]!;
 }
 
 function valueAt(data: unknown, pointer: string): unknown {

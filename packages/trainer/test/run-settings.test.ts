@@ -63,13 +63,17 @@ describe("the quest settings", () => {
   });
 
   it("name every bad field", async () => {
-    const error = await settingsOf(["steps=-1", "epochs=3", "rollout.temperature=hot"]).catch(
-      (e: unknown) => e,
-    );
+    const error = await settingsOf([
+      "steps=-1",
+      "epochs=3",
+      "rollout.temperature=hot",
+      "kernelTuningSeconds=soon",
+    ]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(/steps: must be >= 0/);
     expect((error as Error).message).toMatch(/epochs: unknown field/);
-    expect((error as Error).message).toMatch(/temperature: must be number/);
+    expect((error as Error).message).toContain('temperature: must be a number (got "hot")');
+    expect((error as Error).message).toContain('kernelTuningSeconds: must be a number or null (got "soon")');
   });
 });
 
