@@ -107,6 +107,13 @@ function issueOf(error: ErrorObject, schema: ConfigSchema, data: unknown): Confi
       };
     case "required":
       return { field, message: "is required" };
+    case "minLength": {
+      const limit = (error.params as { limit: number }).limit;
+      return {
+        field,
+        message: limit === 1 ? "must not be empty" : `must have at least ${limit} characters${gotText}`,
+      };
+    }
     case "type":
       return {
         field,

@@ -68,12 +68,14 @@ describe("the quest settings", () => {
       "epochs=3",
       "rollout.temperature=hot",
       "kernelTuningSeconds=soon",
+      "outDir=",
     ]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(/steps: must be >= 0/);
     expect((error as Error).message).toMatch(/epochs: unknown field/);
     expect((error as Error).message).toContain('temperature: must be a number (got "hot")');
     expect((error as Error).message).toContain('kernelTuningSeconds: must be a number or null (got "soon")');
+    expect((error as Error).message).toContain("outDir: must not be empty");
   });
 });
 
