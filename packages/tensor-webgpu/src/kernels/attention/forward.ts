@@ -54,7 +54,7 @@ function forwardStrides(t: Tile, d4: number) {
  * in each of its rows (2 x TX per row); the running state stays in registers.
  */
 const softmaxFloats = (t: Tile, profile: TileProfile) =>
-  (profile === "hardware" ? 2 * (t.bk / t.rn) : 3) * t.bq;
+  (profile === "hardware" ? 2 * tileThreads(t).tx : 3) * t.bq;
 
 /** WGSL: the largest of `terms` (WGSL's max takes two). */
 const maxOf = (terms: string[]): string => terms.reduce((acc, term) => `max(${acc}, ${term})`);
