@@ -62,7 +62,7 @@ describe("the WebShop A*-PO vs StarPO experiment", () => {
           `model=${modelDir}`,
           "outDir=runs",
           "steps=3",
-          "train.tokenBudget=20",
+          "train.tokenBudget=49",
           "arms=starpo,apo",
         ],
         root,
@@ -72,13 +72,21 @@ describe("the WebShop A*-PO vs StarPO experiment", () => {
       expect(dir).toBe(join(root, "runs"));
       expect(outcomes.map((o) => o.arm)).toEqual(["starpo", "apo"]);
       for (const o of outcomes) {
-        expect(o.trainingTokens).toBeGreaterThanOrEqual(20);
-        // Stopped by the budget: 4 episodes x 2 turns x at most 6 tokens = 48 tokens per step at most.
-        expect(o.steps).toBeLessThanOrEqual(2);
+        expect(o.trainingTokens).toBeGreaterThanOrEqual(49);
+        // 4 episodes x 2 turns x at most 6 tokens = 48 tokens per step at most: the budget takes two
+        // steps or more, so stage 1 runs more than once.
+        expect(o.steps).toBeGreaterThanOrEqual(2);
         expect(o.audits).toHaveLength(2);
       }
       expect(outcomes[0]!.stage1Tokens).toBe(0);
       expect(outcomes[1]!.stage1Tokens).toBeGreaterThan(0);
+      // Stage 1 ran before each step; its count is what every estimate the run used cost, each once.
+      const estimates = readFileSync(join(dir, "apo", "vstar.jsonl"), "utf8")
+        .trim()
+        .split("\n");
+      expect(estimates.length).toBe(2 * outcomes[1]!.steps);
+      const estimateCost = estimates.reduce((sum, line) => sum + JSON.parse(line).generatedTokens, 0);
+      expect(outcomes[1]!.stage1Tokens).toBe(estimateCost);
       for (const file of files) expect(existsSync(file), file).toBe(true);
       const csv = readFileSync(join(dir, "results.csv"), "utf8").trim().split("\n");
       expect(csv).toHaveLength(3);

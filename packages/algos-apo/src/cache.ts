@@ -19,7 +19,13 @@ export interface VStarKey {
   beta1: number;
 }
 
-export interface VStarEntry extends VStarKey, VStarSummary {}
+export interface VStarEntry extends VStarKey, VStarSummary {
+  /**
+   * Response tokens its N samples generated: what the estimate cost, so that a run reusing it from the
+   * cache still counts it. Absent in entries written before the count was kept.
+   */
+  generatedTokens?: number;
+}
 
 /** Where stage 1 keeps its estimates; `put` should persist before it returns so a killed run resumes. */
 export interface VStarCache {
@@ -72,7 +78,9 @@ export function parseVStarEntry(value: unknown): VStarEntry | undefined {
       typeof v.allZero === "boolean" &&
       Array.isArray(v.rewards) &&
       v.rewards.length === v.samples &&
-      v.rewards.every(isNumber)
+      v.rewards.every(isNumber) &&
+      (v.generatedTokens === undefined ||
+        (Number.isInteger(v.generatedTokens) && Number(v.generatedTokens) >= 0))
     )
   )
     return undefined;
@@ -88,6 +96,7 @@ export function parseVStarEntry(value: unknown): VStarEntry | undefined {
     vstar: v.vstar,
     pass: v.pass,
     allZero: v.allZero,
+    ...(v.generatedTokens === undefined ? {} : { generatedTokens: v.generatedTokens as number }),
   };
 }
 

@@ -113,6 +113,7 @@ export async function estimateVStarForStates(options: VStarEstimationOptions): P
 
   const covered: VStarEntry[] = [];
   let sampledStates = 0;
+  // Everything this call generated, groups sampled again beside a missing one included.
   let sampledTokens = 0;
   const total = options.resets * envGroups;
   options.onProgress?.(0, total);
@@ -147,7 +148,8 @@ export async function estimateVStarForStates(options: VStarEstimationOptions): P
           trajectories.map((t) => t.success),
           beta1,
         );
-        const entry: VStarEntry = { ...key, ...summary };
+        const generatedTokens = trajectories.reduce((sum, t) => sum + t.responseLength, 0);
+        const entry: VStarEntry = { ...key, ...summary, generatedTokens };
         await options.cache?.put(entry);
         found[g] = entry;
         sampledStates++;
@@ -167,8 +169,12 @@ export async function estimateVStarForStates(options: VStarEstimationOptions): P
   const metrics = stage1Metrics(covered, samples);
   metrics["vstar/sampled_states"] = sampledStates;
   metrics["vstar/dropped_states"] = dropped.size;
-  // What stage 1 cost in generation, to compare algorithms on the same budget of generated tokens.
-  metrics["vstar/generated_tokens"] = sampledTokens;
+  // What the estimates cost in generation, reused ones included, to compare algorithms on the same
+  // budget of generated tokens; a killed and restarted run counts each estimate once.
+  metrics["vstar/generated_tokens"] = covered.reduce((sum, e) => sum + (e.generatedTokens ?? 0), 0);
+  metrics["vstar/sampled_tokens"] = sampledTokens;
+  const uncounted = covered.filter((e) => e.generatedTokens === undefined).length;
+  if (uncounted > 0) metrics["vstar/uncounted_states"] = uncounted;
   metrics["timing_s/vstar"] = (performance.now() - start) / 1000;
   return { entries, dropped, metrics };
 }

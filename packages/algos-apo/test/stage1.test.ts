@@ -115,8 +115,11 @@ describe("estimateVStarForStates", () => {
     const second = await estimateVStarForStates(options(again, { cache }));
     expect(again.prompts).toBe(0);
     expect(second.metrics["vstar/sampled_states"]).toBe(0);
+    // The reused estimates still carry what they cost; nothing was generated to get them.
     expect(first.metrics["vstar/generated_tokens"]).toBeGreaterThan(0);
-    expect(second.metrics["vstar/generated_tokens"]).toBe(0);
+    expect(first.metrics["vstar/sampled_tokens"]).toBe(first.metrics["vstar/generated_tokens"]);
+    expect(second.metrics["vstar/generated_tokens"]).toBe(first.metrics["vstar/generated_tokens"]);
+    expect(second.metrics["vstar/sampled_tokens"]).toBe(0);
     expect([...second.entries.values()]).toEqual([...first.entries.values()]);
 
     const changes: Partial<VStarEstimationOptions>[] = [
@@ -143,6 +146,12 @@ describe("estimateVStarForStates", () => {
     expect(policy.prompts).toBe(12);
     expect(result.metrics["vstar/sampled_states"]).toBe(3);
     expect(cache.size).toBe(6);
+    const entries = [...result.entries.values()];
+    for (const entry of entries) expect(entry.generatedTokens).toBeGreaterThan(0);
+    const cost = entries.reduce((sum, e) => sum + e.generatedTokens!, 0);
+    expect(result.metrics["vstar/generated_tokens"]).toBe(cost);
+    const reset1 = entries.slice(3).reduce((sum, e) => sum + e.generatedTokens!, 0);
+    expect(result.metrics["vstar/sampled_tokens"]).toBe(reset1);
   });
 
   it("checks its counts and beta1 before sampling anything", async () => {

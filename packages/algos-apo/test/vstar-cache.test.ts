@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { PolicyOutput, PolicyPrompt, PolicySampling } from "@ragen/rollout";
@@ -132,5 +132,32 @@ describe("cache keys", () => {
       expect(vstarKeyId({ ...base, ...v }), JSON.stringify(v)).not.toBe(vstarKeyId(base));
     expect(parseVStarEntry(JSON.parse(JSON.stringify(base)))).toEqual(base);
     expect(parseVStarEntry({ ...base, pass: "yes" })).toBeUndefined();
+  });
+
+  it("keep what an estimate cost, and still serve entries written before the count was kept", async () => {
+    const counted = { ...entry(1), generatedTokens: 40 };
+    expect(parseVStarEntry(JSON.parse(JSON.stringify(counted)))).toEqual(counted);
+    for (const bad of [-1, 2.5, "40", null])
+      expect(parseVStarEntry({ ...counted, generatedTokens: bad }), String(bad)).toBeUndefined();
+
+    // A file written before the count: its estimates are reused and reported as uncounted.
+    const path = join(root, "uncounted.jsonl");
+    const first = VStarFileCache.open(path);
+    await estimateVStarForStates(options(first, policy(), { resets: 1 }));
+    first.close();
+    const lines = readFileSync(path, "utf8").trim().split("\n");
+    const withoutCounts = lines.map((line) => {
+      const { generatedTokens, ...old } = JSON.parse(line);
+      expect(generatedTokens).toBeGreaterThan(0);
+      return JSON.stringify(old);
+    });
+    writeFileSync(path, `${withoutCounts.join("\n")}\n`);
+    const reopened = VStarFileCache.open(path);
+    const again = policy();
+    const result = await estimateVStarForStates(options(reopened, again, { resets: 1 }));
+    reopened.close();
+    expect(again.prompts).toBe(0);
+    expect(result.metrics["vstar/generated_tokens"]).toBe(0);
+    expect(result.metrics["vstar/uncounted_states"]).toBe(2);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMetricsJsonl, parseTrajectoriesJsonl } from "@ragen/logging";
@@ -164,6 +164,21 @@ describe("a run in a folder", () => {
     expect(rows[2]!.metrics["vstar/generated_tokens"]).toBeGreaterThan(
       rows[1]!.metrics["vstar/generated_tokens"]!,
     );
+    const estimateCost = cacheLines().reduce((sum, line) => sum + JSON.parse(line).generatedTokens, 0);
+    expect(rows[2]!.metrics["vstar/generated_tokens"]).toBe(estimateCost);
+
+    // A run killed before its first checkpoint starts again from nothing but the cache it kept: it
+    // samples no state again and still counts what every estimate it uses cost.
+    const restartDir = join(root, "apo-restart");
+    mkdirSync(restartDir);
+    copyFileSync(join(apoDir, "vstar.jsonl"), join(restartDir, "vstar.jsonl"));
+    await quiet(() =>
+      runQuest(smallRun(restartDir, "steps=2", "algorithm=apo", "train.groupSize=1", "apo.samples=2")),
+    );
+    const restarted = parseMetricsJsonl(readFileSync(join(restartDir, "metrics.jsonl"), "utf8"));
+    expect(restarted[1]!.metrics["vstar/sampled_states"]).toBe(0);
+    expect(restarted[1]!.metrics["vstar/sampled_tokens"]).toBe(0);
+    expect(restarted[1]!.metrics["vstar/generated_tokens"]).toBe(estimateCost);
   });
 
   it("with a token budget, estimates V* one step at a time, so states the run never reaches are not sampled", async () => {

@@ -288,7 +288,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       // Stage-1 metrics (A*-PO) go with the step they were estimated for.
       Object.assign(metrics, stage1);
       if (tuning) metrics["timing_s/kernel_tuning"] = tuning.seconds;
-      // Stage 1 reports what it sampled in this call; states a killed run sampled come from the cache.
+      // Stage 1 reports what the estimates it covered cost, reused ones included, each reset once a run.
       const stage1Tokens = stage1[VSTAR_GENERATED_TOKENS];
       if (stage1Tokens !== undefined) {
         vstarTokensSoFar += stage1Tokens;
