@@ -3,7 +3,9 @@
 # GPU server that has the GPU driver but neither Node nor a Vulkan loader (CUDA container images, for
 # one), into one folder (default tools/bench-bundle/dist/ragen-gpu-server):
 #
-#   run.sh                  on the server: `./run.sh bench [bench.mjs options]` or `./run.sh tests [files]`
+#   run.sh                  on the server: `./run.sh bench [bench.mjs options]`, `./run.sh tests [files]`
+#                           or `./run.sh suite [--within S] [--out DIR]`
+#   suite.plan              the measurements `./run.sh suite` makes, most wanted first, each with a limit
 #   bench.tar.xz            the portable benchmark folder (npm run bench:bundle), compressed
 #   node.xz                 this machine's Node binary, compressed
 #   vulkan/*.deb            Debian's Vulkan loader and glvnd libraries (NVIDIA's Vulkan driver needs them),
@@ -76,4 +78,5 @@ fi
 
 cp "$here/src/gpu-server-run.sh" "$out/run.sh"
 chmod +x "$out/run.sh"
-log "wrote $out ($(du -sh "$out" | cut -f1)); on the server: ./run.sh bench --out results"
+cp "$here/src/gpu-server-suite.plan" "$out/suite.plan"
+log "wrote $out ($(du -sh "$out" | cut -f1)); on the server: ./run.sh suite --within 540 --out results"

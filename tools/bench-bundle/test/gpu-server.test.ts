@@ -1,9 +1,9 @@
 // The folder for GPU servers without Node or a Vulkan loader: packed with the kernel tests, then run.sh
-// runs the benchmark and a test file on this machine's adapter, with its own Node binary, and with the
+// runs the benchmark, a test file and a suite of parts on this machine's adapter, with its own Node binary, and with the
 // carried loader and glvnd libraries when the server has none (played here by hiding ldconfig, by which
 // run.sh looks).
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -77,6 +77,40 @@ describe("bench:gpu-server", () => {
 
     const wrong = runSh(["nope"]);
     expect(wrong.status).toBe(2);
-    expect(wrong.stderr).toContain('unknown mode "nope" (bench or tests)');
+    expect(wrong.stderr).toContain('unknown mode "nope" (bench, tests or suite)');
   }, 600_000);
+
+  it("runs a suite's parts in order, each under its limit, none past the suite's time", () => {
+    expect(existsSync(join(packed, "suite.plan"))).toBe(true);
+    const plan = join(work, "small.plan");
+    writeFileSync(
+      plan,
+      [
+        "# name  seconds  command",
+        "kernels  60  bench --quick --only matmul --match 256^3 --torch off",
+        "",
+        // 100,000 training steps of the tiny model: stopped at its 8 s limit.
+        "slow     8   bench --only model --model tiny --steps 100000 --torch off",
+        "late     60  bench --quick --only matmul --match 256^3 --torch off",
+      ].join("\n"),
+    );
+    const suite = runSh(["suite", "--within", "25", "--out", "suite", "--plan", plan]);
+    // A part that did not finish fails the suite.
+    expect(suite.status, suite.stderr).toBe(1);
+    const kernels = JSON.parse(readFileSync(join(work, "suite", "kernels", "results.json"), "utf8"));
+    expect(kernels.kernels.length).toBeGreaterThan(0);
+    expect(readFileSync(join(work, "suite", "kernels", "output.log"), "utf8")).toContain("results.json");
+    const table = readFileSync(join(work, "suite", "suite.md"), "utf8");
+    expect(table).toMatch(/\| kernels \| done \| \d+ \| 25 \|/);
+    expect(table).toMatch(/\| slow \| stopped at its time limit \(what it finished is kept\) \| \d+ \| 8 \|/);
+    expect(table).toMatch(/\| late \| not started: the suite's time was spent \|/);
+
+    writeFileSync(plan, "kernels sixty bench --quick\n");
+    const bad = runSh(["suite", "--plan", plan]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("line 1: expected a name, a number of seconds and a bench or tests command");
+    const badWithin = runSh(["suite", "--within", "soon"]);
+    expect(badWithin.status).toBe(2);
+    expect(badWithin.stderr).toContain('--within must be a whole number of seconds (got "soon")');
+  }, 300_000);
 });
