@@ -23,7 +23,11 @@ export interface AStarPOConfig {
   maxGradNorm?: number;
   /** Trajectories per optimiser step. */
   miniBatchSize?: number;
-  /** Trajectories per forward/backward; micro-batches of a mini-batch accumulate gradients. */
+  /**
+   * Trajectories per forward/backward at the mini-batch's longest length: rows of similar length are
+   * grouped, up to this many of the longest row's padded tokens (`lengthMicroBatches`); micro-batches of
+   * a mini-batch accumulate gradients.
+   */
   microBatchSize?: number;
   /** The rollout's sampling temperature, so both log-probs are of the distribution sampled from. */
   temperature?: number;

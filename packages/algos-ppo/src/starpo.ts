@@ -108,7 +108,11 @@ export interface StarPOConfig {
   lambda?: number;
   /** Trajectories per optimiser step (RAGEN's ppo_mini_batch_size). */
   ppoMiniBatchSize?: number;
-  /** Trajectories per forward/backward; micro-batches of a mini-batch accumulate gradients. */
+  /**
+   * Trajectories per forward/backward at the mini-batch's longest length: rows of similar length are
+   * grouped, up to this many of the longest row's padded tokens (`lengthMicroBatches`); micro-batches of
+   * a mini-batch accumulate gradients.
+   */
   microBatchSize?: number;
   ppoEpochs?: number;
   /** StarPO-S uncertainty filtering (off by default). */

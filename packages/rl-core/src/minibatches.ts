@@ -3,25 +3,32 @@ import type { Trajectory } from "@ragen/rollout";
 import { type AdamW, asyncScope, backward, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
 import { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
 import { readMetrics } from "./metrics.js";
+import { lengthMicroBatches } from "./micro-batches.js";
+
+/** Positions a trajectory takes in a packed batch: one per target. */
+const packedLength = (t: Trajectory) => t.tokens.length - 1;
 
 /**
- * Runs `fn` without gradients on every trajectory, micro-batch by micro-batch; returns one array per
- * trajectory, aligned to its targets (length tokens - 1).
+ * Runs `fn` without gradients on every trajectory, in micro-batches of similar length (at most
+ * `microBatchSize` of the longest one's padded tokens each); returns one array per trajectory, in the
+ * given order, aligned to its targets (length tokens - 1). A row's result does not depend on the rows
+ * beside it, so the grouping changes only the time taken.
  */
 export async function forwardRows(
   trajectories: readonly Trajectory[],
   microBatchSize: number,
   fn: (input: TokenBatch, targets: Int32Array) => Tensor,
 ): Promise<Float32Array[]> {
-  const out: Float32Array[] = [];
-  for (const chunk of chunks(trajectories, microBatchSize)) {
-    const packed = packTrajectories(chunk);
+  const out = new Array<Float32Array>(trajectories.length);
+  const rows = trajectories.map((trajectory, index) => ({ trajectory, index }));
+  for (const micro of lengthMicroBatches(rows, (r) => packedLength(r.trajectory), microBatchSize)) {
+    const packed = packTrajectories(micro.map((r) => r.trajectory));
     const flat = await asyncScope(async () => {
       const result = noGrad(() => fn(inputOf(packed), packed.targets));
       return result.floats();
     });
-    packed.lengths.forEach((n, b) => {
-      out.push(flat.slice(b * packed.seqLen, b * packed.seqLen + n));
+    micro.forEach((r, b) => {
+      out[r.index] = flat.slice(b * packed.seqLen, b * packed.seqLen + packed.lengths[b]!);
     });
   }
   return out;
@@ -38,7 +45,10 @@ export interface MiniBatchTraining<R> {
   trajectoryOf: (row: R) => Trajectory;
   /** The micro-batch's loss (mean over its rows) and its detached metric scalars. */
   lossOf: (micro: readonly R[], packed: PackedBatch) => { loss: Tensor; metrics: Record<string, Tensor> };
-  /** How much a micro-batch's metrics weigh in their averages; default 1 (every micro-batch alike). */
+  /**
+   * How much a micro-batch's metrics weigh in their averages; default its `lossWeight` (else its rows),
+   * so that a loss metric is the mini-batch's loss however the rows were split into micro-batches.
+   */
   metricWeight?: (micro: readonly R[]) => number;
   /**
    * What a micro-batch's loss counts for in its mini-batch: by default its rows (a loss that is a mean
@@ -65,7 +75,8 @@ export async function trainMiniBatches<R>(
   training: MiniBatchTraining<R>,
 ): Promise<Record<string, number>> {
   const { optimizer, prefix, trajectoryOf } = training;
-  const metricWeight = training.metricWeight ?? (() => 1);
+  const metricWeight =
+    training.metricWeight ?? training.lossWeight ?? ((micro: readonly R[]) => micro.length);
   const sums = new Map<string, { total: number; weight: number }>();
   const record = (name: string, value: number, weight: number) => {
     const entry = sums.get(name) ?? { total: 0, weight: 0 };
@@ -82,10 +93,7 @@ export async function trainMiniBatches<R>(
       optimizer.zeroGrad();
       // Micro-batches only split the work of one gradient: grouping rows of similar length there
       // changes nothing but the padding, which it cuts.
-      const byLength = [...mini].sort(
-        (a, b) => trajectoryOf(a).tokens.length - trajectoryOf(b).tokens.length,
-      );
-      const micros = chunks(byLength, training.microBatchSize);
+      const micros = lengthMicroBatches(mini, (r) => packedLength(trajectoryOf(r)), training.microBatchSize);
       const shares = lossShares(micros, training.lossWeight);
       for (const [m, micro] of micros.entries()) {
         const packed = packTrajectories(micro.map(trajectoryOf));

@@ -108,6 +108,22 @@ describe("trainMiniBatches", () => {
     }
   });
 
+  it("reports the mini-batch's loss whatever the micro-batches (metrics weighted like the loss)", async () => {
+    const lossWith = async (microBatchSize: number) => {
+      const scores = scoreTable();
+      const optimizer = new AdamW([scores], { lr: 0.01 });
+      const metrics = await trainMiniBatches(
+        unevenTrajectories(VOCAB),
+        tokenMeanTraining(scores, optimizer, microBatchSize),
+      );
+      optimizer.dispose();
+      scores.dispose();
+      return metrics["actor/loss"]!;
+    };
+    const whole = await lossWith(8);
+    for (const micro of [1, 2, 3]) expect(await lossWith(micro), `micro ${micro}`).toBeCloseTo(whole, 6);
+  });
+
   it("takes one step per mini-batch and reports the loss, grad_norm and skipped steps", async () => {
     const scores = scoreTable();
     const optimizer = new AdamW([scores], { lr: 0.01 });

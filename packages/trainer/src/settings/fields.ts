@@ -504,7 +504,7 @@ export const SETTINGS_FIELDS: SettingsFields = {
       SIZE_LIMITS.rolloutsPerStep,
     ),
     microBatchSize: integer(
-      "Trajectories per forward/backward (gradients accumulate over a mini-batch)",
+      "Trajectories per forward/backward at the mini-batch's longest length (rows of similar length are grouped, up to this many of the longest row's padded tokens; gradients accumulate over a mini-batch)",
       1,
       SIZE_LIMITS.rolloutsPerStep,
     ),
@@ -582,7 +582,11 @@ export const SETTINGS_FIELDS: SettingsFields = {
     maxGradNorm: number("Stage 2: gradient-norm clip", ASTARPO_BOUNDS.maxGradNorm),
     entropyCoeff: number("Stage 2: entropy bonus", ASTARPO_BOUNDS.entropyCoeff),
     miniBatchSize: integer("Stage 2: trajectories per optimiser step", 1, SIZE_LIMITS.rolloutsPerStep),
-    microBatchSize: integer("Stage 2: trajectories per forward/backward", 1, SIZE_LIMITS.rolloutsPerStep),
+    microBatchSize: integer(
+      "Stage 2: trajectories per forward/backward at the mini-batch's longest length (rows of similar length are grouped)",
+      1,
+      SIZE_LIMITS.rolloutsPerStep,
+    ),
   },
   lora: {
     rank: integer(
