@@ -7,8 +7,8 @@
  * engine computing other probabilities than the trainer from the same weights.
  */
 import type { LoraAdapters, Qwen2Model } from "@ragen/models";
+import { forwardRows } from "@ragen/rl-core";
 import { type Trajectory, trainingRows } from "@ragen/rollout";
-import { asyncScope, noGrad } from "@ragen/tensor-webgpu";
 
 /** The trajectories sampled at most `maxStaleness` versions before `learnerVersion`, and how many were not. */
 export function freshTrajectories(
@@ -194,33 +194,17 @@ export class AdapterVersions {
 
 /**
  * `model`'s log-probs of each row's targets (tokens 1 ..) at `temperature`, without gradients, in
- * micro-batches of right-padded rows as the update packs them; one array per row, of length tokens − 1.
+ * micro-batches of similar length as the update packs them; one array per row, of length tokens − 1.
  */
-export async function targetLogProbs(
+export function targetLogProbs(
   model: Qwen2Model,
   rows: readonly Trajectory[],
   microBatchSize: number,
   temperature: number,
 ): Promise<Float32Array[]> {
-  const out: Float32Array[] = [];
-  for (let first = 0; first < rows.length; first += microBatchSize) {
-    const chunk = rows.slice(first, first + microBatchSize);
-    const seqLen = Math.max(...chunk.map((row) => row.tokens.length - 1));
-    const ids = new Int32Array(chunk.length * seqLen);
-    const targets = new Int32Array(chunk.length * seqLen);
-    chunk.forEach((row, b) => {
-      ids.set(row.tokens.subarray(0, row.tokens.length - 1), b * seqLen);
-      targets.set(row.tokens.subarray(1), b * seqLen);
-    });
-    const flat = await asyncScope(async () => {
-      const { logProbs } = noGrad(() =>
-        model.sequenceLogProbs({ ids, batch: chunk.length, seqLen }, targets, temperature),
-      );
-      return logProbs.floats();
-    });
-    chunk.forEach((row, b) => {
-      out.push(flat.slice(b * seqLen, b * seqLen + row.tokens.length - 1));
-    });
-  }
-  return out;
+  return forwardRows(
+    rows,
+    microBatchSize,
+    (input, targets) => model.sequenceLogProbs(input, targets, temperature).logProbs,
+  );
 }
