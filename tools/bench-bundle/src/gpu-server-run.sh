@@ -55,8 +55,9 @@ prepare_server() {
 # A suite's parts run this script again, with everything already unpacked and exported.
 [[ "${RAGEN_GPU_SERVER_READY:-}" == "$work" ]] || prepare_server
 
-# Runs each part of the plan under `timeout`, in order, while the suite's time lasts, and writes
-# <out>/suite.md: each part's outcome and seconds. A part's output goes to <out>/<name>/output.log too.
+# Runs each part of the plan under `timeout`, in order, while the suite's time lasts, and keeps
+# <out>/suite.md up to date after each part (a suite killed from outside still leaves it): each part's
+# outcome and seconds. A part's output goes to <out>/<name>/output.log too.
 run_suite() {
   local within=540 out=suite-results plan="$here/suite.plan"
   while [[ $# -gt 0 ]]; do
@@ -107,11 +108,23 @@ run_suite() {
   mkdir -p "$out"
   out="$(cd "$out" && pwd)"
   export RAGEN_GPU_SERVER_READY="$work"
+  local -a outcomes=() took=()
+  local began_at
+  began_at="$(date -u '+%Y-%m-%d %H:%M UTC')"
+  write_report() {
+    local j rows=""
+    for j in "${!names[@]}"; do
+      rows+="| ${names[$j]} | ${outcomes[$j]:-not reached yet} | ${took[$j]:-} | ${limits[$j]} | \`${commands[$j]}\` |\n"
+    done
+    printf '# Suite on %s, from %s\n\n| part | outcome | seconds | limit | command |\n|---|---|---|---|---|\n%b' \
+      "${HOSTNAME:-$(uname -n)}" "$began_at" "$rows" >"$out/suite.md.partial"
+    mv "$out/suite.md.partial" "$out/suite.md"
+  }
+  write_report
   local start=$SECONDS failed=0 i
-  local report="| part | outcome | seconds | limit | command |\n|---|---|---|---|---|\n"
   for i in "${!names[@]}"; do
     name="${names[$i]}" limit="${limits[$i]}" command="${commands[$i]}"
-    local left=$((within - (SECONDS - start))) outcome took=0
+    local left=$((within - (SECONDS - start))) outcome
     # A part needs time to start Node and Dawn and to measure anything at all: 20 s, or its whole limit
     # where that is less.
     if [[ $left -lt 20 && $left -lt $limit ]]; then
@@ -128,7 +141,8 @@ run_suite() {
       timeout --kill-after=10 "$limit" "$here/run.sh" "${args[@]}" 2>&1 | tee "$out/$name/output.log"
       code=${PIPESTATUS[0]}
       set -e
-      took=$((SECONDS - began))
+      took[$i]=$((SECONDS - began))
+      limits[$i]=$limit
       case "$code" in
       0) outcome="done" ;;
       124 | 137) outcome="stopped at its time limit (what it finished is kept)" ;;
@@ -137,9 +151,9 @@ run_suite() {
       [[ $code -ne 0 ]] && failed=1
     fi
     printf '[suite] %s: %s\n' "$name" "$outcome" >&2
-    report+="| $name | $outcome | $took | $limit | \`$command\` |\n"
+    outcomes[$i]="$outcome"
+    write_report
   done
-  printf '# Suite on %s, %s\n\n%b' "$(hostname)" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$report" >"$out/suite.md"
   printf '\n' >&2
   cat "$out/suite.md" >&2
   return $failed
