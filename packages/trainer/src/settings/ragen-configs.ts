@@ -115,7 +115,7 @@ export const RAGEN_BASE_VALUES: readonly RagenValue[] = [
     field: "starpo.microBatchSize",
     value: 4,
     ragenKey: "micro_batch_size_per_gpu",
-    note: "RAGEN 1 (RAGEN-2: 4); it sets memory and speed only, gradients accumulate over a mini-batch",
+    note: "RAGEN 1 (RAGEN-2: 4); it sets memory and speed only, gradients accumulate over a mini-batch; rows of similar length are grouped, up to this many of the longest row's padded tokens (like verl's `use_dynamic_bsz`)",
   },
   { field: "starpo.ppoEpochs", value: 1, ragenKey: "actor_rollout_ref.actor.ppo_epochs (verl)" },
   {
