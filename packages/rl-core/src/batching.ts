@@ -25,6 +25,9 @@ export interface PackedBatch {
   importanceWeights: Float32Array | undefined;
 }
 
+/** Positions a trajectory takes in a packed batch: one per target (tokens − 1). */
+export const packedLength = (t: Trajectory): number => t.tokens.length - 1;
+
 /** Packs trajectories into right-padded rows; see PackedBatch for the alignment. */
 export function packTrajectories(trajectories: readonly Trajectory[]): PackedBatch {
   if (trajectories.length === 0) throw new RangeError("packTrajectories: no trajectories");
@@ -38,7 +41,7 @@ export function packTrajectories(trajectories: readonly Trajectory[]): PackedBat
       );
   }
   const batch = trajectories.length;
-  const seqLen = Math.max(...trajectories.map((t) => t.tokens.length - 1));
+  const seqLen = Math.max(...trajectories.map(packedLength));
   const packed: PackedBatch = {
     batch,
     seqLen,
@@ -53,7 +56,7 @@ export function packTrajectories(trajectories: readonly Trajectory[]): PackedBat
       : undefined,
   };
   trajectories.forEach((t, b) => {
-    const n = t.tokens.length - 1;
+    const n = packedLength(t);
     const row = b * seqLen;
     packed.lengths[b] = n;
     packed.inputIds.set(t.tokens.subarray(0, n), row);

@@ -1,12 +1,9 @@
 import type { TokenBatch } from "@ragen/models";
 import type { Trajectory } from "@ragen/rollout";
 import { type AdamW, asyncScope, backward, noGrad, scale, type Tensor } from "@ragen/tensor-webgpu";
-import { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
+import { chunks, inputOf, type PackedBatch, packedLength, packTrajectories, shuffled } from "./batching.js";
 import { readMetrics } from "./metrics.js";
 import { lengthMicroBatches } from "./micro-batches.js";
-
-/** Positions a trajectory takes in a packed batch: one per target. */
-const packedLength = (t: Trajectory) => t.tokens.length - 1;
 
 /**
  * Runs `fn` without gradients on every trajectory, in micro-batches of similar length (at most

@@ -1,7 +1,7 @@
 // The folder for GPU servers without Node or a Vulkan loader: packed with the kernel tests, then run.sh
-// runs the benchmark, a test file and a suite of parts on this machine's adapter, with its own Node binary, and with the
-// carried loader and glvnd libraries when the server has none (played here by hiding ldconfig, by which
-// run.sh looks).
+// runs the benchmark, a test file and a suite of parts on this machine's adapter, with its own Node
+// binary, and with the carried loader and glvnd libraries when the server has none (played here by
+// hiding ldconfig, by which run.sh looks).
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
