@@ -14,7 +14,7 @@ import { StarPO } from "@ragen/algos-ppo";
 import { ConfigError } from "@ragen/envs";
 import { Qwen2ValueModel } from "@ragen/models";
 import { LocalModelPolicy, runRollout } from "@ragen/rollout";
-import { webGpuBackend } from "@ragen/tensor-webgpu";
+import { type WebGpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
 import {
   actionBudget,
   checkMemoryFit,
@@ -99,7 +99,14 @@ async function trainQuestSeed(resolved: ResolvedSettings): Promise<TrainingSumma
   const storage = new NodeRunStorage(settings.outDir);
   storage.acquire();
   try {
-    return await trainQuestInFolder(settings, resolved, storage, wallStart);
+    // Each seed of a sweep has a device of its own, destroyed at its end: left to the garbage collector,
+    // lavapipe's devices pile up until the process runs out of memory mappings.
+    const backend = await webGpuBackend();
+    try {
+      return await trainQuestInFolder(settings, resolved, storage, backend, wallStart);
+    } finally {
+      backend.destroy();
+    }
   } finally {
     storage.release();
   }
@@ -109,6 +116,7 @@ async function trainQuestInFolder(
   settings: TrainingSettings,
   resolved: ResolvedSettings,
   storage: NodeRunStorage,
+  backend: WebGpuBackend,
   wallStart: number,
 ): Promise<TrainingSummary> {
   const progress = process.stderr;
@@ -123,7 +131,6 @@ async function trainQuestInFolder(
   );
 
   // The actor, its critic (a value head on a copy of the actor), and the frozen start model for the KL term.
-  const backend = await webGpuBackend();
   const actor = await loadPolicyWithProgress(checkpoint?.actorSource ?? settings.model, backend);
   checkSettingsFit(settings, actor.config, resolved.sources);
   const deviceMemory = deviceMemoryBudget(settings, backend);

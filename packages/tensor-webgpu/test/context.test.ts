@@ -1,6 +1,9 @@
+import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { webGpuBackend } from "../src/backends/webgpu.js";
 import { BufferPool, sizeClass } from "../src/gpu/buffer-pool.js";
 import { GpuContext, GpuValidationError, grid } from "../src/gpu/context.js";
+import { DeviceLostError } from "../src/gpu/device.js";
 import { matmul } from "../src/kernels/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -211,6 +214,54 @@ describe("GpuContext", () => {
     expect(error).toBeInstanceOf(GpuValidationError);
     expect((error as Error).message).toMatch(/undefined_thing/);
     await ctx.sync(); // the context stays usable
+  });
+});
+
+describe("GpuContext.destroy", () => {
+  const mappings = () => readFileSync("/proc/self/maps", "utf8").split("\n").length;
+  /** `count` dispatches, each on buffers of its own: as many bind groups and device allocations. */
+  async function manyDispatches(ctx: GpuContext, count: number): Promise<void> {
+    const axpy = ctx.pipeline("axpy", AXPY);
+    for (let i = 0; i < count; i++) {
+      const x = ctx.upload(randomArray(64 + i, i));
+      const y = ctx.upload(new Float32Array(64 + i));
+      ctx.dispatch(axpy, [x, y], params(64, 1), [1]);
+    }
+    await ctx.sync();
+  }
+
+  it.runIf(existsSync("/proc/self/maps"))(
+    "frees the device's memory at once, without waiting for the garbage collector",
+    async () => {
+      const warmUp = await GpuContext.create(); // the driver's own one-time mappings
+      await manyDispatches(warmUp, 10);
+      warmUp.destroy();
+      const before = mappings();
+      const ctx = await GpuContext.create();
+      await manyDispatches(ctx, 1000);
+      const grown = mappings() - before;
+      // lavapipe maps each device allocation on its own (the mappings a long-lived process ran out of).
+      if (ctx.info.adapter.isSoftware) expect(grown).toBeGreaterThan(500);
+      ctx.destroy();
+      expect(mappings() - before).toBeLessThan(Math.max(100, grown / 4));
+    },
+  );
+
+  it("refuses later use with a clear error, and may be called twice", async () => {
+    const ctx = await GpuContext.create();
+    const x = ctx.upload(randomArray(64, 1));
+    ctx.destroy();
+    ctx.destroy();
+    await expect(ctx.read(x, 256)).rejects.toThrow(/device was lost \(destroyed\)/);
+    expect(() => ctx.dispatch(ctx.pipeline("axpy", AXPY), [x, x], params(64, 1), [1])).toThrow(
+      DeviceLostError,
+    );
+  });
+
+  it("is the backend's destroy", async () => {
+    const backend = await webGpuBackend();
+    backend.destroy();
+    await expect(backend.read(backend.alloc(16), 16)).rejects.toThrow(DeviceLostError);
   });
 });
 

@@ -14,6 +14,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 beforeAll(() => saveTinyModel(modelDir, { envTags: ["FrozenLake", "Bandit"] }));
 
+/** The process's memory mappings (Linux), of which the kernel allows vm.max_map_count. */
+const memoryMappings = () =>
+  existsSync("/proc/self/maps") ? readFileSync("/proc/self/maps", "utf8").split("\n").length : 0;
 const runQuest = async (resolved: Promise<ResolvedSettings>) => trainInFolder(await resolved);
 const smallRunArgs = (outDir: string, ...extra: string[]) => [
   `model=${modelDir}`,
@@ -37,6 +40,7 @@ describe("a run in a folder", () => {
   const outDir = join(root, "run");
 
   it("trains, validates, logs, checkpoints and reports; a second call resumes the run", async () => {
+    const mappingsBefore = memoryMappings();
     const first = await quiet(() => runQuest(smallRun(outDir, "steps=1")));
     expect(first.rows.map((r) => r.env)).toEqual(["FrozenLake", "Bandit"]);
     expect(findCheckpoint(outDir)?.state).toMatchObject({ step: 1, trainResets: 1 });
@@ -47,6 +51,9 @@ describe("a run in a folder", () => {
     expect(saved.sources.steps).toBe("command line");
 
     const second = await quiet(() => runQuest(smallRun(outDir, "steps=2")));
+    // Each run destroys the device it acquired: left to the garbage collector, every lavapipe device kept
+    // thousands of memory mappings, and a sweep of runs in one process reached the kernel's limit.
+    expect(memoryMappings() - mappingsBefore).toBeLessThan(1000);
     const rows = parseMetricsJsonl(readFileSync(join(outDir, "metrics.jsonl"), "utf8"));
     // Step 0 is the validation before training; each training step logs RAGEN's names.
     expect(rows.map((r) => r.step)).toEqual([0, 1, 2]);

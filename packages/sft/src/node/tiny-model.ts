@@ -7,7 +7,8 @@ import { type TinyModelOptions, tinyModel } from "../tiny-model.js";
  * folder: jobs load it exactly as they load the embedded model or a downloaded one.
  */
 export async function saveTinyModel(dir: string, options: TinyModelOptions): Promise<void> {
-  const { model, config, trained } = tinyModel(options, await webGpuBackend());
+  const backend = await webGpuBackend();
+  const { model, config, trained } = tinyModel(options, backend);
   try {
     await saveQwen2(model, config, dir, {
       tokenizer: trained.tokenizerJson,
@@ -15,5 +16,6 @@ export async function saveTinyModel(dir: string, options: TinyModelOptions): Pro
     });
   } finally {
     model.dispose();
+    backend.destroy();
   }
 }

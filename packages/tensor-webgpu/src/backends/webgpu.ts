@@ -70,6 +70,8 @@ function isContiguous(shape: readonly number[], strides: readonly number[]): boo
 export interface WebGpuBackend extends Backend<GPUBuffer> {
   readonly name: "webgpu";
   readonly ctx: GpuContext;
+  /** Releases the device and everything on it; tensors on this backend are unusable afterwards. */
+  destroy(): void;
 }
 
 export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
@@ -89,6 +91,7 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     write: (buffer, data) => ctx.write(buffer, data),
     read: (buffer, bytes) => ctx.read(buffer, bytes),
     sync: () => ctx.sync(),
+    destroy: () => ctx.destroy(),
 
     matmul: (args) => matmul.matmul(ctx, args),
     binary: (args) => {

@@ -377,8 +377,14 @@ export class GpuContext {
     }
   }
 
-  /** Release every GPU resource; the context is unusable afterwards. */
+  /**
+   * Release every GPU resource now, rather than when the garbage collector gets to it (on lavapipe each
+   * device keeps thousands of memory mappings until then, and a process that creates devices one after
+   * another reaches the kernel's limit on them). The context is unusable afterwards: its next use throws.
+   */
   destroy(): void {
+    if (this.lost?.reason === "destroyed") return;
+    this.lost = new DeviceLostError("destroyed", "its owner destroyed it");
     this.pipelines.clear();
     this.bindGroups.clear();
     this.pool.trim();

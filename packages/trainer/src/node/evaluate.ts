@@ -115,11 +115,27 @@ async function evaluateInLockedFolder(
   backend: Backend | undefined,
   start: number,
 ): Promise<EvalSummary> {
-  const { outDir } = config;
   const baselines = validationEnvs(config).map((env) =>
     measureBaselines(env, validationSeeds(config, env), actionBudget(config, env), process.stderr),
   );
-  const loaded = await loadPolicy(evalModelSource(config.model), backend ?? (await webGpuBackend()));
+  if (backend) return evaluateOnDevice(config, backend, baselines, start);
+  // A device acquired here is released at once: one process may evaluate many checkpoints.
+  const device = await webGpuBackend();
+  try {
+    return await evaluateOnDevice(config, device, baselines, start);
+  } finally {
+    device.destroy();
+  }
+}
+
+async function evaluateOnDevice(
+  config: TrainingSettings,
+  backend: Backend,
+  baselines: readonly EnvBaselines[],
+  start: number,
+): Promise<EvalSummary> {
+  const { outDir } = config;
+  const loaded = await loadPolicy(evalModelSource(config.model), backend);
   const logger = new RunLogger(outDir, { resumeAfterStep: -1, console: null, wandb: null });
   const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: -1 });
   let metrics: Record<string, number>;

@@ -30,23 +30,30 @@ export const loadPolicyWithProgress: PolicyLoader = async (name: string, backend
   return loaded;
 };
 
-/** Runs the training in `settings.outDir` (resuming it when it holds a run). */
+/**
+ * Runs the training in `settings.outDir` (resuming it when it holds a run). A device it acquires itself is
+ * destroyed at the end, so that the runs of a sweep or of experiments do not pile up devices in one process.
+ */
 export async function trainInFolder(
   { settings, sources }: ResolvedSettings,
   backend?: WebGpuBackend,
 ): Promise<TrainingSummary> {
   const device = backend ?? (await webGpuBackend());
-  const deviceMemory = deviceMemoryBudget(settings, device);
-  return runTraining({
-    settings,
-    sources,
-    backend: device,
-    storage: new NodeRunStorage(settings.outDir),
-    loadPolicy: loadPolicyWithProgress,
-    progress: process.stderr,
-    kernelChoices: new KernelChoiceFiles(),
-    ...(deviceMemory ? { deviceMemory } : {}),
-  });
+  try {
+    const deviceMemory = deviceMemoryBudget(settings, device);
+    return await runTraining({
+      settings,
+      sources,
+      backend: device,
+      storage: new NodeRunStorage(settings.outDir),
+      loadPolicy: loadPolicyWithProgress,
+      progress: process.stderr,
+      kernelChoices: new KernelChoiceFiles(),
+      ...(deviceMemory ? { deviceMemory } : {}),
+    });
+  } finally {
+    if (!backend) device.destroy();
+  }
 }
 
 /**
