@@ -38,6 +38,7 @@ export {
 export { BufferPool, type PoolStats, sizeClass } from "./gpu/buffer-pool.js";
 export {
   type Binding,
+  type ContextOptions,
   type ContextStats,
   GpuContext,
   GpuValidationError,
@@ -53,6 +54,7 @@ export {
   type DeviceOptions,
   NoAdapterError,
 } from "./gpu/device.js";
+export { fullGarbageCollector } from "./gpu/garbage-collector.js";
 export type { KernelProfile, KernelTime } from "./gpu/kernel-profiler.js";
 export {
   type PooledTexture,

@@ -1,11 +1,11 @@
 import type { Backend } from "./backend.js";
 import { type CpuBackend, createCpuBackend } from "./backends/cpu.js";
 import { type WebGpuBackend, webGpuBackend } from "./backends/webgpu.js";
-import type { DeviceOptions } from "./gpu/device.js";
+import type { ContextOptions } from "./gpu/context.js";
 import { setDefaultBackend } from "./runtime.js";
 
 /** Acquire a WebGPU device and make it the default backend for new tensors. */
-export async function useWebGpu(options?: DeviceOptions): Promise<WebGpuBackend> {
+export async function useWebGpu(options?: ContextOptions): Promise<WebGpuBackend> {
   const backend = await webGpuBackend(options);
   setDefaultBackend(backend);
   return backend;

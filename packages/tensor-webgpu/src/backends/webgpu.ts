@@ -1,6 +1,5 @@
 import type { Backend } from "../backend.js";
-import { type Binding, GpuContext } from "../gpu/context.js";
-import type { DeviceOptions } from "../gpu/device.js";
+import { type Binding, type ContextOptions, GpuContext } from "../gpu/context.js";
 import * as activation from "../kernels/activation.js";
 import * as attention from "../kernels/attention/index.js";
 import { batches, bindingWindow, maxBindingBytes } from "../kernels/binding-windows.js";
@@ -199,6 +198,6 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
 }
 
 /** Acquire a device and return a WebGPU backend on it. */
-export async function webGpuBackend(options?: DeviceOptions): Promise<WebGpuBackend> {
+export async function webGpuBackend(options?: ContextOptions): Promise<WebGpuBackend> {
   return createWebGpuBackend(await GpuContext.create(options));
 }

@@ -9,6 +9,12 @@
 /** The most bind groups kept; past it the cache starts again (a few training steps' worth). */
 const MAX_ENTRIES = 8192;
 
+/**
+ * Bind groups dropped from the cache between two collections. Each costs a collection's share: a full
+ * collection of a training job's heap takes 50–150 ms, and a Quest step drops about 10,000 groups.
+ */
+export const DROPPED_PER_COLLECTION = 8192;
+
 export class BindGroupCache {
   private readonly ids = new WeakMap<object, number>();
   private nextId = 1;
@@ -16,6 +22,18 @@ export class BindGroupCache {
   /** Bind groups created (cache misses) and reused (hits). */
   created = 0;
   reused = 0;
+  /** Garbage collections asked for, to free the native side of dropped groups. */
+  collections = 0;
+  private dropped = 0;
+
+  /**
+   * @param collect a full garbage collection (see fullGarbageCollector), run once `collectAfter` groups
+   *   were dropped since the last one: the only way to free dropped groups' descriptor sets in time
+   */
+  constructor(
+    private readonly collect?: () => void,
+    private readonly collectAfter = DROPPED_PER_COLLECTION,
+  ) {}
 
   /** A short stable name for an object (pipeline, buffer, texture view) for keys. */
   id(object: object): number {
@@ -34,7 +52,7 @@ export class BindGroupCache {
       this.reused++;
       return cached;
     }
-    if (this.groups.size >= MAX_ENTRIES) this.groups.clear();
+    if (this.groups.size >= MAX_ENTRIES) this.clear();
     const group = create();
     this.groups.set(key, group);
     this.created++;
@@ -43,6 +61,12 @@ export class BindGroupCache {
 
   /** Drop every group (their buffers may be destroyed soon: a pool trim, the context's end). */
   clear(): void {
+    this.dropped += this.groups.size;
     this.groups.clear();
+    if (this.collect && this.dropped >= this.collectAfter) {
+      this.dropped = 0;
+      this.collections++;
+      this.collect();
+    }
   }
 }

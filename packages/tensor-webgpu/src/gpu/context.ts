@@ -1,6 +1,7 @@
 import { BindGroupCache } from "./bind-group-cache.js";
 import { BufferPool } from "./buffer-pool.js";
 import { type AcquiredDevice, acquireDevice, DeviceLostError, type DeviceOptions } from "./device.js";
+import { fullGarbageCollector } from "./garbage-collector.js";
 import { type KernelProfile, KernelProfiler } from "./kernel-profiler.js";
 import { TexturePool } from "./texture-pool.js";
 import { waitForGpu } from "./wait.js";
@@ -23,6 +24,8 @@ export interface ContextStats {
   /** Bind groups created, and dispatches that reused one bound to the same resources before. */
   bindGroups: number;
   bindGroupsReused: number;
+  /** Full garbage collections run to free the native side of bind groups dropped from the cache. */
+  garbageCollections: number;
   submits: number;
   readbacks: number;
   uploads: number;
@@ -32,6 +35,21 @@ export interface ContextStats {
    * a loop's time is the CPU's (recording work, JS between steps).
    */
   waitMs: number;
+}
+
+export interface ContextOptions extends DeviceOptions {
+  /**
+   * Released buffers kept for reuse at most (default: the larger of 2 GiB and the working set, the highest
+   * in-use total so far); the rest are destroyed. `ctx.pool.trim()` frees what is kept.
+   */
+  maxPooledBytes?: number;
+  /** The same for scratch textures (default 256 MiB). */
+  maxPooledTextureBytes?: number;
+  /**
+   * In Node, run a full garbage collection after every 8,192 bind groups dropped from the cache (default
+   * true): the only way to free their native side in time (see fullGarbageCollector).
+   */
+  collectGarbage?: boolean;
 }
 
 export class GpuValidationError extends Error {
@@ -60,7 +78,7 @@ export class GpuContext {
   readonly textures: TexturePool;
   readonly info: AcquiredDevice;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
-  private readonly bindGroups = new BindGroupCache();
+  private readonly bindGroups: BindGroupCache;
   /** Each pipeline's bind group layout: asking Dawn for it creates a new object every time. */
   private readonly layouts = new WeakMap<GPUComputePipeline, GPUBindGroupLayout>();
   private encoder: GPUCommandEncoder | undefined;
@@ -73,7 +91,7 @@ export class GpuContext {
   private waitingSince = 0;
   private firstError: string | undefined;
   private profiler: KernelProfiler | undefined;
-  private readonly stats_: Omit<ContextStats, "bindGroups" | "bindGroupsReused"> = {
+  private readonly stats_: Omit<ContextStats, "bindGroups" | "bindGroupsReused" | "garbageCollections"> = {
     dispatches: 0,
     textureCopies: 0,
     submits: 0,
@@ -83,9 +101,15 @@ export class GpuContext {
     waitMs: 0,
   };
 
-  private constructor(info: AcquiredDevice, maxPooledBytes?: number, maxPooledTextureBytes?: number) {
+  private constructor(
+    info: AcquiredDevice,
+    maxPooledBytes?: number,
+    maxPooledTextureBytes?: number,
+    collectGarbage?: () => void,
+  ) {
     this.info = info;
     this.device = info.device;
+    this.bindGroups = new BindGroupCache(collectGarbage);
     this.pool = new BufferPool(this.device, maxPooledBytes);
     this.textures = new TexturePool(this.device, maxPooledTextureBytes);
     // Bind groups hold their buffers and views: drop them once any of those is destroyed.
@@ -104,18 +128,12 @@ export class GpuContext {
     });
   }
 
-  /**
-   * `maxPooledBytes`: released buffers kept for reuse at most (default: the larger of 2 GiB and the working
-   * set, the highest in-use total so far); the rest are destroyed. `ctx.pool.trim()` frees what is kept.
-   * `maxPooledTextureBytes`: the same for scratch textures (default 256 MiB).
-   */
-  static async create(
-    options: DeviceOptions & { maxPooledBytes?: number; maxPooledTextureBytes?: number } = {},
-  ): Promise<GpuContext> {
+  static async create(options: ContextOptions = {}): Promise<GpuContext> {
     return new GpuContext(
       await acquireDevice(options),
       options.maxPooledBytes,
       options.maxPooledTextureBytes,
+      options.collectGarbage === false ? undefined : await fullGarbageCollector(),
     );
   }
 
@@ -124,6 +142,7 @@ export class GpuContext {
       ...this.stats_,
       bindGroups: this.bindGroups.created,
       bindGroupsReused: this.bindGroups.reused,
+      garbageCollections: this.bindGroups.collections,
     };
   }
 

@@ -87,7 +87,7 @@ export class DeviceLostError extends Error {
 // reads freed memory (crashes or hangs that look flaky). So it is kept here for the process's life.
 let nodeGpu: GPU | undefined;
 
-function isNode(): boolean {
+export function isNode(): boolean {
   return (
     typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === "string"
   );
