@@ -20,6 +20,10 @@ export const PLAN_SETTINGS: { name: string; options: TrainingMemoryOptions }[] =
   { name: "f32, every activation kept, micro-batch 8", options: { microBatch: 8, seqLen: 1024 } },
   { name: "f32, every activation kept, micro-batch 4", options: { microBatch: 4, seqLen: 1024 } },
   { name: "**f32, recompute, micro-batch 4** (the plan)", options: PLAN },
+  {
+    name: "f32, recompute, micro-batch 4, logits whole (`maxLogits = Infinity`)",
+    options: { ...PLAN, maxLogits: Number.POSITIVE_INFINITY },
+  },
   { name: "f32, recompute, micro-batch 2", options: { microBatch: 2, seqLen: 1024, recompute: true } },
   {
     name: "f32, recompute, micro-batch 1 of 4096 tokens",
@@ -82,7 +86,11 @@ export function breakdownTable(options: TrainingMemoryOptions): string {
       "one layer's activations while its backward runs (~20k values a token)",
     ],
     ["MLP backward", b.layerBackward, "gradients of gate, up and their product (3 × 4864 a token)"],
-    ["head", b.logits, "logits and the log-prob and entropy gradients of them: 3 × tokens × 151,936"],
+    [
+      "head",
+      b.logits,
+      "a chunk's logits and their log-prob and entropy gradients (3 × 441 tokens × 151,936), the final norm's output and the chunks' copies of it (and, in the phase, each chunk's head gradient before it is added in)",
+    ],
     [
       "embedding gradient",
       b.embeddingGradient,

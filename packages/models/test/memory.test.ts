@@ -42,15 +42,17 @@ interface StepSettings {
   microBatches: number;
   seqLen: number;
   loraRank?: number;
+  maxLogits?: number;
 }
 
 async function measuredStepPeak(settings: StepSettings): Promise<number> {
-  const { config, recompute, microBatch, microBatches, seqLen, loraRank } = settings;
+  const { config, recompute, microBatch, microBatches, seqLen, loraRank, maxLogits } = settings;
   const counter = countingBackend(createCpuBackend() as Backend);
   const backend = counter.backend;
   const model = Qwen2Model.random(config, 1, backend);
   if (loraRank) model.attachLora({ rank: loraRank, alpha: 2 * loraRank });
   model.gradientCheckpointing = recompute;
+  if (maxLogits !== undefined) model.maxLogits = maxLogits;
   const optimizer = new AdamW(model.parameters(), { lr: 1e-3, maxGradNorm: 1 });
   const tokens = microBatch * seqLen;
   const step = async (): Promise<void> => {
@@ -102,6 +104,35 @@ const cases: (StepSettings & { name: string })[] = [
     seqLen: 32,
     loraRank: 8,
   },
+  {
+    // A vocabulary 16x the hidden size, as Qwen2's is 170x: the head is the peak, and chunks of 16 tokens.
+    name: "logits in chunks",
+    config: { ...small, vocabSize: 1024 },
+    recompute: true,
+    microBatch: 4,
+    microBatches: 2,
+    seqLen: 32,
+    maxLogits: 16 * 1024,
+  },
+  {
+    // The head's gradient (vocabulary × hidden) outweighs a chunk's logits: one micro-batch, untied.
+    name: "logits in chunks, a large head, one micro-batch",
+    config: { ...small, vocabSize: 8192, tieWordEmbeddings: false },
+    recompute: true,
+    microBatch: 2,
+    microBatches: 1,
+    seqLen: 64,
+    maxLogits: 16 * 8192,
+  },
+  {
+    name: "logits in chunks, a large tied head, two micro-batches",
+    config: { ...small, vocabSize: 8192 },
+    recompute: true,
+    microBatch: 2,
+    microBatches: 2,
+    seqLen: 64,
+    maxLogits: 16 * 8192,
+  },
 ];
 
 /** Peak bytes of `generate` on fresh weights, above the weights. */
@@ -136,6 +167,7 @@ describe("estimateTrainingMemory", () => {
         seqLen: c.seqLen,
         recompute: c.recompute,
         lora: c.loraRank ? { rank: c.loraRank } : undefined,
+        maxLogits: c.maxLogits,
       });
       expect(Math.abs(estimate.trainingPeak - measured) / measured).toBeLessThan(0.05);
     });
@@ -170,12 +202,24 @@ describe("estimateTrainingMemory", () => {
       rollout: { batch: 64, promptLength: 512, newTokens: 512 },
     });
     expect(plan.peak).toBeLessThan(22 * GiB); // leaves room for the driver and the kernels' scratch
-    expect(plan.trainingPeakPhase).toBe("head backward"); // the logits, not the layers, bound the step
+    // In chunks of 441 tokens the head holds under 1 GiB of logits; whole, 2,048 × 151,936 values and two
+    // gradients of them, 3.5 GiB.
+    expect(plan.bytes.logits).toBeLessThan(GiB);
+    expect(plan.trainingPeakPhase).toBe("head backward");
+    const wholeLogits = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, {
+      batch: 32,
+      microBatch: 2,
+      seqLen: 1024,
+      recompute: true,
+      maxLogits: Number.POSITIVE_INFINITY,
+    });
+    expect(wholeLogits.trainingPeakPhase).toBe("head backward");
+    expect(wholeLogits.trainingPeak - plan.trainingPeak).toBeGreaterThan(2 * GiB);
     // Recomputation keeps a layer's input (hidden values per token) instead of its ~20k values per token.
     expect(plan.bytes.activationsPerLayer).toBe(2 * 1024 * 896 * 4);
     const keepEverything = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, {
       batch: 32,
-      microBatch: 8,
+      microBatch: 16,
       seqLen: 1024,
     });
     expect(keepEverything.trainingPeak).toBeGreaterThan(24 * GiB);

@@ -4,7 +4,7 @@
  * that fit a GPU before starting a run, and checked in the tests against measured peaks.
  */
 import { QWEN2_LINEAR_MODULES } from "./lora.js";
-import { type Qwen2Shape, qwen2ParameterShapes } from "./qwen2.js";
+import { DEFAULT_MAX_LOGITS, logitsChunkTokens, type Qwen2Shape, qwen2ParameterShapes } from "./qwen2.js";
 
 /** Storage formats and their bytes per value. f16 and bf16 are planned; tensors are f32 today. */
 export const PRECISION_BYTES = { f32: 4, f16: 2, bf16: 2 } as const;
@@ -31,6 +31,8 @@ export interface TrainingMemoryOptions {
   recompute?: boolean;
   /** LoRA adapters instead of full fine-tuning: only they have gradients and optimizer state. */
   lora?: { rank: number; targets?: readonly (typeof QWEN2_LINEAR_MODULES)[number][] };
+  /** The most logits alive at once (`Qwen2Model.maxLogits`, default DEFAULT_MAX_LOGITS): the head's chunks. */
+  maxLogits?: number;
   /** The loss reads the entropy as well as the log-probs (PPO's entropy bonus): two logits gradients. Default true. */
   entropy?: boolean;
   /** A frozen copy of the weights for a KL penalty against the reference policy. */
@@ -199,8 +201,15 @@ export function estimateTrainingMemory(
   // The head: the final norm's output (read by lm_head's backward) and the logits (read by the
   // log-prob and entropy backwards). When the last of those runs, the logits and each consumer's
   // gradient of them (tokens × vocabulary each) are alive at once.
+  // Past `maxLogits` the head runs over chunks of tokens, recomputed in the backward: a chunk's logits
+  // and gradients at once, and each chunk's input kept for its recomputation (a copy of the final norm's
+  // output).
   const logitsConsumers = options.entropy === false ? 1 : 2;
-  const logits = N * H * activationBytes + (1 + logitsConsumers) * N * V * activationBytes;
+  const chunk = logitsChunkTokens(V, options.maxLogits ?? DEFAULT_MAX_LOGITS);
+  const headTokens = Math.min(N, chunk);
+  const chunkInputs = N > chunk ? N * H * activationBytes : 0;
+  const logits =
+    N * H * activationBytes + chunkInputs + (1 + logitsConsumers) * headTokens * V * activationBytes;
   // The embedding's gradient is a dense vocabulary × hidden tensor; adding it to the gradient already
   // there (the tied lm_head's, or an earlier micro-batch's) makes one more of those for a moment.
   const embeddingTrains = !options.lora;
@@ -212,10 +221,13 @@ export function estimateTrainingMemory(
   // head's (the vocabulary × hidden lm_head, or the tied embedding) precedes the layers'.
   const accumulating = microBatchesPerStep > 1;
   const headGradient = embeddingTrains ? V * H * gradientBytes : 0;
+  // In chunks, each chunk's backward makes a head gradient of its own and adds it into the one its
+  // predecessors left (in a step of one micro-batch, that one too is extra here).
+  const chunkHeadGradients = N > chunk ? (accumulating ? 1 : 2) * headGradient : 0;
   const persistent = weights + masterWeights + optimizerState + referenceWeights + criticState;
   const phases = {
     // The head's backward: every kept activation, and the logits with their gradients.
-    "head backward": activations + logits + (accumulating ? gradients : 0),
+    "head backward": activations + logits + (accumulating ? gradients : 0) + chunkHeadGradients,
     // The top layer's backward, once the head's tensors have gone: its kept (or recomputed)
     // activations and the MLP's gradients.
     "layer backward":

@@ -13,11 +13,13 @@ import {
   type Backend,
   type CacheAppend,
   checkpoint,
+  concat,
   decodeAttention,
   embedding,
   entropy,
   isGradEnabled,
   linear,
+  narrow,
   reshape,
   rmsNorm,
   rope,
@@ -132,6 +134,18 @@ export class KvCache {
   }
 }
 
+/**
+ * The most logits `sequenceLogProbs` keeps alive at once, by default: 2^26 values (256 MiB in f32), 441
+ * tokens of Qwen2's 151,936-token vocabulary. Whole, a micro-batch of 4 × 656 tokens makes 1.6 GB of
+ * logits and twice that in their gradients.
+ */
+export const DEFAULT_MAX_LOGITS = 2 ** 26;
+
+/** Tokens per chunk of the head when at most `maxLogits` logits may be alive at once. */
+export function logitsChunkTokens(vocabSize: number, maxLogits = DEFAULT_MAX_LOGITS): number {
+  return Math.max(1, Math.floor(maxLogits / vocabSize));
+}
+
 export class Qwen2Model {
   readonly headDim: number;
   /**
@@ -141,6 +155,12 @@ export class Qwen2Model {
    * estimateTrainingMemory). Applies to runs that record gradients; generation is unchanged.
    */
   gradientCheckpointing = false;
+  /**
+   * The most logits `sequenceLogProbs` keeps alive at once. Past it, the head runs over chunks of tokens,
+   * each recomputed in the backward (one more pass of lm_head over the tokens): the logits and their
+   * gradients take a chunk's memory instead of the whole micro-batch's. Infinity turns chunking off.
+   */
+  maxLogits = DEFAULT_MAX_LOGITS;
   private lora: LoraAdapters | undefined;
   /** Open `withoutAdapters` scopes: while above 0, forwards skip the adapters. */
   private adaptersOff = 0;
@@ -499,6 +519,8 @@ export class Qwen2Model {
         `sequenceLogProbs(): ${targets.length} targets for ${input.batch}x${input.seqLen} positions`,
       );
     }
+    const chunk = logitsChunkTokens(this.config.vocabSize, this.maxLogits);
+    if (input.batch * input.seqLen > chunk) return this.chunkedLogProbs(input, targets, temperature, chunk);
     const logits = this.logits(input);
     const backend = logits.backend;
     const rows = reshape(logits, [input.batch, input.seqLen, this.config.vocabSize]);
@@ -507,6 +529,52 @@ export class Qwen2Model {
     // The logits are the largest tensor of a training step (tokens × vocabulary): let the tape alone hold
     // them, so the backward frees them once it is past them instead of the caller's scope at its end.
     for (const t of [logits, rows, ids]) t.dispose();
+    return out;
+  }
+
+  /**
+   * sequenceLogProbs over chunks of `chunk` tokens: each chunk's logits are made, read and dropped, and
+   * made again in the backward (checkpoint), so no more than a chunk's are ever alive.
+   */
+  private chunkedLogProbs(
+    input: TokenBatch,
+    targets: Int32Array,
+    temperature: number,
+    chunk: number,
+  ): { logProbs: Tensor; entropy: Tensor } {
+    const tokens = input.batch * input.seqLen;
+    const vocab = this.config.vocabSize;
+    const hidden = this.hidden(input);
+    const flat = reshape(hidden, [tokens, this.config.hiddenSize]);
+    const backend = hidden.backend;
+    const logProbParts: Tensor[] = [];
+    const entropyParts: Tensor[] = [];
+    for (let start = 0; start < tokens; start += chunk) {
+      const length = Math.min(chunk, tokens - start);
+      // Per chunk: [2, length] (log-probs, then entropies). Without grad, the scope frees its logits.
+      const both = scope(() => {
+        const ids = tensor(targets.subarray(start, start + length), [1, length], { backend, dtype: "i32" });
+        // The ids go in as an input, so the tape keeps them for the recomputation.
+        return checkpoint(
+          ([h, chunkIds]) => {
+            const rows = reshape(this.lmHead(h!), [1, length, vocab]);
+            return concat([tokenLogProbs(rows, chunkIds!, temperature), entropy(rows, temperature)], 0);
+          },
+          [narrow(flat, 0, start, length), ids],
+        );
+      });
+      logProbParts.push(narrow(both, 0, 0, 1));
+      entropyParts.push(narrow(both, 0, 1, 1));
+      both.dispose();
+    }
+    const join = (parts: Tensor[]) => {
+      const joined = parts.length === 1 ? parts[0]! : concat(parts, 1);
+      const shaped = reshape(joined, [input.batch, input.seqLen]);
+      for (const part of new Set([...parts, joined])) part.dispose();
+      return shaped;
+    };
+    const out = { logProbs: join(logProbParts), entropy: join(entropyParts) };
+    for (const t of [hidden, flat]) t.dispose();
     return out;
   }
 
