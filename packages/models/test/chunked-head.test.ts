@@ -1,82 +1,25 @@
 import {
-  add,
   type Backend,
   backward,
   createCpuBackend,
-  mul,
   noGrad,
   scope,
-  sum,
   type Tensor,
-  tensor,
   webGpuBackend,
 } from "@ragen/tensor-webgpu";
 import { beforeAll, describe, expect, it } from "vitest";
-import { logitsChunkTokens, Qwen2Model, type Qwen2Shape, type TokenBatch } from "../src/model/qwen2.js";
+import { logitsChunkTokens, Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
 import { countingBackend } from "./helpers/counting-backend.js";
+import { batchOf, gradientsOf, maxAbsDiff, policyLoss, tinyShape } from "./helpers/policy-loss.js";
 
-const tiny: Qwen2Shape = {
-  vocabSize: 50,
-  hiddenSize: 32,
-  intermediateSize: 48,
-  numHiddenLayers: 2,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  rmsNormEps: 1e-6,
-  ropeTheta: 10000,
-  tieWordEmbeddings: true,
-  initializerRange: 0.2,
-};
+const tiny: Qwen2Shape = { ...tinyShape, vocabSize: 50, numHiddenLayers: 2 };
 
 let gpu: Backend;
 beforeAll(async () => {
   gpu = await webGpuBackend();
 });
 
-/** `rows` left-padded rows of `seqLen` tokens and the token each position predicts. */
-function batchOf(
-  config: Qwen2Shape,
-  seqLen: number,
-  rows: number,
-): { input: TokenBatch; targets: Int32Array } {
-  const ids = Int32Array.from({ length: rows * seqLen }, (_, i) => (i * 11 + 5) % config.vocabSize);
-  const targets = Int32Array.from({ length: rows * seqLen }, (_, i) => (i * 7 + 2) % config.vocabSize);
-  const start = Int32Array.from({ length: rows }, (_, b) => (b % 2) * 2);
-  return { input: { ids, batch: rows, seqLen, start }, targets };
-}
-
-/** A PPO-like loss on every position's log-prob and entropy, with uneven weights. */
-function policyLoss(model: Qwen2Model, seqLen: number, rows: number): Tensor {
-  const { input, targets } = batchOf(model.config, seqLen, rows);
-  const backend = model.param("model.embed_tokens.weight").backend;
-  const { logProbs, entropy } = model.sequenceLogProbs(input, targets, 0.9);
-  const weights = (seed: number) =>
-    tensor(
-      Float32Array.from({ length: rows * seqLen }, (_, i) => Math.sin(seed + i * 1.7)),
-      [rows, seqLen],
-      { backend },
-    );
-  return add(sum(mul(logProbs, weights(1))), sum(mul(entropy, weights(2))));
-}
-
-async function gradients(model: Qwen2Model, lossOf: () => Tensor): Promise<Float32Array[]> {
-  const params = model.parameters();
-  scope(() => backward(lossOf()));
-  const grads = await Promise.all(params.map((p) => p.grad!.floats()));
-  for (const p of params) {
-    p.grad?.dispose();
-    p.grad = undefined;
-  }
-  return grads;
-}
-
-function maxAbsDiff(a: readonly Float32Array[], b: readonly Float32Array[]): number {
-  let worst = 0;
-  a.forEach((x, i) => {
-    for (let j = 0; j < x.length; j++) worst = Math.max(worst, Math.abs(x[j]! - b[i]![j]!));
-  });
-  return worst;
-}
+const gradients = (model: Qwen2Model, lossOf: () => Tensor) => gradientsOf(model.parameters(), lossOf);
 
 describe("sequenceLogProbs with the head in chunks", () => {
   it("chunks only past maxLogits, in whole tokens", () => {

@@ -1,5 +1,4 @@
 import {
-  add,
   type Backend,
   backward,
   createCpuBackend,
@@ -9,82 +8,32 @@ import {
   scope,
   sum,
   type Tensor,
-  tensor,
   webGpuBackend,
 } from "@ragen/tensor-webgpu";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Qwen2Model, type Qwen2Shape, type TokenBatch } from "../src/model/qwen2.js";
+import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
 import { Qwen2ValueModel } from "../src/model/value.js";
 import { countingBackend } from "./helpers/counting-backend.js";
+import {
+  batchOf,
+  gradientsOf,
+  maxAbsDiff,
+  policyLoss,
+  tinyShape,
+  unevenWeights,
+} from "./helpers/policy-loss.js";
 
-const tiny: Qwen2Shape = {
-  vocabSize: 40,
-  hiddenSize: 32,
-  intermediateSize: 48,
-  numHiddenLayers: 3,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  rmsNormEps: 1e-6,
-  ropeTheta: 10000,
-  tieWordEmbeddings: true,
-  initializerRange: 0.2,
-};
+const tiny = tinyShape;
 
 let gpu: Backend;
 beforeAll(async () => {
   gpu = await webGpuBackend();
 });
 
-/** Two left-padded rows of `seqLen` tokens. */
-function batchOf(seqLen: number, rows = 2): { input: TokenBatch; targets: Int32Array } {
-  const ids = Int32Array.from({ length: rows * seqLen }, (_, i) => (i * 11 + 5) % tiny.vocabSize);
-  const targets = Int32Array.from({ length: rows * seqLen }, (_, i) => (i * 7 + 2) % tiny.vocabSize);
-  const start = Int32Array.from({ length: rows }, (_, b) => (b % 2) * 2);
-  return { input: { ids, batch: rows, seqLen, start }, targets };
-}
-
-/** Fixed uneven weights, so that every position's log-prob and entropy matter to the loss. */
-function weights(backend: Backend, shape: number[], seed: number): Tensor {
-  const size = shape.reduce((a, b) => a * b, 1);
-  return tensor(
-    Float32Array.from({ length: size }, (_, i) => Math.sin(seed + i * 1.7)),
-    shape,
-    { backend },
-  );
-}
-
-/** A PPO-like loss: weighted log-probs plus weighted entropies. */
-function policyLoss(model: Qwen2Model, seqLen: number, rows = 2): Tensor {
-  const { input, targets } = batchOf(seqLen, rows);
-  const backend = model.param("model.embed_tokens.weight").backend;
-  const { logProbs, entropy } = model.sequenceLogProbs(input, targets, 0.9);
-  const shape = [input.batch, input.seqLen];
-  return add(sum(mul(logProbs, weights(backend, shape, 1))), sum(mul(entropy, weights(backend, shape, 2))));
-}
-
 /** A critic-like loss: weighted values. */
 function valueLoss(critic: Qwen2ValueModel, seqLen: number): Tensor {
-  const { input } = batchOf(seqLen);
-  return sum(mul(critic.values(input), weights(critic.scoreWeight.backend, [input.batch, input.seqLen], 3)));
-}
-
-/** Gradients of every trainable tensor after one backward of `lossOf`, then cleared. */
-async function gradientsOf(params: Tensor[], lossOf: () => Tensor): Promise<Float32Array[]> {
-  scope(() => backward(lossOf()));
-  const grads = await Promise.all(params.map((p) => p.grad!.floats()));
-  for (const p of params) {
-    p.grad?.dispose();
-    p.grad = undefined;
-  }
-  return grads;
-}
-
-function maxAbsDiff(a: Float32Array[], b: Float32Array[]): number {
-  let worst = 0;
-  a.forEach((x, i) => {
-    for (let j = 0; j < x.length; j++) worst = Math.max(worst, Math.abs(x[j]! - b[i]![j]!));
-  });
-  return worst;
+  const { input } = batchOf(tiny, seqLen);
+  return sum(mul(critic.values(input), unevenWeights(critic.scoreWeight, [input.batch, input.seqLen], 3)));
 }
 
 async function compare(params: Tensor[], setRecompute: (on: boolean) => void, lossOf: () => Tensor) {
@@ -154,7 +103,7 @@ describe("gradient checkpointing (activation recomputation per decoder layer)", 
 
   it("leaves generation-style runs without grad unchanged", async () => {
     const model = Qwen2Model.random(tiny, 3, createCpuBackend());
-    const { input } = batchOf(5);
+    const { input } = batchOf(tiny, 5);
     const before = await scope(() => model.logits(input)).floats();
     model.gradientCheckpointing = true;
     const after = await scope(() => model.logits(input)).floats();
