@@ -383,7 +383,6 @@ function writeReport(last: boolean): void {
     writeFileSync(join(out, `${name}.tmp`), text);
     renameSync(join(out, `${name}.tmp`), join(out, name));
   };
-  write("results.json", `${JSON.stringify(report, null, 2)}\n`);
   const rows = comparisonRows(
     kernels,
     model,
@@ -393,7 +392,10 @@ function writeReport(last: boolean): void {
     tunedMatmuls,
   );
   const markdown = renderMarkdown(report, rows);
+  // The table first: a run killed between the two writes leaves results.json of the previous report,
+  // never a results.json without its table.
   write("results.md", markdown);
+  write("results.json", `${JSON.stringify(report, null, 2)}\n`);
   if (!last) return;
   console.log(`\n${markdown}`);
   console.log(`wrote ${join(out, "results.json")} and results.md`);
