@@ -1,6 +1,5 @@
 import {
   type Backend,
-  backward,
   createCpuBackend,
   noGrad,
   scope,
@@ -9,8 +8,14 @@ import {
 } from "@ragen/tensor-webgpu";
 import { beforeAll, describe, expect, it } from "vitest";
 import { logitsChunkTokens, Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
-import { countingBackend } from "./helpers/counting-backend.js";
-import { batchOf, gradientsOf, maxAbsDiff, policyLoss, tinyShape } from "./helpers/policy-loss.js";
+import {
+  batchOf,
+  countedBackwardPeak,
+  gradientsOf,
+  maxAbsDiff,
+  policyLoss,
+  tinyShape,
+} from "./helpers/policy-loss.js";
 
 const tiny: Qwen2Shape = { ...tinyShape, vocabSize: 50, numHiddenLayers: 2 };
 
@@ -97,17 +102,15 @@ describe("sequenceLogProbs with the head in chunks", () => {
   it("holds a chunk's logits at its peak instead of the micro-batch's (CPU reference, counted)", () => {
     // A vocabulary 32x the hidden size (Qwen2's is 170x), where the head bounds the step.
     const wide: Qwen2Shape = { ...tiny, vocabSize: 1024 };
-    const peakOf = (maxLogits: number) => {
-      const counter = countingBackend(createCpuBackend());
-      const model = Qwen2Model.random(wide, 3, counter.backend);
-      model.maxLogits = maxLogits;
-      const base = counter.liveBytes();
-      counter.resetPeak();
-      scope(() => backward(policyLoss(model, 64, 4)));
-      const peak = counter.peakBytes() - base;
-      model.dispose();
-      return peak;
-    };
+    const peakOf = (maxLogits: number) =>
+      countedBackwardPeak(
+        wide,
+        (model) => {
+          model.maxLogits = maxLogits;
+        },
+        64,
+        4,
+      );
     const whole = peakOf(Number.POSITIVE_INFINITY);
     const chunked = peakOf(32 * 1024); // 32 of the 256 tokens at a time
     // Whole: three 256 × 1024 tensors (logits and two gradients), 3 MiB; chunked: three of 32 rows.

@@ -13,9 +13,9 @@ import {
 import { beforeAll, describe, expect, it } from "vitest";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
 import { Qwen2ValueModel } from "../src/model/value.js";
-import { countingBackend } from "./helpers/counting-backend.js";
 import {
   batchOf,
+  countedBackwardPeak,
   gradientsOf,
   maxAbsDiff,
   policyLoss,
@@ -115,20 +115,19 @@ describe("gradient checkpointing (activation recomputation per decoder layer)", 
 
   // Peaks of one forward and backward above what the model itself holds: activations, logits and the
   // gradients (which recomputation does not change: 8 layers of 32 wide, against 4 × 32 tokens).
-  function stepPeak(counter: ReturnType<typeof countingBackend>, recompute: boolean): number {
-    const model = Qwen2Model.random(deep, 3, counter.backend);
-    model.gradientCheckpointing = recompute;
-    const base = counter.liveBytes();
-    counter.resetPeak();
-    scope(() => backward(policyLoss(model, 32, 4)));
-    const peak = counter.peakBytes() - base;
-    model.dispose();
-    return peak;
-  }
+  const stepPeak = (recompute: boolean) =>
+    countedBackwardPeak(
+      deep,
+      (model) => {
+        model.gradientCheckpointing = recompute;
+      },
+      32,
+      4,
+    );
 
   it("holds measurably less at its peak for a deeper model (CPU reference, counted allocations)", () => {
-    const plain = stepPeak(countingBackend(createCpuBackend()), false);
-    const recomputed = stepPeak(countingBackend(createCpuBackend()), true);
+    const plain = stepPeak(false);
+    const recomputed = stepPeak(true);
     expect(recomputed).toBeLessThan(plain * 0.6);
   });
 

@@ -11,19 +11,9 @@ import {
 } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { Qwen2Model, type Qwen2Shape, qwen2ParameterShapes } from "../src/model/qwen2.js";
+import { tinyShape } from "./helpers/policy-loss.js";
 
-const tiny: Qwen2Shape = {
-  vocabSize: 32,
-  hiddenSize: 32,
-  intermediateSize: 48,
-  numHiddenLayers: 2,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  rmsNormEps: 1e-6,
-  ropeTheta: 10000,
-  tieWordEmbeddings: true,
-  initializerRange: 0.2,
-};
+const tiny: Qwen2Shape = { ...tinyShape, vocabSize: 32, numHiddenLayers: 2 };
 const ids = Int32Array.from([1, 5, 9, 13, 17, 21, 25, 29]);
 const targets = Int32Array.from([5, 9, 13, 17, 21, 25, 29, -100]);
 

@@ -2,19 +2,9 @@ import { createCpuBackend, noGrad } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
 import { Qwen2ValueModel } from "../src/model/value.js";
+import { tinyShape } from "./helpers/policy-loss.js";
 
-const tiny: Qwen2Shape = {
-  vocabSize: 40,
-  hiddenSize: 32,
-  intermediateSize: 48,
-  numHiddenLayers: 2,
-  numAttentionHeads: 4,
-  numKeyValueHeads: 2,
-  rmsNormEps: 1e-6,
-  ropeTheta: 10000,
-  tieWordEmbeddings: true,
-  initializerRange: 0.2,
-};
+const tiny: Qwen2Shape = { ...tinyShape, numHiddenLayers: 2 };
 
 const cpu = createCpuBackend();
 const input = { ids: Int32Array.from([1, 5, 9, 3, 7, 2]), batch: 2, seqLen: 3 };

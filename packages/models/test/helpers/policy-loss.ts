@@ -1,6 +1,7 @@
 /** A PPO-shaped loss on a tiny Qwen2, and what the tests that compare its gradients need. */
-import { add, backward, mul, scope, sum, type Tensor, tensor } from "@ragen/tensor-webgpu";
-import type { Qwen2Model, Qwen2Shape, TokenBatch } from "../../src/model/qwen2.js";
+import { add, backward, createCpuBackend, mul, scope, sum, type Tensor, tensor } from "@ragen/tensor-webgpu";
+import { Qwen2Model, type Qwen2Shape, type TokenBatch } from "../../src/model/qwen2.js";
+import { countingBackend } from "./counting-backend.js";
 
 export const tinyShape: Qwen2Shape = {
   vocabSize: 40,
@@ -66,4 +67,25 @@ export function maxAbsDiff(a: readonly Float32Array[], b: readonly Float32Array[
     for (let j = 0; j < x.length; j++) worst = Math.max(worst, Math.abs(x[j]! - b[i]![j]!));
   });
   return worst;
+}
+
+/**
+ * The most bytes one forward and backward of `policyLoss` holds above the model's own (CPU reference,
+ * counted allocations), on a fresh model of `shape` that `setUp` configures.
+ */
+export function countedBackwardPeak(
+  shape: Qwen2Shape,
+  setUp: (model: Qwen2Model) => void,
+  seqLen: number,
+  rows: number,
+): number {
+  const counter = countingBackend(createCpuBackend());
+  const model = Qwen2Model.random(shape, 3, counter.backend);
+  setUp(model);
+  const base = counter.liveBytes();
+  counter.resetPeak();
+  scope(() => backward(policyLoss(model, seqLen, rows)));
+  const peak = counter.peakBytes() - base;
+  model.dispose();
+  return peak;
 }
