@@ -8,7 +8,15 @@
  */
 import { isNode } from "./device.js";
 
-export async function fullGarbageCollector(): Promise<(() => void) | undefined> {
+let collector: Promise<(() => void) | undefined> | undefined;
+
+/** V8's full collection (looked up once per process), or undefined where the runtime offers none. */
+export function fullGarbageCollector(): Promise<(() => void) | undefined> {
+  collector ??= findCollector();
+  return collector;
+}
+
+async function findCollector(): Promise<(() => void) | undefined> {
   if (!isNode()) return undefined;
   const exposed = (globalThis as { gc?: () => void }).gc;
   if (typeof exposed === "function") return exposed;
