@@ -3,6 +3,7 @@ import { BufferPool } from "./buffer-pool.js";
 import { type AcquiredDevice, acquireDevice, DeviceLostError, type DeviceOptions } from "./device.js";
 import { fullGarbageCollector } from "./garbage-collector.js";
 import { type KernelProfile, KernelProfiler } from "./kernel-profiler.js";
+import { emulateSubgroupMatrices } from "./subgroup-matrix-emulation.js";
 import { TexturePool } from "./texture-pool.js";
 import { waitForGpu } from "./wait.js";
 
@@ -159,7 +160,10 @@ export class GpuContext {
   pipeline(label: string, code: string): GPUComputePipeline {
     let pipeline = this.pipelines.get(code);
     if (!pipeline) {
-      const module = this.device.createShaderModule({ code, label });
+      const source = this.info.features.subgroupMatrixEmulated
+        ? emulateSubgroupMatrices(code, this.info.subgroupSizes.max)
+        : code;
+      const module = this.device.createShaderModule({ code: source, label });
       pipeline = this.device.createComputePipeline({
         layout: "auto",
         compute: { module, entryPoint: "main" },

@@ -15,6 +15,12 @@ export interface DeviceOptions {
   dawnFlags?: string[];
   /** Do not ask for these optional features even when present (for testing fallbacks). */
   disableFeatures?: GPUFeatureName[];
+  /**
+   * For testing tensor-core kernels where there are none: on an adapter without subgroup matrices (but
+   * with shader-f16 and subgroups), pretend it offers these shapes and run kernels that use them through
+   * loops (see emulateSubgroupMatrices). Correct but slow; an adapter with real ones ignores this.
+   */
+  emulateSubgroupMatrices?: readonly SubgroupMatrixConfig[];
 }
 
 export interface AdapterSummary {
@@ -47,6 +53,8 @@ export interface AcquiredDevice {
      * empty where the adapter has none (every software adapter, and browsers without the feature).
      */
     subgroupMatrixConfigs: readonly SubgroupMatrixConfig[];
+    /** The configs are emulated (DeviceOptions.emulateSubgroupMatrices): kernels run as loops. */
+    subgroupMatrixEmulated: boolean;
   };
   /** Every optional feature the adapter offers (requested or not), sorted: for reports. */
   adapterFeatures: string[];
@@ -167,24 +175,32 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
   summary.isSoftware =
     (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true ||
     SOFTWARE.test(`${summary.vendor} ${summary.architecture} ${summary.device} ${summary.description}`);
+  const shaderF16 = device.features.has("shader-f16");
+  const realConfigs =
+    device.features.has(SUBGROUP_MATRIX) && shaderF16
+      ? (info?.subgroupMatrixConfigs ?? []).map((c) => ({
+          componentType: String(c.componentType),
+          // WebGPU's name; older drafts said resultType.
+          resultType: String(c.resultComponentType ?? c.resultType),
+          M: c.M,
+          N: c.N,
+          K: c.K,
+        }))
+      : [];
+  const emulated =
+    realConfigs.length === 0 &&
+    (options.emulateSubgroupMatrices?.length ?? 0) > 0 &&
+    shaderF16 &&
+    device.features.has("subgroups");
   return {
     device,
     adapter: summary,
     features: {
-      shaderF16: device.features.has("shader-f16"),
+      shaderF16,
       subgroups: device.features.has("subgroups"),
       timestampQuery: device.features.has("timestamp-query"),
-      subgroupMatrixConfigs:
-        device.features.has(SUBGROUP_MATRIX) && device.features.has("shader-f16")
-          ? (info?.subgroupMatrixConfigs ?? []).map((c) => ({
-              componentType: String(c.componentType),
-              // WebGPU's name; older drafts said resultType.
-              resultType: String(c.resultComponentType ?? c.resultType),
-              M: c.M,
-              N: c.N,
-              K: c.K,
-            }))
-          : [],
+      subgroupMatrixConfigs: emulated ? [...options.emulateSubgroupMatrices!] : realConfigs,
+      subgroupMatrixEmulated: emulated,
     },
     adapterFeatures: [...adapter.features].map(String).sort(),
     subgroupSizes: { min: info?.subgroupMinSize ?? 0, max: info?.subgroupMaxSize ?? 0 },
