@@ -81,7 +81,13 @@ export {
   ShardedSafetensors,
   type ShardIndex,
 } from "./io/sharded.js";
-export { type GenerateOptions, type Generation, generate } from "./model/generate.js";
+export {
+  DEFAULT_PREFILL_TOKENS,
+  type GenerateOptions,
+  type Generation,
+  generate,
+  prefillRows,
+} from "./model/generate.js";
 export { NormalSampler } from "./model/init.js";
 export { LoraAdapters, type LoraOptions, type LoraTarget, QWEN2_LINEAR_MODULES } from "./model/lora.js";
 export {

@@ -7,7 +7,7 @@ import {
   writeSlice,
 } from "@ragen/tensor-webgpu";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type GenerateOptions, generate } from "../src/model/generate.js";
+import { type GenerateOptions, type Generation, generate } from "../src/model/generate.js";
 import { NormalSampler } from "../src/model/init.js";
 import { PrefixCache } from "../src/model/prefix-cache.js";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
@@ -271,6 +271,83 @@ describe("generate", () => {
     await expect(generate(model, [new Int32Array(0)], { maxNewTokens: 2 })).rejects.toThrow(
       /at least one token/,
     );
+  });
+});
+
+describe("generate with the prefill in groups of rows", () => {
+  const prompts = [
+    Int32Array.from([3, 7, 11, 2]),
+    Int32Array.from([9]),
+    Int32Array.from([1, 2, 3, 4, 5, 6]),
+    Int32Array.from([8, 8]),
+    Int32Array.from([5, 4, 3, 2, 1]),
+  ];
+  const options = { maxNewTokens: 7, temperature: 1, seed: 4 };
+  const same = (a: Generation[], b: Generation[]) => {
+    expect(a.map((g) => Array.from(g.tokens))).toEqual(b.map((g) => Array.from(g.tokens)));
+    for (const [r, g] of a.entries())
+      for (const [t, lp] of g.logProbs.entries())
+        expect(Math.abs(lp - b[r]!.logProbs[t]!)).toBeLessThan(1e-5);
+  };
+
+  it("samples the same tokens and log-probs as one pass, in groups that divide the batch or not", async () => {
+    const whole = await generate(model, prompts, options);
+    const runs = vi.spyOn(model, "run");
+    try {
+      // 6 tokens a row: 12 tokens a pass is 2 rows (groups of 2, 2 and 1); 6 or fewer is 1 row a pass.
+      for (const [prefillTokens, passes] of [
+        [12, 3],
+        [6, 5],
+        [1, 5],
+      ] as const) {
+        runs.mockClear();
+        same(await generate(model, prompts, { ...options, prefillTokens }), whole);
+        expect(runs.mock.calls.filter(([input]) => input.seqLen > 1).length).toBe(passes);
+        expect(runs.mock.calls.filter(([input]) => input.seqLen > 1).map(([input]) => input.batch)).toEqual(
+          prefillTokens === 12 ? [2, 2, 1] : [1, 1, 1, 1, 1],
+        );
+      }
+      // Greedy and top-k (sampled on the host) agree too.
+      same(
+        await generate(model, prompts, { ...options, temperature: 0, prefillTokens: 12 }),
+        await generate(model, prompts, { ...options, temperature: 0 }),
+      );
+      same(
+        await generate(model, prompts, { ...options, topK: 5, prefillTokens: 12 }),
+        await generate(model, prompts, { ...options, topK: 5 }),
+      );
+    } finally {
+      runs.mockRestore();
+    }
+  });
+
+  it("extends the rows a prefix cache filled, group by group", async () => {
+    const cache = new PrefixCache();
+    const turn1 = await generate(model, prompts, { ...options, prefixCache: cache, prefillTokens: 10 });
+    const second = prompts.map((p, b) => Int32Array.from([...p, ...turn1[b]!.tokens, 30 + b, 31]));
+    const grouped = await generate(model, second, {
+      ...options,
+      seed: 5,
+      prefixCache: cache,
+      prefillTokens: 6,
+    });
+    same(grouped, await generate(model, second, { ...options, seed: 5 }));
+    expect(cache.stats.reusedTokens).toBeGreaterThan(0);
+    cache.clear();
+  });
+
+  it("frees each group's cache and intermediates", async () => {
+    await generate(model, prompts, { ...options, prefillTokens: 12 }); // compiles every kernel first
+    const before = (gpu as WebGpuBackend).ctx.pool.stats.inUseBytes;
+    await generate(model, prompts, { ...options, prefillTokens: 12 });
+    expect((gpu as WebGpuBackend).ctx.pool.stats.inUseBytes).toBe(before);
+  });
+
+  it("rejects a prefillTokens that is not a positive integer", async () => {
+    for (const prefillTokens of [0, -3, 2.5])
+      await expect(generate(model, prompts, { ...options, prefillTokens })).rejects.toThrow(
+        `generate(): prefillTokens must be a positive integer, got ${prefillTokens}`,
+      );
   });
 });
 

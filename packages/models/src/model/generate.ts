@@ -1,5 +1,7 @@
 import {
   asyncScope,
+  concat,
+  copyElements,
   narrow,
   noGradAsync,
   readSampledRows,
@@ -11,7 +13,7 @@ import {
 import { NormalSampler } from "./init.js";
 import type { PackedProjections } from "./packed-projections.js";
 import type { PrefixCache } from "./prefix-cache.js";
-import type { Qwen2Model } from "./qwen2.js";
+import type { KvCache, Qwen2Model } from "./qwen2.js";
 import { checkSamplingOptions, type SampledToken, type SamplingOptions, sampleToken } from "./sampling.js";
 
 export interface GenerateOptions extends SamplingOptions {
@@ -45,6 +47,24 @@ export interface GenerateOptions extends SamplingOptions {
    * the unmerged forward's in the last bits (about 1e-6).
    */
   packProjections?: boolean;
+  /**
+   * The most prompt tokens one prefill pass runs (default DEFAULT_PREFILL_TOKENS). A longer batch is
+   * prefilled in groups of whole rows, each into its rows of the KV cache, so a layer's intermediates are
+   * alive for one group instead of the batch (2.7 GiB for 64 prompts of 512 tokens of Qwen2.5-0.5B in
+   * f32, 0.7 GiB in groups of 8,192 tokens). The tokens and log-probs are the same.
+   */
+  prefillTokens?: number;
+}
+
+/**
+ * Prompt tokens a prefill pass runs at most, by default: on a GPU 8,192 rows fill every product as well
+ * as more would, and a layer's intermediates stay under 0.7 GiB at Qwen2.5-0.5B's shape.
+ */
+export const DEFAULT_PREFILL_TOKENS = 8192;
+
+/** Rows of `chunk` tokens each prefill pass takes: at least one. */
+export function prefillRows(chunk: number, prefillTokens = DEFAULT_PREFILL_TOKENS): number {
+  return Math.max(1, Math.floor(prefillTokens / Math.max(1, chunk)));
 }
 
 const disposeSample = (sample: SampledRowsOnDevice): void => {
@@ -83,6 +103,11 @@ export async function generate(
   options: GenerateOptions,
 ): Promise<Generation[]> {
   checkSamplingOptions(options);
+  const prefillTokens = options.prefillTokens ?? DEFAULT_PREFILL_TOKENS;
+  if (!Number.isInteger(prefillTokens) || prefillTokens < 1)
+    throw new RangeError(
+      `generate(): prefillTokens must be a positive integer, got ${options.prefillTokens}`,
+    );
   if (prompts.length === 0) return [];
   if (prompts.some((p) => p.length === 0))
     throw new RangeError("generate(): every prompt needs at least one token");
@@ -184,9 +209,18 @@ export async function generate(
 
     await noGradAsync(async () => {
       // `start` is in cache slots: it masks each row's left padding in the chunk and in the cache alike.
-      const prefill = { ids: chunkIds, batch, seqLen: chunk, start };
+      const prefill = () =>
+        prefillInGroups(
+          model,
+          cache,
+          { ids: chunkIds, positions: chunkPositions, start, chunk },
+          {
+            rows: prefillRows(chunk, prefillTokens),
+            packed,
+          },
+        );
       if (truncated) {
-        let sampled = await asyncScope(() => sampleOnHost(model.run(prefill, chunkPositions, cache, packed)));
+        let sampled = await asyncScope(() => sampleOnHost(prefill()));
         for (let step = 0; !accept(sampled, step); step++) {
           // Finished rows repeat their last token; their outputs are not used.
           const next = Int32Array.from(tokens, (t) => t.at(-1)!);
@@ -202,9 +236,7 @@ export async function generate(
       // GPU runs this step and its tokens come back, so recording and the GPU's work overlap. Rows are
       // independent, so the tokens finished rows go on with change nothing else; a step recorded after
       // the last row finished is dropped.
-      let current: SampledRowsOnDevice | undefined = scope(() =>
-        sampleOnDevice(model.run(prefill, chunkPositions, cache, packed)),
-      );
+      let current: SampledRowsOnDevice | undefined = scope(() => sampleOnDevice(prefill()));
       let next: SampledRowsOnDevice | undefined;
       try {
         for (let step = 0; current; step++) {
@@ -249,4 +281,67 @@ export async function generate(
     logProbs: Float32Array.from(logProbs[b]!),
     finishReason: finished[b] ? "stop" : "length",
   }));
+}
+
+/** A prefill's tokens: `chunk` per row, left-padded, at absolute `positions`; `start` in cache slots. */
+interface PrefillChunk {
+  ids: Int32Array;
+  positions: Int32Array;
+  start: Int32Array;
+  chunk: number;
+}
+
+/**
+ * Runs `prefill` into `cache` at most `rows` rows at a time and returns every row's hidden state at the
+ * chunk's last position ([batch, 1, hidden]; the whole [batch, chunk, hidden] in one pass). A group runs
+ * on a cache of its own rows: the cache is [batch, capacity, kvHeads, headDim] per layer, so a group's
+ * rows are one contiguous block, copied in (tokens cached before, from a prefix cache) and back.
+ */
+function prefillInGroups(
+  model: Qwen2Model,
+  cache: KvCache,
+  prefill: PrefillChunk,
+  options: { rows: number; packed: PackedProjections | undefined },
+): Tensor {
+  const { ids, positions, start, chunk } = prefill;
+  const batch = start.length;
+  if (options.rows >= batch)
+    return model.run({ ids, batch, seqLen: chunk, start }, positions, cache, options.packed);
+  const lasts: Tensor[] = [];
+  const cached = cache.length;
+  for (let first = 0; first < batch; first += options.rows) {
+    const rows = Math.min(options.rows, batch - first);
+    const part = model.createCache(rows, cache.capacity);
+    try {
+      const perRow = cache.keys[0]!.size / batch;
+      const moveRows = (from: KvCache, fromRow: number, to: KvCache, toRow: number) => {
+        for (const kind of ["keys", "values"] as const)
+          for (const [layer, source] of from[kind].entries())
+            copyElements(source, fromRow * perRow, to[kind][layer]!, toRow * perRow, rows * perRow);
+      };
+      if (cached > 0) moveRows(cache, first, part, 0);
+      part.length = cached;
+      const tokens = first * chunk;
+      const hidden = model.run(
+        {
+          ids: ids.subarray(tokens, tokens + rows * chunk),
+          batch: rows,
+          seqLen: chunk,
+          start: start.subarray(first, first + rows),
+        },
+        positions.subarray(tokens, tokens + rows * chunk),
+        part,
+        options.packed,
+      );
+      lasts.push(narrow(hidden, 1, chunk - 1, 1));
+      hidden.dispose();
+      moveRows(part, 0, cache, first);
+    } finally {
+      part.dispose();
+    }
+  }
+  cache.length = cached + chunk;
+  const last = concat(lasts, 0);
+  for (const t of lasts) t.dispose();
+  return last;
 }

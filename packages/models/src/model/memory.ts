@@ -3,6 +3,7 @@
  * and @ragen/tensor-webgpu actually keep (see the comments on each formula). Used to choose settings
  * that fit a GPU before starting a run, and checked in the tests against measured peaks.
  */
+import { prefillRows } from "./generate.js";
 import { QWEN2_LINEAR_MODULES } from "./lora.js";
 import { DEFAULT_MAX_LOGITS, logitsChunkTokens, type Qwen2Shape, qwen2ParameterShapes } from "./qwen2.js";
 
@@ -47,7 +48,14 @@ export interface TrainingMemoryOptions {
    * Generation: sequences decoded together, their (padded) prompt length and the tokens generated, and
    * whether `generate` stacks the projections' weights (its `packProjections`, default true).
    */
-  rollout?: { batch: number; promptLength: number; newTokens: number; packProjections?: boolean };
+  rollout?: {
+    batch: number;
+    promptLength: number;
+    newTokens: number;
+    packProjections?: boolean;
+    /** `generate`'s prefillTokens: the most prompt tokens one prefill pass runs (default 8,192). */
+    prefillTokens?: number;
+  };
 }
 
 /** Bytes per term. Persistent terms live through the whole run; the rest are the peaks of their phase. */
@@ -73,7 +81,10 @@ export interface TrainingMemoryBreakdown {
   embeddingGradient: number;
   /** Keys and values of every layer for the rollout batch. */
   kvCache: number;
-  /** One layer's intermediates over the rollout's prompt tokens, and its last-token logits. */
+  /**
+   * One layer's intermediates over one prefill pass's prompt tokens, the last-token logits, and when the
+   * prefill runs in groups of rows, the group's own KV cache.
+   */
   rolloutForward: number;
   /** The rollout's stacked q/k/v and gate/up weights, and merged o and down weights under LoRA. */
   packedWeights: number;
@@ -144,6 +155,8 @@ export function estimateTrainingMemory(
     positiveInteger("rollout.batch", options.rollout.batch);
     positiveInteger("rollout.promptLength", options.rollout.promptLength);
     positiveInteger("rollout.newTokens", options.rollout.newTokens);
+    if (options.rollout.prefillTokens !== undefined)
+      positiveInteger("rollout.prefillTokens", options.rollout.prefillTokens);
   }
 
   const weightBytes = PRECISION_BYTES[options.weights ?? "f32"];
@@ -252,9 +265,19 @@ export function estimateTrainingMemory(
   const kvCache = rollout
     ? 2 * L * rollout.batch * (rollout.promptLength + rollout.newTokens) * kv * activationBytes
     : 0;
+  // generate() prefills at most prefillTokens prompt tokens at once, in groups of whole rows, each on a
+  // KV cache of its own rows (copied back after the group).
+  const prefillGroup = rollout
+    ? Math.min(rollout.batch, prefillRows(rollout.promptLength, rollout.prefillTokens))
+    : 0;
+  const groupCache =
+    rollout && prefillGroup < rollout.batch
+      ? 2 * L * prefillGroup * (rollout.promptLength + rollout.newTokens) * kv * activationBytes
+      : 0;
   const rolloutForward = rollout
-    ? rollout.batch * rollout.promptLength * (8 * H + 3 * kv + 3 * I) * activationBytes +
-      rollout.batch * V * activationBytes
+    ? prefillGroup * rollout.promptLength * (8 * H + 3 * kv + 3 * I) * activationBytes +
+      rollout.batch * V * activationBytes +
+      groupCache
     : 0;
   // generate() stacks each layer's q/k/v and gate/up weights (see PackedProjections); with LoRA they are
   // merged, and the adapted o and down projections get merged copies too.
