@@ -97,7 +97,11 @@ export function breakdownTable(options: TrainingMemoryOptions): string {
       "a new 151,936 × 896 gradient and its sum with the accumulated one",
     ],
     ["KV cache (rollout)", b.kvCache, "2 × 24 layers × 64 sequences × 1024 tokens × 128"],
-    ["prefill (rollout)", b.rolloutForward, "one layer's tensors over 64 × 512 prompt tokens"],
+    [
+      "prefill (rollout)",
+      b.rolloutForward,
+      "one layer's tensors over a pass of 16 × 512 prompt tokens (generate's 8,192 a pass), that group's KV cache, and the last position's logits",
+    ],
     ["stacked projections (rollout)", b.packedWeights, "24 layers' q/k/v and gate/up weights, copied"],
   ];
   return [
