@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { GpuContext } from "../src/gpu/context.js";
+import { GpuContext } from "../src/gpu/context.js";
 import { KERNEL_TUNING_FORMAT, loadKernelTuning, saveKernelTuning } from "../src/kernels/kernel-tuning.js";
 import {
   fixedRuleChoice,
@@ -377,6 +377,41 @@ describe("tuneMatmuls", () => {
       const { timed, rejected } = await timeMatmulCandidates(ctx, s, candidates, { repeats: 1, rounds: 1 });
       expect(rejected).toEqual([]);
       expect(timed).toHaveLength(candidates.length);
+    }
+  });
+});
+
+describe("tuning f16 products on tensor cores", () => {
+  // Where the adapter has no subgroup matrices, a context emulating them runs the same kernels (slowly:
+  // the times mean nothing there, the checks of the products do).
+  it("offers the tensor-core kernels, and checks each one's product against the reference", async () => {
+    const real = (await testContext()).info.features.subgroupMatrixConfigs.length > 0;
+    const ctx = real
+      ? await testContext()
+      : await GpuContext.create({
+          emulateSubgroupMatrices: [{ componentType: "f16", resultType: "f32", M: 16, N: 16, K: 16 }],
+        });
+    try {
+      const s = shape(64, 48, 32, { dtype: "f16" });
+      const offered = matmulCandidates(ctx, s).map(choiceName);
+      expect(offered).toEqual(
+        expect.arrayContaining([
+          "subgroup-matrix",
+          "subgroup-matrix-direct 128x128",
+          "subgroup-matrix-direct 128x128 prefetch",
+          "subgroup-matrix-direct 64x64",
+          "subgroup-matrix-direct 64x64 prefetch",
+        ]),
+      );
+      // Emulated, a 128 x 128 tile takes lavapipe 8-12 s to compile: the 64 x 64 ones check the same code.
+      const candidates = matmulCandidates(ctx, s).filter(
+        (c) => c.variant.startsWith("subgroup-matrix") && (real || c.directTile !== 128),
+      );
+      const { timed, rejected } = await timeMatmulCandidates(ctx, s, candidates, { repeats: 1, rounds: 1 });
+      expect(rejected).toEqual([]);
+      expect(timed.map((t) => t.kernel).sort()).toEqual(candidates.map(choiceName).sort());
+    } finally {
+      if (!real) ctx.destroy();
     }
   });
 });

@@ -37,11 +37,12 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   if (ctx.info.adapter.isSoftware) {
     // Lavapipe runs workgroup-memory kernels lane by lane: "blocked" is never near the texture variant.
     if (textureVariantAvailable(ctx)) candidates.push({ variant: "texture" });
-    return candidates;
+  } else {
+    const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+    for (const tile of BLOCKED_TILES)
+      if (blockedTileBytes(tile) <= limit) candidates.push({ variant: "blocked", blockedTile: tile });
   }
-  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  for (const tile of BLOCKED_TILES)
-    if (blockedTileBytes(tile) <= limit) candidates.push({ variant: "blocked", blockedTile: tile });
+  // Matrix units: a card's, or emulated ones (DeviceOptions.emulateSubgroupMatrices) on any adapter.
   const units = shape.dtype === "f16" ? subgroupMatrixShape(ctx) : undefined;
   if (units) {
     candidates.push({ variant: "subgroup-matrix" });
