@@ -52,8 +52,8 @@ async function withF16(run: (ctx: GpuContext) => Promise<void>, context = testCo
 }
 
 // Tensor-core matmul runs on the adapter's subgroup matrices where it has them (a GPU test run), and
-// elsewhere on a second context that emulates NVIDIA's 16 x 16 x 16 shape with loops: the same WGSL, so
-// its tiling, edges, transposes and epilogue are checked on every machine.
+// elsewhere on a second context that emulates NVIDIA's 16 x 16 x 16 shape with subgroup operations: the
+// same WGSL, so its tiling, edges, transposes and epilogue are checked on every machine.
 const realMatrices = subgroupMatrixShape(await testContext()) !== undefined;
 let emulated: Promise<GpuContext> | undefined;
 const matrixContext = (): Promise<GpuContext> => {

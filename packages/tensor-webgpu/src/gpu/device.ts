@@ -17,8 +17,8 @@ export interface DeviceOptions {
   disableFeatures?: GPUFeatureName[];
   /**
    * For testing tensor-core kernels where there are none: on an adapter without subgroup matrices (but
-   * with shader-f16 and subgroups), pretend it offers these shapes and run kernels that use them through
-   * loops (see emulateSubgroupMatrices). Correct but slow; an adapter with real ones ignores this.
+   * with shader-f16 and subgroups), offer these shapes and run the kernels that use them rewritten into
+   * subgroup code (see emulateSubgroupMatrices). Correct but slow; an adapter with real ones ignores this.
    */
   emulateSubgroupMatrices?: readonly SubgroupMatrixConfig[];
 }
@@ -53,7 +53,7 @@ export interface AcquiredDevice {
      * empty where the adapter has none (every software adapter, and browsers without the feature).
      */
     subgroupMatrixConfigs: readonly SubgroupMatrixConfig[];
-    /** The configs are emulated (DeviceOptions.emulateSubgroupMatrices): kernels run as loops. */
+    /** The configs are emulated (DeviceOptions.emulateSubgroupMatrices): kernels run as subgroup code. */
     subgroupMatrixEmulated: boolean;
   };
   /** Every optional feature the adapter offers (requested or not), sorted: for reports. */
