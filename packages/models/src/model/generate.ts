@@ -1,7 +1,6 @@
 import {
   asyncScope,
   concat,
-  copyElements,
   narrow,
   noGradAsync,
   readSampledRows,
@@ -312,14 +311,10 @@ function prefillInGroups(
   for (let first = 0; first < batch; first += options.rows) {
     const rows = Math.min(options.rows, batch - first);
     const part = model.createCache(rows, cache.capacity);
+    // The group's rows, every slot: one block of positions in either cache.
+    const positionsOfRows = rows * cache.capacity;
     try {
-      const perRow = cache.keys[0]!.size / batch;
-      const moveRows = (from: KvCache, fromRow: number, to: KvCache, toRow: number) => {
-        for (const kind of ["keys", "values"] as const)
-          for (const [layer, source] of from[kind].entries())
-            copyElements(source, fromRow * perRow, to[kind][layer]!, toRow * perRow, rows * perRow);
-      };
-      if (cached > 0) moveRows(cache, first, part, 0);
+      if (cached > 0) cache.copyTo(part, first * cache.capacity, 0, positionsOfRows);
       part.length = cached;
       const tokens = first * chunk;
       const hidden = model.run(
@@ -335,7 +330,7 @@ function prefillInGroups(
       );
       lasts.push(narrow(hidden, 1, chunk - 1, 1));
       hidden.dispose();
-      moveRows(part, 0, cache, first);
+      part.copyTo(cache, 0, first * cache.capacity, positionsOfRows);
     } finally {
       part.dispose();
     }

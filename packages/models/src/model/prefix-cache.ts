@@ -8,7 +8,6 @@
  * The cached keys and values belong to the weights that computed them: clear() the cache whenever the
  * model changes (a rollout policy clears it at the start of every rollout).
  */
-import { copyElements } from "@ragen/tensor-webgpu";
 import type { KvCache } from "./qwen2.js";
 
 interface CachedRow {
@@ -57,13 +56,7 @@ export class PrefixCache {
     const cached = this.rows[match.row]!;
     if (length > match.length)
       throw new RangeError(`PrefixCache: ${length} tokens asked, ${match.length} shared`);
-    const perPosition = source.keys[0]!.size / (source.keys[0]!.shape[0]! * source.capacity);
-    const from = (match.row * source.capacity + cached.start) * perPosition;
-    const to = (row * target.capacity + slot) * perPosition;
-    for (let layer = 0; layer < source.keys.length; layer++) {
-      copyElements(source.keys[layer]!, from, target.keys[layer]!, to, length * perPosition);
-      copyElements(source.values[layer]!, from, target.values[layer]!, to, length * perPosition);
-    }
+    source.copyTo(target, match.row * source.capacity + cached.start, row * target.capacity + slot, length);
   }
 
   /** Keep `cache` (now owned by this object) and what each of its rows holds; drops the previous one. */

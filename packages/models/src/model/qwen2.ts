@@ -14,6 +14,7 @@ import {
   type CacheAppend,
   checkpoint,
   concat,
+  copyElements,
   decodeAttention,
   embedding,
   entropy,
@@ -128,6 +129,25 @@ export class KvCache {
     readonly values: Tensor[],
     readonly capacity: number,
   ) {}
+
+  /**
+   * Copy `count` positions of every layer's keys and values into `target`, from position `from` of this
+   * cache to position `to` of target's; a position is row · capacity + slot, so the positions of
+   * consecutive rows follow each other.
+   */
+  copyTo(target: KvCache, from: number, to: number, count: number): void {
+    const perPosition = this.keys[0]!.size / (this.keys[0]!.shape[0]! * this.capacity);
+    for (let layer = 0; layer < this.keys.length; layer++) {
+      for (const kind of ["keys", "values"] as const)
+        copyElements(
+          this[kind][layer]!,
+          from * perPosition,
+          target[kind][layer]!,
+          to * perPosition,
+          count * perPosition,
+        );
+    }
+  }
 
   dispose(): void {
     for (const t of [...this.keys, ...this.values]) t.dispose();
