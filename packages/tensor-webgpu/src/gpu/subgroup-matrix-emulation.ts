@@ -197,7 +197,7 @@ export function emulateSubgroupMatrices(wgsl: string, lanes: number): string {
     /subgroupMatrixLoad<\s*(subgroup_matrix_\w+<[^>]*>)\s*>\s*\(\s*&\s*(\(?\s*[\w.]+\s*\)?)\s*,/g,
     (_, typeText: string, target: string) => {
       const array = arrayName(target, "a load from");
-      elementTypeOf(wgsl, array);
+      elementTypeOf(wgsl, array); // refuses anything but a module-scope array
       const type = parseType(new RegExp(TYPE.source).exec(typeText)!);
       helpers.set(`load ${type.name} ${array}`, loadFunction(type, array, lanes));
       return `sgmLoad_${type.name}_${array}(`;
