@@ -108,7 +108,7 @@ export {
   type RejectedKernel,
   type TunedMatmul,
 } from "./kernels/matmul-choices.js";
-export type { BlockedTile, DirectTile } from "./kernels/matmul-gpu.js";
+export type { BlockedTile, MatrixTile } from "./kernels/matmul-gpu.js";
 export {
   matmulCandidates,
   RESULT_TOLERANCE,

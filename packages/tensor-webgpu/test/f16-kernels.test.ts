@@ -4,6 +4,7 @@ import { GpuContext } from "../src/gpu/context.js";
 import { affine, binary, unary } from "../src/kernels/elementwise.js";
 import { cast, fill, stridedCopy } from "../src/kernels/layout.js";
 import {
+  limitMatmulForTesting,
   type MatmulVariant,
   matmul,
   subgroupMatrixShape,
@@ -13,8 +14,8 @@ import {
   BLOCKED_TILES,
   type BlockedTile,
   blockedTileBytes,
-  DIRECT_TILES,
-  type DirectTile,
+  MATRIX_TILES,
+  type MatrixTile,
   pickSubgroupMatrixShape,
 } from "../src/kernels/matmul-gpu.js";
 import { affineRef, binaryRef, unaryRef } from "../src/reference/elementwise.js";
@@ -84,7 +85,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     c: Case,
     variant: MatmulVariant,
     blockedTile?: BlockedTile,
-    directTile?: DirectTile,
+    matrixTile?: MatrixTile,
     directPrefetch?: boolean,
   ): Promise<void> {
     const context = variant.startsWith("subgroup-matrix") ? matrixContext : testContext;
@@ -108,7 +109,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
         out: buffers[2],
         variant,
         blockedTile,
-        directTile,
+        matrixTile,
         directPrefetch,
         dtype: "f16",
       } as const;
@@ -165,16 +166,47 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
   ] as Case[];
   // Emulated, a 128 x 128 kernel takes lavapipe 8-12 s to compile per layout: it runs one layout there (the
   // 64 x 64 tile runs the same index arithmetic on every layout).
-  const casesFor = (tile: DirectTile) =>
+  const casesFor = (tile: MatrixTile) =>
     realMatrices || tile === 64 ? wholeFragments : wholeFragments.slice(0, 1);
-  for (const directTile of DIRECT_TILES) {
+  for (const matrixTile of MATRIX_TILES) {
     for (const prefetch of [false, true]) {
-      it.skipIf(!hasSubgroupMatrix).each(casesFor(directTile).map((c) => [JSON.stringify(c), c] as const))(
-        `"subgroup-matrix-direct" ${directTile}x${directTile}${prefetch ? " prefetch" : ""} %s`,
-        (_, c) => checkHalves(c, "subgroup-matrix-direct", undefined, directTile, prefetch),
+      it.skipIf(!hasSubgroupMatrix).each(casesFor(matrixTile).map((c) => [JSON.stringify(c), c] as const))(
+        `"subgroup-matrix-direct" ${matrixTile}x${matrixTile}${prefetch ? " prefetch" : ""} %s`,
+        (_, c) => checkHalves(c, "subgroup-matrix-direct", undefined, matrixTile, prefetch),
       );
     }
   }
+
+  // Operand rows on multiples of 8 halves, so the pipelined kernel stages them in wide loads itself; the
+  // edges that are not contiguous in memory are ragged (m = 72, n = 152, k = 40 and 56).
+  const wideRows = [
+    { batch: 1, m: 128, n: 256, k: 96 },
+    { batch: 2, m: 72, n: 48, k: 56, transA: true, transB: true, accumulate: true, alpha: 0.5 },
+    { batch: 1, m: 200, n: 152, k: 160, transB: true, bias: true },
+    { batch: 2, m: 48, n: 136, k: 40, transA: true, bBatchStride: 0, addend: true },
+  ] as Case[];
+  // Emulated, lavapipe takes 6-20 s to compile each layout: the 64 x 64 tile (k-steps of 32) runs both
+  // operands transposed, the 128 x 128 tile (k-steps of 16 in lavapipe's 32 KiB) neither.
+  for (const matrixTile of MATRIX_TILES) {
+    const run = realMatrices ? wideRows : [wideRows[matrixTile === 64 ? 1 : 0]!];
+    it.skipIf(!hasSubgroupMatrix).each(run.map((c) => [JSON.stringify(c), c] as const))(
+      `"subgroup-matrix-pipelined" ${matrixTile}x${matrixTile} %s`,
+      (_, c) => checkHalves(c, "subgroup-matrix-pipelined", undefined, matrixTile),
+    );
+  }
+  it.skipIf(!hasSubgroupMatrix)(
+    '"subgroup-matrix-pipelined" in chunks, and rows off multiples of 8 (the staged kernel)',
+    async () => {
+      // A's 128 x 96 halves over 16 KiB bindings: two chunks of rows, the second's window shifted.
+      limitMatmulForTesting({ bindingBytes: 16 * 1024 });
+      try {
+        await checkHalves(wideRows[0]!, "subgroup-matrix-pipelined", undefined, 128);
+      } finally {
+        limitMatmulForTesting();
+      }
+      await checkHalves(cases[5]!, "subgroup-matrix-pipelined", undefined, 64); // k = 100
+    },
+  );
 
   it('"matvec" (decoding: x · Wᵀ, blocks of 16 rows)', async () => {
     for (const c of [

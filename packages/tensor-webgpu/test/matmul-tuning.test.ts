@@ -151,8 +151,8 @@ describe("the choice table", () => {
     const table = enableMatmulTuning(ctx);
     const s = shape(512, 4864, 896, { dtype: "f16" });
     const s2 = shape(2048, 4864, 896, { dtype: "f16" });
-    const choice = { variant: "subgroup-matrix-direct", directTile: 64 } as const;
-    const prefetching = { variant: "subgroup-matrix-direct", directTile: 128, directPrefetch: true } as const;
+    const choice = { variant: "subgroup-matrix-direct", matrixTile: 64 } as const;
+    const prefetching = { variant: "subgroup-matrix-direct", matrixTile: 128, directPrefetch: true } as const;
     expect(choiceName(choice)).toBe("subgroup-matrix-direct 64x64");
     expect(choiceName(prefetching)).toBe("subgroup-matrix-direct 128x128 prefetch");
     table.set({ key: matmulShapeKey(s), shape: s, choice, candidates: [], rejected: [] });
@@ -162,7 +162,19 @@ describe("the choice table", () => {
     expect(loadKernelTuning(ctx, saved)).toBe(true);
     expect(matmulChoices(ctx)!.get(s)!.choice).toEqual(choice);
     expect(matmulChoices(ctx)!.get(s2)!.choice).toEqual(prefetching);
+    // Files written before the pipelined kernel name the tile `directTile`.
+    const legacy = structuredClone(saved);
+    for (const entry of legacy.matmul) {
+      entry.choice.directTile = entry.choice.matrixTile;
+      delete entry.choice.matrixTile;
+    }
     disableMatmulTuning(ctx);
+    expect(loadKernelTuning(ctx, legacy)).toBe(true);
+    expect(matmulChoices(ctx)!.get(s)!.choice).toEqual(choice);
+    disableMatmulTuning(ctx);
+    expect(choiceName({ variant: "subgroup-matrix-pipelined", matrixTile: 128 })).toBe(
+      "subgroup-matrix-pipelined 128x128",
+    );
   });
 
   it("names what is wrong in a damaged file", async () => {
@@ -187,12 +199,12 @@ describe("the choice table", () => {
     expect(
       damaged(entry({ choice: { variant: "blocked", blockedTile: { rows: 32, cols: 64, depth: 8 } } })),
     ).toThrow(/64 or 128 rows/);
-    expect(damaged(entry({ choice: { variant: "subgroup-matrix-direct", directTile: 32 } }))).toThrow(
-      /choice\.directTile is 32, not one of 128, 64/,
+    expect(damaged(entry({ choice: { variant: "subgroup-matrix-direct", matrixTile: 32 } }))).toThrow(
+      /choice\.matrixTile is 32, not one of 128, 64/,
     );
     expect(
       damaged(
-        entry({ choice: { variant: "subgroup-matrix-direct", directTile: 64, directPrefetch: "yes" } }),
+        entry({ choice: { variant: "subgroup-matrix-direct", matrixTile: 64, directPrefetch: "yes" } }),
       ),
     ).toThrow(/choice\.directPrefetch must be true or false/);
     expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(
@@ -338,11 +350,11 @@ describe("tuneMatmuls", () => {
     const f16 = (m: number, n: number, k: number) => ({ m, n, k, dtype: "f16" as const });
     expect(fixedRuleChoice(gpu, f16(4096, 4096, 4096))).toEqual({
       variant: "subgroup-matrix-direct",
-      directTile: 128,
+      matrixTile: 128,
     });
     expect(fixedRuleChoice(gpu, f16(512, 4864, 896))).toEqual({
       variant: "subgroup-matrix-direct",
-      directTile: 128,
+      matrixTile: 128,
     });
     expect(fixedRuleChoice(gpu, f16(1000, 4864, 900))).toEqual({ variant: "subgroup-matrix" }); // ragged k
     // f32: the large products on a measured "blocked" tile, the small and narrow ones on "tiled".
@@ -401,11 +413,13 @@ describe("tuning f16 products on tensor cores", () => {
           "subgroup-matrix-direct 128x128 prefetch",
           "subgroup-matrix-direct 64x64",
           "subgroup-matrix-direct 64x64 prefetch",
+          "subgroup-matrix-pipelined 128x128",
+          "subgroup-matrix-pipelined 64x64",
         ]),
       );
       // Emulated, a 128 x 128 tile takes lavapipe 8-12 s to compile: the 64 x 64 ones check the same code.
       const candidates = matmulCandidates(ctx, s).filter(
-        (c) => c.variant.startsWith("subgroup-matrix") && (real || c.directTile !== 128),
+        (c) => c.variant.startsWith("subgroup-matrix") && (real || c.matrixTile !== 128),
       );
       const { timed, rejected } = await timeMatmulCandidates(ctx, s, candidates, { repeats: 1, rounds: 1 });
       expect(rejected).toEqual([]);

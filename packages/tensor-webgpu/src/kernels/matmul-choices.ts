@@ -13,7 +13,7 @@
  */
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
-import { type BlockedTile, blockedTileProblem, DIRECT_TILES, type DirectTile } from "./matmul-gpu.js";
+import { type BlockedTile, blockedTileProblem, MATRIX_TILES, type MatrixTile } from "./matmul-gpu.js";
 import { PerContext } from "./per-context.js";
 
 export type MatmulVariant =
@@ -23,6 +23,7 @@ export type MatmulVariant =
   | "blocked"
   | "subgroup-matrix"
   | "subgroup-matrix-direct"
+  | "subgroup-matrix-pipelined"
   | "matvec";
 
 const VARIANTS: readonly MatmulVariant[] = [
@@ -32,6 +33,7 @@ const VARIANTS: readonly MatmulVariant[] = [
   "blocked",
   "subgroup-matrix",
   "subgroup-matrix-direct",
+  "subgroup-matrix-pipelined",
   "matvec",
 ];
 
@@ -46,11 +48,12 @@ export interface MatmulShape {
   dtype: FloatStorage;
 }
 
-/** A kernel for a problem: the variant and, for "blocked" and "subgroup-matrix-direct", its tile. */
+/** A kernel for a problem: the variant and, for "blocked" and the tensor-core variants that take one, its tile. */
 export interface MatmulChoice {
   variant: MatmulVariant;
   blockedTile?: BlockedTile;
-  directTile?: DirectTile;
+  /** "subgroup-matrix-direct" and "subgroup-matrix-pipelined": the square output tile. */
+  matrixTile?: MatrixTile;
   /** "subgroup-matrix-direct" only: load each k-step's fragments one step ahead. */
   directPrefetch?: boolean;
 }
@@ -91,7 +94,7 @@ export function matmulShapeKey(shape: MatmulShape): string {
 export function choiceName(choice: MatmulChoice): string {
   const tile = choice.blockedTile;
   if (tile) return `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}`;
-  const direct = choice.directTile;
+  const direct = choice.matrixTile;
   if (!direct) return choice.variant;
   return `${choice.variant} ${direct}x${direct}${choice.directPrefetch ? " prefetch" : ""}`;
 }
@@ -169,16 +172,18 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
       `choice.variant is ${JSON.stringify(x.variant)}, not one of ${VARIANTS.join(", ")}`,
     );
   const variant = x.variant as MatmulVariant;
-  if (x.directTile !== undefined) {
-    if (!DIRECT_TILES.includes(x.directTile as DirectTile))
+  // Files written before the pipelined kernel call the tensor-core tile `directTile`.
+  const square = x.matrixTile ?? x.directTile;
+  if (square !== undefined) {
+    if (!MATRIX_TILES.includes(square as MatrixTile))
       throw new KernelTuningFileError(
         where,
-        `choice.directTile is ${JSON.stringify(x.directTile)}, not one of ${DIRECT_TILES.join(", ")}`,
+        `choice.matrixTile is ${JSON.stringify(square)}, not one of ${MATRIX_TILES.join(", ")}`,
       );
     if (x.directPrefetch !== undefined && typeof x.directPrefetch !== "boolean")
       throw new KernelTuningFileError(where, "choice.directPrefetch must be true or false");
-    const directTile = x.directTile as DirectTile;
-    return x.directPrefetch ? { variant, directTile, directPrefetch: true } : { variant, directTile };
+    const matrixTile = square as MatrixTile;
+    return x.directPrefetch ? { variant, matrixTile, directPrefetch: true } : { variant, matrixTile };
   }
   if (x.blockedTile === undefined) return { variant };
   const tile = x.blockedTile as BlockedTile;

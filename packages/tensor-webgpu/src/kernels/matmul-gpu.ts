@@ -370,9 +370,9 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u3
 }
 
 /** Square output tiles of the "subgroup-matrix-direct" kernel: 128 for large products, 64 for more workgroups. */
-export type DirectTile = 64 | 128;
+export type MatrixTile = 64 | 128;
 /** Every direct tile, the default first. */
-export const DIRECT_TILES: readonly DirectTile[] = [128, 64];
+export const MATRIX_TILES: readonly MatrixTile[] = [128, 64];
 /** Subgroups per workgroup of the "subgroup-matrix-direct" kernel, as 2 x 2 blocks of the tile. */
 const DIRECT_SUBGROUPS = 4;
 
@@ -393,7 +393,7 @@ export function subgroupMatrixDirectKernel(
   transB: boolean,
   shape: SubgroupMatrixShape,
   lanes: number,
-  tile: DirectTile,
+  tile: MatrixTile,
   preamble: string,
   prefetch = false,
 ): string {
@@ -460,6 +460,214 @@ fn main(@builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) sgLane: 
     .join("\n  ")}
   ${pairs.map(([i, j]) => `var acc${i}_${j} = ${result}();`).join("\n  ")}
   ${loop}
+  let outBase = p.outBase + batch * p.outBatchStride;
+  ${pairs
+    .map(
+      ([i, j]) =>
+        `storeFragment(acc${i}_${j}, blockRow + ${i * M}u, blockCol + ${j * N}u, sg, sgLane, outBase);`,
+    )
+    .join("\n  ")}
+}`;
+}
+
+/**
+ * k-steps of the "subgroup-matrix-pipelined" kernel (halves of each operand row staged per step): 32
+ * where the device's workgroup memory holds two stages of it, else 16 (a 128 x 128 tile at 32 needs
+ * 44 KiB, more than WebGPU's default 16 KiB or lavapipe's 32 KiB).
+ */
+export type PipelinedDepth = 16 | 32;
+/** Halves of padding per staged row: 16 bytes, so that consecutive rows start in different banks. */
+const PIPELINED_PAD = 8;
+/** Halves per wide load: one vec4<u32>. */
+const WIDE = 8;
+
+/**
+ * Whether the "subgroup-matrix-pipelined" kernel can read a problem's operands in wide loads: 8 halves of
+ * the stored layout's contiguous axis at a time, so each operand's rows (and batches) must start on a
+ * multiple of 8 halves. Other edges may be ragged.
+ */
+export function pipelinedFits(p: {
+  m: number;
+  n: number;
+  k: number;
+  transA: boolean;
+  transB: boolean;
+  batch: number;
+  aBatchStride: number;
+  bBatchStride: number;
+}): boolean {
+  const lda = p.transA ? p.m : p.k;
+  const ldb = p.transB ? p.k : p.n;
+  const strides = p.batch === 1 || (p.aBatchStride % WIDE === 0 && p.bBatchStride % WIDE === 0);
+  return lda % WIDE === 0 && ldb % WIDE === 0 && strides;
+}
+
+/** Workgroup memory of a "subgroup-matrix-pipelined" kernel: two stages of both slices and the store scratch. */
+export function pipelinedBytes(tile: MatrixTile, shape: SubgroupMatrixShape, depth: PipelinedDepth): number {
+  const widest = Math.max(tile * (depth + PIPELINED_PAD), depth * (tile + PIPELINED_PAD));
+  return 2 * 2 * widest * 2 + DIRECT_SUBGROUPS * shape.m * shape.n * 4;
+}
+
+/** The deeper k-step whose stages fit `limit` bytes of workgroup memory, if either does. */
+export function pipelinedDepth(
+  tile: MatrixTile,
+  shape: SubgroupMatrixShape,
+  limit: number,
+): PipelinedDepth | undefined {
+  return ([32, 16] as const).find(
+    (depth) => pipelinedBytes(tile, shape, depth) <= limit && depth % shape.k === 0,
+  );
+}
+
+/**
+ * WGSL of the "subgroup-matrix-pipelined" kernel: the staged scheme done the way tensor-core GEMMs do it.
+ * Four subgroups each compute a (tile/2) x (tile/2) block, as "subgroup-matrix-direct" does, from
+ * fragments loaded out of workgroup memory. Per k-step (`depth`) the workgroup stages A's tile x depth and
+ * B's depth x tile slices, in their stored orientation (padded rows), read from the buffers in vec4<u32> loads
+ * of 8 halves: 16 bytes per load instead of the staged kernel's 2, and no per-element index arithmetic.
+ * There are two stages: each step stages the slices its registers hold, then issues the next step's loads
+ * into the registers and multiplies, so global latency hides behind the multiplies, and alternating
+ * stages leaves one barrier per step. Operands must suit wide loads (pipelinedFits); rows, columns and
+ * k past the problem's edges are staged as zeros, so the other edges may be ragged.
+ */
+export function subgroupMatrixPipelinedKernel(
+  transA: boolean,
+  transB: boolean,
+  shape: SubgroupMatrixShape,
+  lanes: number,
+  tile: MatrixTile,
+  depth: PipelinedDepth,
+  preamble: string,
+): string {
+  const { m: M, n: N, k: K } = shape;
+  const bk = depth;
+  const block = tile / 2;
+  const fm = block / M;
+  const fn = block / N;
+  const invocations = lanes * DIRECT_SUBGROUPS;
+  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+  const pairs = range(fm).flatMap((i) => range(fn).map((j) => [i, j] as const));
+  const left = `subgroup_matrix_left<f16, ${K}, ${M}>`;
+  const right = `subgroup_matrix_right<f16, ${N}, ${K}>`;
+  const result = `subgroup_matrix_result<f32, ${N}, ${M}>`;
+  // Each slice in its stored orientation: [major][minor], minor contiguous in memory and in the stage.
+  const aMinor = transA ? tile : bk;
+  const bMinor = transB ? bk : tile;
+  const aStride = aMinor + PIPELINED_PAD;
+  const bStride = bMinor + PIPELINED_PAD;
+  const aStage = (transA ? bk : tile) * aStride;
+  const bStage = (transB ? tile : bk) * bStride;
+  const vectors = (tile * bk) / WIDE; // wide loads per slice
+  const perInvocation = Math.ceil(vectors / invocations);
+  const guard = vectors % invocations !== 0;
+  // WGSL functions loadX (vector e of the slice at k0, zeros past the edges) and stageX (into a stage).
+  const operand = (
+    name: "A" | "B",
+    array: string,
+    minorCount: number,
+    stride: number,
+    stageSize: number,
+    major: { origin: string; limit: string },
+    minor: { origin: string; limit: string },
+  ) => {
+    const perRow = minorCount / WIDE;
+    return /* wgsl */ `fn load${name}(e: u32, k0: u32, tileOrigin: u32, base: u32) -> vec4u {
+  let major = ${major.origin} + e / ${perRow}u;
+  let minor = ${minor.origin} + (e % ${perRow}u) * ${WIDE}u;
+  let index = base + min(major, ${major.limit} - 1u) * p.ld${array} + min(minor, ${minor.limit} - ${WIDE}u);
+  return select(vec4u(0u), ${array}[index / ${WIDE}u], major < ${major.limit} && minor < ${minor.limit});
+}
+fn stage${name}(e: u32, v: vec4u, stage: u32) {
+  let at = stage * ${stageSize}u + (e / ${perRow}u) * ${stride}u + (e % ${perRow}u) * ${WIDE}u;
+  let h = array<vec2<f16>, 4>(bitcast<vec2<f16>>(v.x), bitcast<vec2<f16>>(v.y), bitcast<vec2<f16>>(v.z),
+                              bitcast<vec2<f16>>(v.w));
+  ${range(WIDE)
+    .map((i) => `${array}Tile[at + ${i}u] = h[${i >> 1}].${i & 1 ? "y" : "x"};`)
+    .join(" ")}
+}`;
+  };
+  const rowAxis = { origin: "tileOrigin", limit: "p.m" };
+  const colAxis = { origin: "tileOrigin", limit: "p.n" };
+  const kAxis = { origin: "k0", limit: "p.k" };
+  const functions = [
+    operand("A", "a", aMinor, aStride, aStage, transA ? kAxis : rowAxis, transA ? rowAxis : kAxis),
+    operand("B", "b", bMinor, bStride, bStage, transB ? colAxis : kAxis, transB ? kAxis : colAxis),
+  ].join("\n");
+  // Loops over each invocation's share of the wide loads (unrolled by the driver: the count is constant).
+  const share = (body: string, clamp = false) => {
+    const e = clamp ? `min(lane + i * ${invocations}u, ${vectors - 1}u)` : `lane + i * ${invocations}u`;
+    const guarded = guard && !clamp ? `if (e < ${vectors}u) { ${body} }` : body;
+    return `for (var i = 0u; i < ${perInvocation}u; i++) { let e = ${e}; ${guarded} }`;
+  };
+  // A step's slices go through registers: loaded during the previous step's multiplies, then staged.
+  const load = (k0: string) =>
+    share(`nextA[i] = loadA(e, ${k0}, tileRow, aBase); nextB[i] = loadB(e, ${k0}, tileCol, bBase);`, true);
+  const store = share("stageA(e, nextA[i], stage); stageB(e, nextB[i], stage);");
+  const aOffset = (i: number, kk: number) =>
+    transA
+      ? `aAt + ${kk * aStride}u + blockRowInTile + ${i * M}u`
+      : `aAt + (blockRowInTile + ${i * M}u) * ${aStride}u + ${kk}u`;
+  const bOffset = (j: number, kk: number) =>
+    transB
+      ? `bAt + (blockColInTile + ${j * N}u) * ${bStride}u + ${kk}u`
+      : `bAt + ${kk * bStride}u + blockColInTile + ${j * N}u`;
+  const multiplies = range(bk / K)
+    .map((step) => {
+      const kk = step * K;
+      return `{
+      ${range(fm)
+        .map(
+          (i) =>
+            `let l${i} = subgroupMatrixLoad<${left}>(&aTile, ${aOffset(i, kk)}, ${transA}, ${aStride}u);`,
+        )
+        .join("\n      ")}
+      ${range(fn)
+        .map(
+          (j) =>
+            `let r${j} = subgroupMatrixLoad<${right}>(&bTile, ${bOffset(j, kk)}, ${transB}, ${bStride}u);`,
+        )
+        .join("\n      ")}
+      ${pairs.map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`).join("\n      ")}
+    }`;
+    })
+    .join("\n    ");
+  return /* wgsl */ `enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+${preamble}
+
+var<workgroup> aTile: array<f16, ${2 * aStage}>;
+var<workgroup> bTile: array<f16, ${2 * bStage}>;
+var<workgroup> scratch: array<f32, ${DIRECT_SUBGROUPS * M * N}>;
+${fragmentStore(result, M, N, lanes)}
+${functions}
+@compute @workgroup_size(${invocations})
+fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
+        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
+  let batch = wg.z;
+  let aBase = p.aBase + batch * p.aBatchStride;
+  let bBase = p.bBase + batch * p.bBatchStride;
+  let tileRow = wg.y * ${tile}u;
+  let tileCol = wg.x * ${tile}u;
+  let blockRowInTile = (sg / 2u) * ${block}u;
+  let blockColInTile = (sg % 2u) * ${block}u;
+  ${pairs.map(([i, j]) => `var acc${i}_${j} = ${result}();`).join("\n  ")}
+  var nextA: array<vec4u, ${perInvocation}>;
+  var nextB: array<vec4u, ${perInvocation}>;
+  ${load("0u")}
+  var stage = 0u;
+  for (var k0 = 0u; k0 < p.k; k0 += ${bk}u) {
+    // This stage was last read two steps ago, before every invocation reached the previous barrier.
+    ${store}
+    workgroupBarrier();
+    ${load(`k0 + ${bk}u`)}
+    let aAt = stage * ${aStage}u;
+    let bAt = stage * ${bStage}u;
+    ${multiplies}
+    stage = 1u - stage;
+  }
+  let blockRow = tileRow + blockRowInTile;
+  let blockCol = tileCol + blockColInTile;
   let outBase = p.outBase + batch * p.outBatchStride;
   ${pairs
     .map(

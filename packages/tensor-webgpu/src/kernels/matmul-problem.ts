@@ -9,7 +9,7 @@ import type { Binding, GpuContext } from "../gpu/context.js";
 import { bindingWindow } from "./binding-windows.js";
 import { enableFor, type FloatStorage } from "./elementwise.js";
 import type { MatmulShape, MatmulVariant } from "./matmul-choices.js";
-import { type BlockedTile, type DirectTile, storedIndex } from "./matmul-gpu.js";
+import { type BlockedTile, type MatrixTile, storedIndex } from "./matmul-gpu.js";
 import { wgslCache } from "./wgsl/code-cache.js";
 
 /** Bytes of one scratch texture at most; operands that need more are split into chunks. */
@@ -43,8 +43,8 @@ export interface MatmulArgs {
   addend?: GPUBuffer;
   /** The "blocked" variant's output tile and k-step (default 128 x 128, k-step 8). */
   blockedTile?: BlockedTile;
-  /** The "subgroup-matrix-direct" variant's square output tile (default 128). */
-  directTile?: DirectTile;
+  /** The "subgroup-matrix-direct" and "subgroup-matrix-pipelined" variants' square output tile (default 128). */
+  matrixTile?: MatrixTile;
   /** The "subgroup-matrix-direct" variant loads each k-step's fragments one step ahead (default false). */
   directPrefetch?: boolean;
   /**
@@ -255,12 +255,16 @@ struct Params {
   accumulate: u32, hasBias: u32, biasBase: u32, hasAddend: u32, addendBase: u32, alpha: f32,
 }`;
 
-/** The storage-buffer kernels' common start: enables, params, the a / b / out / bias / addend / params bindings, storeOut. */
-export function gemmPreamble(storage: FloatStorage): string {
+/**
+ * The storage-buffer kernels' common start: enables, params, the a / b / out / bias / addend / params
+ * bindings, storeOut. `operands`: the element type a and b are read as (a kernel that reads them in wide
+ * vectors declares them so; indices stay the caller's business).
+ */
+export function gemmPreamble(storage: FloatStorage, operands: string = storage): string {
   return /* wgsl */ `${enableFor(storage)}
 ${GEMM_PARAMS}
-@group(0) @binding(0) var<storage, read> a: array<${storage}>;
-@group(0) @binding(1) var<storage, read> b: array<${storage}>;
+@group(0) @binding(0) var<storage, read> a: array<${operands}>;
+@group(0) @binding(1) var<storage, read> b: array<${operands}>;
 @group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
 @group(0) @binding(3) var<storage, read> bias: array<${storage}>;
 @group(0) @binding(4) var<storage, read> addend: array<${storage}>;

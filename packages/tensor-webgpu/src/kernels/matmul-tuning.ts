@@ -23,22 +23,24 @@ import {
 import {
   BLOCKED_TILES,
   blockedTileBytes,
-  DIRECT_TILES,
   directFits,
+  MATRIX_TILES,
   MATVEC_BLOCKED_MAX_ROWS,
+  pipelinedDepth,
+  pipelinedFits,
 } from "./matmul-gpu.js";
 import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
 
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
   const candidates: MatmulChoice[] = [{ variant: "buffer" }, { variant: "tiled" }];
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
   if (shape.m <= MATVEC_BLOCKED_MAX_ROWS && !shape.transA && shape.transB)
     candidates.push({ variant: "matvec" });
   if (ctx.info.adapter.isSoftware) {
     // Lavapipe runs workgroup-memory kernels lane by lane: "blocked" is never near the texture variant.
     if (textureVariantAvailable(ctx)) candidates.push({ variant: "texture" });
   } else {
-    const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
     for (const tile of BLOCKED_TILES)
       if (blockedTileBytes(tile) <= limit) candidates.push({ variant: "blocked", blockedTile: tile });
   }
@@ -47,10 +49,15 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   if (units) {
     candidates.push({ variant: "subgroup-matrix" });
     if (directFits(units, shape.m, shape.n, shape.k))
-      for (const directTile of DIRECT_TILES) {
-        candidates.push({ variant: "subgroup-matrix-direct", directTile });
-        candidates.push({ variant: "subgroup-matrix-direct", directTile, directPrefetch: true });
+      for (const matrixTile of MATRIX_TILES) {
+        candidates.push({ variant: "subgroup-matrix-direct", matrixTile });
+        candidates.push({ variant: "subgroup-matrix-direct", matrixTile, directPrefetch: true });
       }
+    const batchStrides = { aBatchStride: shape.m * shape.k, bBatchStride: shape.k * shape.n };
+    if (pipelinedFits({ ...shape, ...batchStrides }))
+      for (const matrixTile of MATRIX_TILES)
+        if (pipelinedDepth(matrixTile, units, limit))
+          candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile });
   }
   return candidates;
 }

@@ -41,6 +41,10 @@
  * "subgroup-matrix-direct" — the same multiplies with fragments loaded straight from the operands'
  *   buffers, no staging, on 128 x 128 or 64 x 64 tiles; for problems of whole fragments (a ragged one runs
  *   "subgroup-matrix"). Tuning measures both against each other on the card.
+ * "subgroup-matrix-pipelined" — the same multiplies on 128 x 128 or 64 x 64 tiles staged in workgroup
+ *   memory as tensor-core GEMMs stage them: 16-byte loads, two stages, the next slices' loads in flight
+ *   during the multiplies; for operands whose rows start on multiples of 8 halves (others run
+ *   "subgroup-matrix"). A tuning candidate until a card has measured it.
  * "matvec" — for GPUs, x · Wᵀ with at most 16 rows (decoding): 32 invocations per output column read its
  *   weight row in coalesced lines (matmul-gpu.ts); needs A not transposed and B transposed. It takes up
  *   to 256 rows in blocks of 16 (tuning's candidate for decoding many sequences).
@@ -64,19 +68,25 @@ import {
   blockedKernel,
   blockedTileBytes,
   blockedTileProblem,
-  DIRECT_TILES,
   directFits,
   GPU_TILE,
+  MATRIX_TILES,
   MATVEC_BLOCKED_MAX_ROWS,
   MATVEC_COLUMNS,
   MATVEC_MAX_ROWS,
+  type MatrixTile,
   matvecKernel,
   pickSubgroupMatrixShape,
+  pipelinedBytes,
+  pipelinedDepth,
+  pipelinedFits,
   type SubgroupMatrixShape,
   subgroupMatrixDirectKernel,
   subgroupMatrixKernel,
+  subgroupMatrixPipelinedKernel,
 } from "./matmul-gpu.js";
 import {
+  type Chunk,
   code,
   dispatchChunks,
   element,
@@ -84,6 +94,7 @@ import {
   type MatmulArgs,
   type Problem,
   source,
+  spans,
 } from "./matmul-problem.js";
 import { runTexture, textureDecodes } from "./matmul-texture.js";
 import { textureLanes } from "./texture-lanes.js";
@@ -299,12 +310,8 @@ function runSubgroupMatrix(ctx: GpuContext, args: MatmulArgs, p: Problem): void 
  */
 function runSubgroupMatrixDirect(ctx: GpuContext, args: MatmulArgs, p: Problem, choice: MatmulChoice): void {
   const shape = matrixUnitsFor(ctx, p, "subgroup-matrix-direct");
-  const tile = choice.directTile ?? DIRECT_TILES[0]!;
+  const tile = matrixTileOf(choice, "subgroup-matrix-direct");
   const prefetch = choice.directPrefetch === true;
-  if (!DIRECT_TILES.includes(tile))
-    throw new RangeError(
-      `matmul: a "subgroup-matrix-direct" tile is one of ${DIRECT_TILES.join(", ")}, got ${tile}`,
-    );
   if (!directFits(shape, p.m, p.n, p.k)) {
     runSubgroupMatrix(ctx, args, p);
     return;
@@ -320,6 +327,62 @@ function runSubgroupMatrixDirect(ctx: GpuContext, args: MatmulArgs, p: Problem, 
   // Chunks split where bindings overflow; the rare ragged one is run staged (its extra workgroups store nothing).
   const staged = () => subgroupMatrixPipeline(ctx, p, shape);
   dispatchChunks(ctx, args, p, (c) => (directFits(shape, c.m, c.n, c.k) ? direct : staged()), tile, tile);
+}
+
+/** The tile a tensor-core variant was given, checked. */
+function matrixTileOf(choice: MatmulChoice, variant: MatmulVariant): MatrixTile {
+  const tile = choice.matrixTile ?? MATRIX_TILES[0]!;
+  if (!MATRIX_TILES.includes(tile))
+    throw new RangeError(`matmul: a "${variant}" tile is one of ${MATRIX_TILES.join(", ")}, got ${tile}`);
+  return tile;
+}
+
+/**
+ * Slices staged through 16-byte loads. A problem whose operand rows do not start on multiples of 8 halves
+ * runs the staged kernel instead, as does a chunk that starts or ends off such a multiple.
+ */
+function runSubgroupMatrixPipelined(
+  ctx: GpuContext,
+  args: MatmulArgs,
+  p: Problem,
+  choice: MatmulChoice,
+): void {
+  const shape = matrixUnitsFor(ctx, p, "subgroup-matrix-pipelined");
+  const tile = matrixTileOf(choice, "subgroup-matrix-pipelined");
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+  const depth = pipelinedDepth(tile, shape, limit);
+  if (!depth)
+    throw new RangeError(
+      `matmul: a ${tile}x${tile} "subgroup-matrix-pipelined" tile needs ${pipelinedBytes(tile, shape, 16)} bytes of workgroup memory, this device has ${limit}`,
+    );
+  if (!pipelinedFits(p)) {
+    runSubgroupMatrix(ctx, args, p);
+    return;
+  }
+  const lanes = ctx.info.subgroupSizes.max;
+  const key = `subgroup-matrix-pipelined${tile}/${depth} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
+  const pipelined = ctx.pipeline(
+    `matmul ${key}`,
+    source(key, () =>
+      subgroupMatrixPipelinedKernel(
+        p.transA,
+        p.transB,
+        shape,
+        lanes,
+        tile,
+        depth,
+        gemmPreamble("f16", "vec4<u32>"),
+      ),
+    ),
+  );
+  // A chunk's windows start where its spans do; its contiguous extents bound the wide loads.
+  const wide = (c: Chunk) => {
+    const s = spans(p, c);
+    const extents = [p.transA ? c.m : c.k, p.transB ? c.k : c.n];
+    return [s.a[0], s.b[0], ...extents].every((x) => x % 8 === 0);
+  };
+  const staged = () => subgroupMatrixPipeline(ctx, p, shape);
+  dispatchChunks(ctx, args, p, (c) => (wide(c) ? pipelined : staged()), tile, tile);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -380,7 +443,7 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
     return {
       variant: args.variant,
       ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}),
-      ...(args.directTile ? { directTile: args.directTile } : {}),
+      ...(args.matrixTile ? { matrixTile: args.matrixTile } : {}),
       ...(args.directPrefetch ? { directPrefetch: true } : {}),
     };
   const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
@@ -397,7 +460,7 @@ export function fixedRuleChoice(
 ): MatmulChoice {
   const variant = fixedRuleVariant(ctx, args);
   if (variant === "blocked") return { variant, blockedTile: FIXED_RULE_BLOCKED_TILE };
-  return variant === "subgroup-matrix-direct" ? { variant, directTile: DIRECT_TILES[0]! } : { variant };
+  return variant === "subgroup-matrix-direct" ? { variant, matrixTile: MATRIX_TILES[0]! } : { variant };
 }
 
 /** Which variant `matmul` runs for these arguments on this context's adapter. */
@@ -443,6 +506,7 @@ export function matmul(ctx: GpuContext, args: MatmulArgs): void {
   else if (variant === "blocked") runBlocked(ctx, args, p, choice.blockedTile);
   else if (variant === "subgroup-matrix") runSubgroupMatrix(ctx, args, p);
   else if (variant === "subgroup-matrix-direct") runSubgroupMatrixDirect(ctx, args, p, choice);
+  else if (variant === "subgroup-matrix-pipelined") runSubgroupMatrixPipelined(ctx, args, p, choice);
   else if (variant === "matvec") runMatvec(ctx, args, p);
   else runBuffer(ctx, args, p);
 }
