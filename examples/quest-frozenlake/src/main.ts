@@ -26,6 +26,7 @@ import {
   GENERATED_TOKENS,
   generatedTokens,
   lastLogged,
+  localPolicyOptions,
   longestSequence,
   measureBaselines,
   type ResolvedSettings,
@@ -162,9 +163,7 @@ async function trainQuestInFolder(
   const trainEnvs = trainingManager(settings);
   if (checkpoint) trainEnvs.restoreTrainResets(checkpoint.state.trainResets);
   const valEnvs = validationManager(settings);
-  const policy = new LocalModelPolicy(actor.model, actor.tokenizer, {
-    prefixCaching: settings.rollout.prefixCaching,
-  });
+  const policy = new LocalModelPolicy(actor.model, actor.tokenizer, localPolicyOptions(settings.rollout));
 
   const lastDone = checkpoint?.state.step ?? -1;
   const logs = storage.openLogs(lastDone);

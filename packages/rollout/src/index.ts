@@ -10,7 +10,7 @@ export {
   type TurnOutcome,
   VALIDATION_SEED,
 } from "./env-manager.js";
-export { LocalModelPolicy } from "./local-model-policy.js";
+export { LocalModelPolicy, type LocalModelPolicyOptions } from "./local-model-policy.js";
 export {
   DEFAULT_MAX_RESPONSE_BYTES,
   OpenAIChatPolicy,

@@ -17,18 +17,29 @@ import {
  * draws from its own stream seeded seed + i: what an inference server does with VllmCompletionsPolicy's
  * per-request seeds, so a run sampled here and one sampled on this project's server agree token for token.
  */
+export interface LocalModelPolicyOptions {
+  /** Reuse each turn's cached prompt prefix from the previous turn (default true). */
+  prefixCaching?: boolean;
+  /** Prompt i of a turn draws from its own random stream, seed + i (default false). */
+  seedPerPrompt?: boolean;
+  /** The most prompt tokens one prefill pass runs (generate's prefillTokens; default 8,192). */
+  prefillTokens?: number;
+}
+
 export class LocalModelPolicy implements Policy {
   readonly stopTokenIds: readonly number[];
   readonly prefixCache: PrefixCache | undefined;
   readonly seedPerPrompt: boolean;
+  readonly prefillTokens: number | undefined;
 
   constructor(
     readonly model: Qwen2Model,
     tokenizer: Pick<Tokenizer, "imEndId" | "eosTokenId">,
-    options: { prefixCaching?: boolean; seedPerPrompt?: boolean } = {},
+    options: LocalModelPolicyOptions = {},
   ) {
     this.prefixCache = options.prefixCaching === false ? undefined : new PrefixCache();
     this.seedPerPrompt = options.seedPerPrompt ?? false;
+    this.prefillTokens = options.prefillTokens;
     this.stopTokenIds = [...new Set([tokenizer.imEndId, tokenizer.eosTokenId])].filter(
       (id): id is number => id !== undefined,
     );
@@ -50,6 +61,7 @@ export class LocalModelPolicy implements Policy {
             : { seed: sampling.seed }),
         stopTokenIds: this.stopTokenIds,
         ...(this.prefixCache ? { prefixCache: this.prefixCache } : {}),
+        ...(this.prefillTokens === undefined ? {} : { prefillTokens: this.prefillTokens }),
       },
     );
     return generations.map(({ tokens, logProbs }) => ({ tokens, logProbs }));

@@ -51,6 +51,28 @@ describe("prefix caching in LocalModelPolicy", () => {
   });
 });
 
+describe("prefill passes in LocalModelPolicy", () => {
+  it("plays the same trajectories prefilling one prompt per pass, and hands generate its setting", async () => {
+    const tokenizer = envTokenizer(320);
+    const model = tinyModel(tokenizer.vocabSize, 5);
+    const play = (policy: LocalModelPolicy) =>
+      runRollout(
+        new EnvManager({ envGroups: 3, groupSize: 2, tags: [{ tag: "FrozenLake", nGroups: 3 }] }),
+        policy,
+        tokenizer,
+        { maxTurns: 2, maxNewTokens: 6, seed: 3 },
+      );
+    const whole = await play(new LocalModelPolicy(model, tokenizer));
+    const oneByOne = await play(new LocalModelPolicy(model, tokenizer, { prefillTokens: 1 }));
+    expect(oneByOne.trajectories.map((t) => Array.from(t.tokens))).toEqual(
+      whole.trajectories.map((t) => Array.from(t.tokens)),
+    );
+    await expect(play(new LocalModelPolicy(model, tokenizer, { prefillTokens: 0 }))).rejects.toThrow(
+      /prefillTokens must be a positive integer, got 0/,
+    );
+  });
+});
+
 describe("a 2-turn FrozenLake rollout with a tiny random Qwen2 model", () => {
   it("runs end to end on the CPU backend and turns nonsense into format penalties", async () => {
     const tokenizer = envTokenizer(320);

@@ -93,6 +93,7 @@ export {
 } from "./run/updaters.js";
 export {
   actionBudget,
+  localPolicyOptions,
   rolloutOptions,
   trainingGroups,
   trainingManager,

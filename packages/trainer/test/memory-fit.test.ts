@@ -1,12 +1,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "@ragen/envs";
-import { QWEN2_5_0_5B_INSTRUCT_CONFIG } from "@ragen/models";
+import { DEFAULT_PREFILL_TOKENS, estimateTrainingMemory, QWEN2_5_0_5B_INSTRUCT_CONFIG } from "@ragen/models";
 import type { WebGpuBackend } from "@ragen/tensor-webgpu";
 import { Tokenizer } from "@ragen/tokenizer";
 import { describe, expect, it } from "vitest";
 import {
   checkMemoryFit,
+  localPolicyOptions,
   longestSequence,
   MemoryRunStorage,
   resolveSettings,
@@ -70,6 +71,22 @@ describe("trainingMemoryOptions", () => {
     expect(lora).toMatchObject({ referenceModel: false, lora: { rank: 64 } });
     const grpo = await settingsFor(["profile=ragen", "starpo.advantageEstimator=grpo"]);
     expect(trainingMemoryOptions(grpo, 1000).critic).toBe(false);
+  });
+
+  it("counts the rollout's prefill passes of rollout.prefillTokens, which the local engine is given", async () => {
+    const ragen = await settingsFor(["profile=ragen"]);
+    expect(trainingMemoryOptions(ragen, 1000).rollout?.prefillTokens).toBe(DEFAULT_PREFILL_TOKENS);
+    const small = await settingsFor(["profile=ragen", "rollout.prefillTokens=2048"]);
+    expect(trainingMemoryOptions(small, 1000).rollout?.prefillTokens).toBe(2048);
+    const peak = (s: typeof ragen) =>
+      estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, trainingMemoryOptions(s, 1000)).rolloutPeak;
+    expect(peak(small)).toBeLessThan(peak(ragen));
+    expect(localPolicyOptions(small.rollout)).toEqual({
+      prefixCaching: true,
+      seedPerPrompt: false,
+      prefillTokens: 2048,
+    });
+    await expect(settingsFor(["rollout.prefillTokens=0"])).rejects.toThrow(/rollout\.prefillTokens/);
   });
 });
 

@@ -14,6 +14,7 @@ import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
 import { type EnvBaselines, measureBaselines } from "../run/baselines.js";
 import {
   actionBudget,
+  localPolicyOptions,
   validate,
   validationEnvs,
   validationManager,
@@ -140,10 +141,7 @@ async function evaluateOnDevice(
   const trajectories = new TrajectoryLog(outDir, { resumeAfterStep: -1 });
   let metrics: Record<string, number>;
   try {
-    const policy = new LocalModelPolicy(loaded.model, loaded.tokenizer, {
-      prefixCaching: config.rollout.prefixCaching,
-      seedPerPrompt: config.rollout.seedPerPrompt,
-    });
+    const policy = new LocalModelPolicy(loaded.model, loaded.tokenizer, localPolicyOptions(config.rollout));
     const result = await validate(
       validationManager(config),
       policy,

@@ -87,6 +87,7 @@ export function trainingMemoryOptions(settings: MemorySettings, seqLen: number):
       batch: rollouts,
       promptLength: Math.max(1, seqLen - settings.rollout.maxNewTokens),
       newTokens: settings.rollout.maxNewTokens,
+      prefillTokens: settings.rollout.prefillTokens,
     },
   };
 }

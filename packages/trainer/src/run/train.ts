@@ -31,6 +31,7 @@ import { lastLogged, summaryRows, type TrainingSummary } from "./summary.js";
 import { createUpdater } from "./updaters.js";
 import {
   actionBudget,
+  localPolicyOptions,
   rolloutOptions,
   trainingManager,
   trainingSeed,
@@ -191,10 +192,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
   // Remote engines sample on inference servers with the actor's adapter as of each version (started in
   // the loop's try, so a failed start still closes what the run opened); the local one samples the actor.
   let remote: RemoteRollouts | undefined;
-  let policy: Policy = new LocalModelPolicy(actor, tokenizer, {
-    prefixCaching: settings.rollout.prefixCaching,
-    seedPerPrompt: settings.rollout.seedPerPrompt,
-  });
+  let policy: Policy = new LocalModelPolicy(actor, tokenizer, localPolicyOptions(settings.rollout));
   const logs = storage.openLogs(lastDone);
   const reportOptions = { validationEpisodes: settings.validation.groupsPerEnv };
   storage.writeJson(RUN_DOCUMENTS.settings, saved);

@@ -15,7 +15,7 @@ import { createLoraCritic, usesLora } from "./lora.js";
 import type { LoadedPolicy, PolicyLoader } from "./policy.js";
 import { progressBar } from "./progress.js";
 import type { RunStorage, StoredCheckpoint } from "./storage.js";
-import { rolloutOptions, trainingGroups } from "./validation.js";
+import { localPolicyOptions, rolloutOptions, trainingGroups } from "./validation.js";
 
 export interface PolicyUpdater {
   /** The critic a checkpoint saves (PPO with GAE only). */
@@ -146,9 +146,11 @@ async function createAStarPOUpdater({
         const referenceModel = await reference.identity();
         const estimates = await asReference(() =>
           estimateVStarForStates({
-            policy: new LocalModelPolicy(reference.model, reference.tokenizer, {
-              prefixCaching: settings.rollout.prefixCaching,
-            }),
+            policy: new LocalModelPolicy(
+              reference.model,
+              reference.tokenizer,
+              localPolicyOptions(settings.rollout),
+            ),
             tokenizer: reference.tokenizer,
             envs: { envGroups: settings.train.envGroups, tags: trainingGroups(settings) },
             resets,

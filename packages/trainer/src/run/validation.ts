@@ -8,6 +8,7 @@ import { describeDrop, type ProgressStream, type TrajectoryRecord, validationDro
 import {
   EnvManager,
   type EnvTagGroups,
+  type LocalModelPolicyOptions,
   type Policy,
   type RolloutOptions,
   runRollout,
@@ -28,7 +29,15 @@ export function rolloutOptions(
   mode: "train" | "val",
   seed: number,
 ): RolloutOptions {
-  const { prefixCaching: _cached, historyWindow, temperature, topP, topK, ...rollout } = settings.rollout;
+  const {
+    prefixCaching: _cached,
+    prefillTokens: _prefill,
+    historyWindow,
+    temperature,
+    topP,
+    topK,
+    ...rollout
+  } = settings.rollout;
   const sampling = mode === "val" ? settings.validation : { temperature, topP, topK };
   return {
     mode,
@@ -38,6 +47,17 @@ export function rolloutOptions(
     topP: sampling.topP,
     topK: sampling.topK,
     seed,
+  };
+}
+
+/** How the local engine samples, from the rollout settings (its prefix cache, seeds and prefill passes). */
+export function localPolicyOptions(
+  rollout: Pick<TrainingSettings["rollout"], "prefixCaching" | "seedPerPrompt" | "prefillTokens">,
+): LocalModelPolicyOptions {
+  return {
+    prefixCaching: rollout.prefixCaching,
+    seedPerPrompt: rollout.seedPerPrompt,
+    prefillTokens: rollout.prefillTokens,
   };
 }
 

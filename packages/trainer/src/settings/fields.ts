@@ -26,7 +26,12 @@ import {
   type StarPOConfig,
 } from "@ragen/algos-ppo";
 import { ENV_SERVER_PROTOCOLS, type EnvServerAddress } from "@ragen/envs";
-import { type LoraTarget, QWEN2_LINEAR_MODULES, type ValueHeadInit } from "@ragen/models";
+import {
+  DEFAULT_PREFILL_TOKENS,
+  type LoraTarget,
+  QWEN2_LINEAR_MODULES,
+  type ValueHeadInit,
+} from "@ragen/models";
 import { type ContextOverflow, type RewardPlacement, ROLLOUT_DEFAULTS } from "@ragen/rollout";
 
 /** The model trained when none is named: the tiny checkpoint shipped with the project. */
@@ -75,6 +80,8 @@ export interface RolloutSettings {
   maxSequenceLength: number;
   contextOverflow: ContextOverflow;
   prefixCaching: boolean;
+  /** The most prompt tokens one prefill pass of the local engine runs. */
+  prefillTokens: number;
   /** The local engine: each prompt of a turn draws from its own random stream (seed + its index). */
   seedPerPrompt: boolean;
   /** Where training and validation episodes are sampled: this process, or inference servers. */
@@ -172,6 +179,7 @@ export const LIBRARY_DEFAULTS: TrainingSettings = {
     historyWindow: null,
     maxSequenceLength: RAGEN_MAX_MODEL_LEN,
     prefixCaching: true,
+    prefillTokens: DEFAULT_PREFILL_TOKENS,
     seedPerPrompt: false,
     engine: "local",
     servers: null,
@@ -401,6 +409,11 @@ export const SETTINGS_FIELDS: SettingsFields = {
       "A turn whose prompt plus maxNewTokens would pass maxSequenceLength: truncate ends that episode before the turn (finish reason context), error stops the run naming the env and turn (RAGEN hands the limit to vLLM, which cuts such a response short and stops the run on a prompt already past it)",
     ),
     prefixCaching: flag("Reuse each turn's cached prompt prefix from the previous turn"),
+    prefillTokens: integer(
+      "The local engine: the most prompt tokens one prefill pass runs; a turn's batch of more is prefilled in groups of whole prompts (a longer prompt runs alone), which bounds one layer's intermediates (a rollout's memory peak, counted by the start-up memory check) at the cost of more, smaller products",
+      1,
+      16_777_216,
+    ),
     seedPerPrompt: flag(
       "The local engine: each prompt of a turn draws its tokens from its own random stream (the turn's seed + the prompt's index) instead of one stream for the batch, as remote engines seed each request; a local run with it samples what a rollout.maxStaleness=0 run on ragen serve-policy samples, token for token",
     ),
