@@ -1,4 +1,11 @@
-import { type WebGpuBackend, webGpuBackend } from "@ragen/tensor-webgpu";
+import {
+  disableMatmulTuning,
+  enableMatmulTuning,
+  matmulShapeKey,
+  noGrad,
+  type WebGpuBackend,
+  webGpuBackend,
+} from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { PackedProjections } from "../src/model/packed-projections.js";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
@@ -56,5 +63,70 @@ describe("PackedProjections", () => {
     await backend.ctx.sync();
     expect(backend.ctx.pool.stats.inUseBytes).toBe(inUse);
     model.dispose();
+  });
+
+  it("decodes with each norm and the SwiGLU folded into the products where matvec runs them: 3 dispatches fewer a layer", async () => {
+    const backend = (await webGpuBackend()) as WebGpuBackend;
+    const shape = {
+      ...tiny,
+      hiddenSize: 64,
+      intermediateSize: 96,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+    };
+    const model = Qwen2Model.random(shape, 5, backend);
+    const packed = model.packProjections();
+    const rows = 3;
+    // "matvec" for the decoding step's stacked products, as a GPU's fixed rule chooses for few rows.
+    const table = enableMatmulTuning(backend.ctx);
+    const qkv = shape.hiddenSize + 2 * 2 * 16;
+    for (const [n, k] of [
+      [qkv, 64],
+      [192, 64],
+      [64, 96],
+    ] as const) {
+      const s = { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f32" } as const;
+      table.set({
+        key: matmulShapeKey(s),
+        shape: s,
+        choice: { variant: "matvec" },
+        candidates: [],
+        rejected: [],
+      });
+    }
+    const step = async () => {
+      const cache = model.createCache(rows, 8);
+      const start = new Int32Array(rows);
+      const prompt = Int32Array.from({ length: rows * 4 }, (_, i) => (i * 5) % shape.vocabSize);
+      const positions = Int32Array.from({ length: rows * 4 }, (_, i) => i % 4);
+      noGrad(() =>
+        model.run({ ids: prompt, batch: rows, seqLen: 4, start }, positions, cache, packed).dispose(),
+      );
+      await backend.ctx.sync();
+      const before = backend.ctx.stats.dispatches;
+      const ids = Int32Array.from({ length: rows }, (_, i) => i + 1);
+      const logits = noGrad(() =>
+        model.run({ ids, batch: rows, seqLen: 1, start }, new Int32Array(rows).fill(4), cache, packed),
+      );
+      const dispatches = backend.ctx.stats.dispatches - before;
+      const values = await logits.floats();
+      logits.dispose();
+      cache.dispose();
+      return { dispatches, values };
+    };
+    try {
+      const folded = await step();
+      const saved = backend.linearOfInput;
+      delete backend.linearOfInput; // the same products, with the norms and the SwiGLU as their own kernels
+      const separate = await step();
+      backend.linearOfInput = saved;
+      expect(separate.dispatches - folded.dispatches).toBe(3 * shape.numHiddenLayers);
+      const worst = Math.max(...folded.values.map((v, i) => Math.abs(v - separate.values[i]!)));
+      expect(worst).toBeLessThan(1e-5);
+    } finally {
+      disableMatmulTuning(backend.ctx);
+      packed.dispose();
+      model.dispose();
+    }
   });
 });

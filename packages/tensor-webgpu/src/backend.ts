@@ -152,6 +152,24 @@ export interface Backend<B = unknown> {
    * when this backend cannot (then the op splits the halves). Optional.
    */
   swigluPacked?(args: { gateUp: B; out: B; rows: number; width: number }): boolean;
+  /**
+   * x · Wᵀ (+ bias, + addend) of a transformed x [rows, k] in one kernel, f32, where this backend has one
+   * for the product (decoding's few rows on a GPU): `input` "rmsNorm" normalises each row of x with its
+   * weight and eps first; "swiglu" takes x as packed [rows, 2k] rows (gate, then up) and uses
+   * silu(gate) · up. False when it cannot, having recorded nothing (the op then runs the two ops).
+   * Optional.
+   */
+  linearOfInput?(args: {
+    x: B;
+    weight: B;
+    out: B;
+    rows: number;
+    n: number;
+    k: number;
+    bias?: B;
+    addend?: B;
+    input: { kind: "rmsNorm"; weight: B; eps: number } | { kind: "swiglu" };
+  }): boolean;
   swigluBackward(args: { gate: B; up: B; dOut: B; dGate: B; dUp: B; n: number }): void;
   embedding(args: {
     table: B;

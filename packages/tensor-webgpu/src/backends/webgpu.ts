@@ -9,6 +9,7 @@ import * as layout from "../kernels/layout.js";
 import { dtypeBytes } from "../kernels/layout.js";
 import * as logprobs from "../kernels/logprobs.js";
 import * as matmul from "../kernels/matmul.js";
+import { matvecWithInput } from "../kernels/matmul-fused-input.js";
 import * as optimizer from "../kernels/optimizer.js";
 import * as reduce from "../kernels/reduce.js";
 import * as rmsnorm from "../kernels/rmsnorm.js";
@@ -181,6 +182,8 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     logSoftmaxBackward: (args) => softmax.logSoftmaxBackward(ctx, args),
     swiglu: (args) => activation.swiglu(ctx, args),
     swigluPacked: (args) => activation.swigluPacked(ctx, args),
+    linearOfInput: ({ x, weight, rows, ...rest }) =>
+      matvecWithInput(ctx, { ...rest, a: x, b: weight, m: rows }),
     swigluBackward: (args) => activation.swigluBackward(ctx, args),
     embedding: (args) => embedding.embedding(ctx, args),
     embeddingBackward: (args) => embedding.embeddingBackward(ctx, args),

@@ -32,7 +32,7 @@
  *   reuse between subgroups to the caches. Staging costs every invocation scalar loads, stores and index
  *   arithmetic per element: on an H200 at 4096³ the direct kernel made 75 TFLOP/s, the staged one 28.5.
  */
-import type { FloatStorage } from "./elementwise.js";
+import { type FloatStorage, f32Bits } from "./elementwise.js";
 
 /** WGSL index of element (row, col) of a matrix stored row-major, or column-major when `transposed`. */
 export const storedIndex = (
@@ -690,6 +690,14 @@ export const MATVEC_MAX_ROWS = 16;
  * block, from the L2 cache after the first.
  */
 export const MATVEC_BLOCKED_MAX_ROWS = 256;
+/**
+ * How "matvec" reads A's rows: as stored; RMS-normalised (x · rsqrt(mean(x²) + eps) · normWeight, the
+ * weight bound after the addend as `normWeight`; 1/rms is one factor per row, so the kernel sums x·g·w
+ * and x² in the same loop and scales at the end); or as silu(gate) · up of a packed row [gate | up] of
+ * 2k elements. Decoding's RMSNorm and SwiGLU then ride in the product after them, one dispatch fewer each.
+ */
+export type MatvecInput = { kind: "plain" } | { kind: "rmsNorm"; eps: number } | { kind: "swiglu" };
+
 /** Output columns per workgroup of the "matvec" kernel (one group of 32 invocations each). */
 export const MATVEC_COLUMNS = 8;
 
@@ -702,14 +710,36 @@ export const MATVEC_COLUMNS = 8;
  * MATVEC_MAX_ROWS (rows past m read the last real row and are never stored); with more rows, the
  * workgroups of row y take rows y·MATVEC_MAX_ROWS onwards.
  */
-export function matvecKernel(rows: number, storage: FloatStorage, preamble: string): string {
+export function matvecKernel(
+  rows: number,
+  storage: FloatStorage,
+  preamble: string,
+  input: MatvecInput = { kind: "plain" },
+): string {
   const read = (array: string, index: string) =>
     storage === "f32" ? `${array}[${index}]` : `f32(${array}[${index}])`;
   const range = Array.from({ length: rows }, (_, r) => r);
   const width = 32 * MATVEC_COLUMNS;
+  const norm = input.kind === "rmsNorm";
+  // Rows of a packed gate|up A are twice the product's k apart.
+  const rowStride = input.kind === "swiglu" ? "2u * p.lda" : "p.lda";
+  const element = (r: number) =>
+    input.kind === "swiglu"
+      ? `silu(${read("a", `a${r} + kk`)}) * ${read("a", `a${r} + p.lda + kk`)}`
+      : read("a", `a${r} + kk`);
+  // With the norm, each lane also sums its share of every row's squares, reduced with the products.
+  const sums = norm ? 2 : 1;
+  const reduce = (r: number) =>
+    [`partial[${r * width}u + t] += partial[${r * width}u + t + s];`]
+      .concat(norm ? [`partial[${(rows + r) * width}u + t] += partial[${(rows + r) * width}u + t + s];`] : [])
+      .join(" ");
+  const result = norm
+    ? `partial[r * ${width}u + t] * inverseSqrt(partial[(${rows}u + r) * ${width}u + t] / f32(p.k) + bitcast<f32>(${f32Bits(input.eps)}u))`
+    : `partial[r * ${width}u + t]`;
   return /* wgsl */ `${preamble}
 
-var<workgroup> partial: array<f32, ${rows * width}>;
+var<workgroup> partial: array<f32, ${sums * rows * width}>;
+${input.kind === "swiglu" ? "fn silu(x: f32) -> f32 { return x / (1.0 + exp(-x)); }" : ""}
 
 @compute @workgroup_size(${width})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -719,24 +749,31 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let row0 = wg.y * ${rows}u;
   let aBase = p.aBase + batch * p.aBatchStride;
   let wRow = p.bBase + batch * p.bBatchStride + min(col, p.n - 1u) * p.ldb;
-  ${range.map((r) => `let a${r} = aBase + min(row0 + ${r}u, p.m - 1u) * p.lda;`).join("\n  ")}
-  ${range.map((r) => `var acc${r} = 0.0;`).join(" ")}
+  ${range.map((r) => `let a${r} = aBase + min(row0 + ${r}u, p.m - 1u) * ${rowStride};`).join("\n  ")}
+  ${range.map((r) => `var acc${r} = 0.0;${norm ? ` var squares${r} = 0.0;` : ""}`).join(" ")}
   for (var kk = lane; kk < p.k; kk += 32u) {
-    let w = ${read("b", "wRow + kk")};
-    ${range.map((r) => `acc${r} = fma(${read("a", `a${r} + kk`)}, w, acc${r});`).join("\n    ")}
+    let w = ${read("b", "wRow + kk")}${norm ? " * normWeight[kk]" : ""};
+    ${range
+      .map((r) =>
+        norm
+          ? `let x${r} = ${element(r)}; acc${r} = fma(x${r}, w, acc${r}); squares${r} = fma(x${r}, x${r}, squares${r});`
+          : `acc${r} = fma(${element(r)}, w, acc${r});`,
+      )
+      .join("\n    ")}
   }
   ${range.map((r) => `partial[${r * width}u + t] = acc${r};`).join("\n  ")}
+  ${norm ? range.map((r) => `partial[${(rows + r) * width}u + t] = squares${r};`).join("\n  ") : ""}
   workgroupBarrier();
   for (var s = 16u; s > 0u; s >>= 1u) {
     if (lane < s) {
-      ${range.map((r) => `partial[${r * width}u + t] += partial[${r * width}u + t + s];`).join("\n      ")}
+      ${range.map(reduce).join("\n      ")}
     }
     workgroupBarrier();
   }
   if (lane == 0u && col < p.n) {
     let outBase = p.outBase + batch * p.outBatchStride;
     for (var r = 0u; r < min(p.m - row0, ${rows}u); r++) {
-      storeOut(outBase + (row0 + r) * p.ldo + col, col, partial[r * ${width}u + t]);
+      storeOut(outBase + (row0 + r) * p.ldo + col, col, ${result});
     }
   }
 }`;

@@ -256,11 +256,16 @@ struct Params {
 }`;
 
 /**
- * The storage-buffer kernels' common start: enables, params, the a / b / out / bias / addend / params
- * bindings, storeOut. `operands`: the element type a and b are read as (a kernel that reads them in wide
- * vectors declares them so; indices stay the caller's business).
+ * The storage-buffer kernels' common start: enables, params, the a / b / out / bias / addend bindings,
+ * then `inputs` (declarations such as "var<storage, read> g: array<f32>", bound after the addend), then
+ * params; and storeOut. `operands`: the element type a and b are read as (a kernel that reads them in
+ * wide vectors declares them so; indices stay the caller's business).
  */
-export function gemmPreamble(storage: FloatStorage, operands: string = storage): string {
+export function gemmPreamble(
+  storage: FloatStorage,
+  operands: string = storage,
+  inputs: readonly string[] = [],
+): string {
   return /* wgsl */ `${enableFor(storage)}
 ${GEMM_PARAMS}
 @group(0) @binding(0) var<storage, read> a: array<${operands}>;
@@ -268,7 +273,8 @@ ${GEMM_PARAMS}
 @group(0) @binding(2) var<storage, read_write> out: array<${storage}>;
 @group(0) @binding(3) var<storage, read> bias: array<${storage}>;
 @group(0) @binding(4) var<storage, read> addend: array<${storage}>;
-@group(0) @binding(5) var<uniform> p: Params;
+${inputs.map((declaration, i) => `@group(0) @binding(${5 + i}) ${declaration};`).join("\n")}
+@group(0) @binding(${5 + inputs.length}) var<uniform> p: Params;
 ${storeFn(storage)}`;
 }
 

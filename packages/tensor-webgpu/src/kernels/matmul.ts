@@ -388,7 +388,7 @@ function runSubgroupMatrixPipelined(
 // ---------------------------------------------------------------------------------------------------------
 // Entry points
 
-function problemOf(args: MatmulArgs): Problem {
+export function problemOf(args: MatmulArgs): Problem {
   const { batch, m, n, k } = args;
   for (const [name, value] of Object.entries({ batch, m, n, k })) {
     if (!Number.isInteger(value) || value < 0)

@@ -1,4 +1,5 @@
 export * from "./elementwise.js";
+export * from "./fused-linear.js";
 export * from "./losses.js";
 export * from "./matmul.js";
 export * from "./nn.js";

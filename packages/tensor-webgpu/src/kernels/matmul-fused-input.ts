@@ -1,0 +1,67 @@
+/**
+ * x · Wᵀ of a transformed input in one "matvec" dispatch: decoding's RMSNorm before a projection, and its
+ * SwiGLU before the down projection, read A's rows as the kernel goes (MatvecInput), so a decoding step
+ * records one dispatch fewer for each. Only where "matvec" is the kernel the plain product would run (a
+ * GPU's few-row products, or a tuned choice): elsewhere the caller runs the two ops, whose kernels win
+ * there.
+ */
+import type { GpuContext } from "../gpu/context.js";
+import { matmulChoice, problemOf } from "./matmul.js";
+import { MATVEC_COLUMNS, MATVEC_MAX_ROWS, matvecKernel } from "./matmul-gpu.js";
+import {
+  type Chunk,
+  epilogueOf,
+  gemmParams,
+  gemmPreamble,
+  limits,
+  type MatmulArgs,
+  source,
+} from "./matmul-problem.js";
+
+/** What A's rows are: RMS-normalised with `weight` and `eps`, or silu(gate) · up of packed [gate | up] rows. */
+export type ProductInput = { kind: "rmsNorm"; weight: GPUBuffer; eps: number } | { kind: "swiglu" };
+
+/**
+ * out [m, n] = input(A) · Wᵀ (+ bias, + addend), A [m, k] (with "swiglu", [m, 2k]: each row's gate, then
+ * its up), W [n, k], f32. Records it and returns true when "matvec" runs this product here and every
+ * operand fits one binding; returns false, recording nothing, otherwise.
+ */
+export function matvecWithInput(
+  ctx: GpuContext,
+  args: Omit<MatmulArgs, "batch" | "transA" | "transB" | "aBatchStride" | "bBatchStride" | "accumulate"> & {
+    input: ProductInput;
+  },
+): boolean {
+  const { input, ...rest } = args;
+  const plain: MatmulArgs = { ...rest, batch: 1, transB: true };
+  if ((args.dtype ?? "f32") !== "f32" || args.alpha !== undefined || args.m === 0 || args.n === 0)
+    return false;
+  if (matmulChoice(ctx, plain).variant !== "matvec") return false;
+  const p = problemOf(plain);
+  const rowElements = input.kind === "swiglu" ? 2 * p.k : p.k;
+  const bindingBytes = limits(ctx).bindingBytes;
+  if ([p.m * rowElements, p.n * p.k, p.m * p.n].some((elements) => elements * 4 > bindingBytes)) return false;
+  if (input.kind === "swiglu" && args.a.size < p.m * rowElements * 4)
+    throw new RangeError(
+      `matmul: buffer a holds ${args.a.size} bytes, packed gate|up rows need ${p.m * rowElements * 4}`,
+    );
+
+  const rows = Math.min(2 ** Math.ceil(Math.log2(p.m)), MATVEC_MAX_ROWS);
+  const kind = input.kind === "rmsNorm" ? `rmsNorm ${input.eps}` : input.kind;
+  const key = `matvec${rows} ${kind}`;
+  const inputs = input.kind === "rmsNorm" ? ["var<storage, read> normWeight: array<f32>"] : [];
+  const kernelInput = input.kind === "rmsNorm" ? { kind: "rmsNorm" as const, eps: input.eps } : input;
+  const pipeline = ctx.pipeline(
+    `matmul ${key}`,
+    source(key, () => matvecKernel(rows, "f32", gemmPreamble("f32", "f32", inputs), kernelInput)),
+  );
+  const whole: Chunk = { batch0: 0, batches: 1, m0: 0, m: p.m, n0: 0, n: p.n, k0: 0, k: p.k };
+  const epilogue = epilogueOf(ctx, plain, p, whole);
+  ctx.dispatch(
+    pipeline,
+    [args.a, args.b, args.out, ...epilogue.bindings, ...(input.kind === "rmsNorm" ? [input.weight] : [])],
+    gemmParams(p, whole, false, 0, 0, 0, epilogue),
+    [Math.ceil(p.n / MATVEC_COLUMNS), Math.ceil(p.m / rows), 1],
+  );
+  return true;
+}
