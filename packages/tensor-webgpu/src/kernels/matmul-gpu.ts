@@ -260,6 +260,33 @@ function fragmentStore(result: string, M: number, N: number, lanes: number): str
 `;
 }
 
+/**
+ * WGSL: the entry point of a staged tensor-core kernel of `invocations` on `tile` x `tile` outputs, up to
+ * its batch's operand bases and its tile's first row and column.
+ */
+const stagedEntry = (
+  invocations: number,
+  tile: number,
+): string => /* wgsl */ `@compute @workgroup_size(${invocations})
+fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
+        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
+  let batch = wg.z;
+  let aBase = p.aBase + batch * p.aBatchStride;
+  let bBase = p.bBase + batch * p.bBatchStride;
+  let tileRow = wg.y * ${tile}u;
+  let tileCol = wg.x * ${tile}u;`;
+
+/** WGSL: a subgroup's accumulators acc<i>_<j> stored at its block (blockRow, blockCol) of the output. */
+const storeBlock = (pairs: readonly (readonly [number, number])[], shape: SubgroupMatrixShape): string =>
+  ["let outBase = p.outBase + batch * p.outBatchStride;"]
+    .concat(
+      pairs.map(
+        ([i, j]) =>
+          `storeFragment(acc${i}_${j}, blockRow + ${i * shape.m}u, blockCol + ${j * shape.n}u, sg, sgLane, outBase);`,
+      ),
+    )
+    .join("\n  ");
+
 /** k-step of the subgroup-matrix kernel (halves per staged row). */
 const SUBGROUP_MATRIX_DEPTH = 32;
 /** Subgroups per workgroup, as 2 rows x 4 columns of 64 x 32 blocks. */
@@ -326,14 +353,7 @@ var<workgroup> aTile: array<f16, ${aRows * aStride}>;
 var<workgroup> bTile: array<f16, ${bRows * bStride}>;
 var<workgroup> scratch: array<f32, ${SUBGROUPS * M * N}>;
 ${fragmentStore(result, M, N, lanes)}
-@compute @workgroup_size(${invocations})
-fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
-        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
-  let batch = wg.z;
-  let aBase = p.aBase + batch * p.aBatchStride;
-  let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${GPU_TILE}u;
-  let tileCol = wg.x * ${GPU_TILE}u;
+${stagedEntry(invocations, GPU_TILE)}
   let blockRowInTile = (sg / 4u) * 64u;
   let blockColInTile = (sg % 4u) * 32u;
   ${declare.join("\n  ")}
@@ -460,13 +480,7 @@ fn main(@builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) sgLane: 
     .join("\n  ")}
   ${pairs.map(([i, j]) => `var acc${i}_${j} = ${result}();`).join("\n  ")}
   ${loop}
-  let outBase = p.outBase + batch * p.outBatchStride;
-  ${pairs
-    .map(
-      ([i, j]) =>
-        `storeFragment(acc${i}_${j}, blockRow + ${i * M}u, blockCol + ${j * N}u, sg, sgLane, outBase);`,
-    )
-    .join("\n  ")}
+  ${storeBlock(pairs, shape)}
 }`;
 }
 
@@ -641,14 +655,7 @@ var<workgroup> bTile: array<f16, ${2 * bStage}>;
 var<workgroup> scratch: array<f32, ${DIRECT_SUBGROUPS * M * N}>;
 ${fragmentStore(result, M, N, lanes)}
 ${functions}
-@compute @workgroup_size(${invocations})
-fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u32,
-        @builtin(subgroup_invocation_id) sgLane: u32, @builtin(workgroup_id) wg: vec3u) {
-  let batch = wg.z;
-  let aBase = p.aBase + batch * p.aBatchStride;
-  let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${tile}u;
-  let tileCol = wg.x * ${tile}u;
+${stagedEntry(invocations, tile)}
   let blockRowInTile = (sg / 2u) * ${block}u;
   let blockColInTile = (sg % 2u) * ${block}u;
   ${pairs.map(([i, j]) => `var acc${i}_${j} = ${result}();`).join("\n  ")}
@@ -668,13 +675,7 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(subgroup_id) sg: u3
   }
   let blockRow = tileRow + blockRowInTile;
   let blockCol = tileCol + blockColInTile;
-  let outBase = p.outBase + batch * p.outBatchStride;
-  ${pairs
-    .map(
-      ([i, j]) =>
-        `storeFragment(acc${i}_${j}, blockRow + ${i * M}u, blockCol + ${j * N}u, sg, sgLane, outBase);`,
-    )
-    .join("\n  ")}
+  ${storeBlock(pairs, shape)}
 }`;
 }
 
