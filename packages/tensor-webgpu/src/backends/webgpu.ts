@@ -182,8 +182,7 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     logSoftmaxBackward: (args) => softmax.logSoftmaxBackward(ctx, args),
     swiglu: (args) => activation.swiglu(ctx, args),
     swigluPacked: (args) => activation.swigluPacked(ctx, args),
-    linearOfInput: ({ x, weight, rows, ...rest }) =>
-      matvecWithInput(ctx, { ...rest, a: x, b: weight, m: rows }),
+    linearOfInput: (args) => matvecWithInput(ctx, args),
     swigluBackward: (args) => activation.swigluBackward(ctx, args),
     embedding: (args) => embedding.embedding(ctx, args),
     embeddingBackward: (args) => embedding.embeddingBackward(ctx, args),

@@ -21,34 +21,47 @@ import {
 /** What A's rows are: RMS-normalised with `weight` and `eps`, or silu(gate) · up of packed [gate | up] rows. */
 export type ProductInput = { kind: "rmsNorm"; weight: GPUBuffer; eps: number } | { kind: "swiglu" };
 
+/** A product of a transformed input: Backend.linearOfInput's arguments, and a variant to force (tests). */
+export interface ProductOfInput {
+  /** [rows, k], or with "swiglu" [rows, 2k]: each row's gate, then its up. */
+  x: GPUBuffer;
+  /** [n, k]. */
+  weight: GPUBuffer;
+  out: GPUBuffer;
+  rows: number;
+  n: number;
+  k: number;
+  bias?: GPUBuffer;
+  addend?: GPUBuffer;
+  input: ProductInput;
+  variant?: MatmulArgs["variant"];
+}
+
 /**
- * out [m, n] = input(A) · Wᵀ (+ bias, + addend), A [m, k] (with "swiglu", [m, 2k]: each row's gate, then
- * its up), W [n, k], f32. Records it and returns true when "matvec" runs this product here and every
- * operand fits one binding; returns false, recording nothing, otherwise.
+ * out [rows, n] = input(x) · Wᵀ (+ bias, + addend), all f32. Records it and returns true when "matvec"
+ * runs this product here and every operand fits one binding; returns false, recording nothing,
+ * otherwise. It runs once per decoded token and layer, so its arguments are copied field by field (an
+ * object spread cost more than the rest of the call).
  */
-export function matvecWithInput(
-  ctx: GpuContext,
-  args: Omit<MatmulArgs, "batch" | "transA" | "transB" | "aBatchStride" | "bBatchStride" | "accumulate"> & {
-    input: ProductInput;
-  },
-): boolean {
-  const { input, ...rest } = args;
-  const plain: MatmulArgs = { ...rest, batch: 1, transB: true };
-  if ((args.dtype ?? "f32") !== "f32" || args.alpha !== undefined || args.m === 0 || args.n === 0)
-    return false;
+export function matvecWithInput(ctx: GpuContext, args: ProductOfInput): boolean {
+  const { input, rows: m, n, k } = args;
+  if (m === 0 || n === 0) return false;
+  const plain: MatmulArgs = { a: args.x, b: args.weight, out: args.out, batch: 1, m, n, k, transB: true };
+  if (args.bias) plain.bias = args.bias;
+  if (args.addend) plain.addend = args.addend;
+  if (args.variant) plain.variant = args.variant;
   if (matmulChoice(ctx, plain).variant !== "matvec") return false;
   const p = problemOf(plain);
   const rowElements = input.kind === "swiglu" ? 2 * p.k : p.k;
   const bindingBytes = limits(ctx).bindingBytes;
   if ([p.m * rowElements, p.n * p.k, p.m * p.n].some((elements) => elements * 4 > bindingBytes)) return false;
-  if (input.kind === "swiglu" && args.a.size < p.m * rowElements * 4)
+  if (input.kind === "swiglu" && args.x.size < p.m * rowElements * 4)
     throw new RangeError(
-      `matmul: buffer a holds ${args.a.size} bytes, packed gate|up rows need ${p.m * rowElements * 4}`,
+      `matmul: buffer x holds ${args.x.size} bytes, packed gate|up rows need ${p.m * rowElements * 4}`,
     );
 
   const rows = Math.min(2 ** Math.ceil(Math.log2(p.m)), MATVEC_MAX_ROWS);
-  const kind = input.kind === "rmsNorm" ? `rmsNorm ${input.eps}` : input.kind;
-  const key = `matvec${rows} ${kind}`;
+  const key = input.kind === "rmsNorm" ? `matvec${rows} rmsNorm ${input.eps}` : `matvec${rows} swiglu`;
   const inputs = input.kind === "rmsNorm" ? ["var<storage, read> normWeight: array<f32>"] : [];
   const kernelInput = input.kind === "rmsNorm" ? { kind: "rmsNorm" as const, eps: input.eps } : input;
   const pipeline = ctx.pipeline(
@@ -59,7 +72,9 @@ export function matvecWithInput(
   const epilogue = epilogueOf(ctx, plain, p, whole);
   ctx.dispatch(
     pipeline,
-    [args.a, args.b, args.out, ...epilogue.bindings, ...(input.kind === "rmsNorm" ? [input.weight] : [])],
+    input.kind === "rmsNorm"
+      ? [args.x, args.weight, args.out, ...epilogue.bindings, input.weight]
+      : [args.x, args.weight, args.out, ...epilogue.bindings],
     gemmParams(p, whole, false, 0, 0, 0, epilogue),
     [Math.ceil(p.n / MATVEC_COLUMNS), Math.ceil(p.m / rows), 1],
   );
