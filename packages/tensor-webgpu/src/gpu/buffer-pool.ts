@@ -8,6 +8,7 @@
  * re-create them every step (measured on an H100: a Qwen2.5-0.5B step peaks at 9.2 GiB, and with a 2 GiB
  * budget 0.61 s of its 0.74 s went to the CPU). Memory is not raised: what is kept was in use at once.
  */
+import { bufferBytes } from "./buffer-bytes.js";
 
 export const STORAGE_USAGE = 0x80 | 0x4 | 0x8; // STORAGE | COPY_SRC | COPY_DST (numeric: no GPU globals needed)
 
@@ -89,7 +90,7 @@ export class BufferPool {
   }
 
   release(buffer: GPUBuffer): void {
-    const size = buffer.size;
+    const size = bufferBytes(buffer);
     this.stats_.inUseBytes -= size;
     const budget = this.budget;
     if (size > budget) {

@@ -6,6 +6,7 @@
  * and the kernel skips `shift` elements. Binding exact windows also keeps a pooled buffer that is larger
  * than the limit (pooled buffers are larger than asked) bindable when its contents are not.
  */
+import { bufferBytes } from "../gpu/buffer-bytes.js";
 import type { Binding, GpuContext } from "../gpu/context.js";
 
 let testingLimit: number | undefined;
@@ -78,7 +79,7 @@ export function bindingWindow(
   const offset = Math.floor(start / alignment(ctx)) * alignment(ctx);
   const size = Math.max(16, Math.ceil((start - offset + bytes) / 4) * 4);
   return {
-    binding: { buffer, offset, size: Math.min(size, buffer.size - offset) },
+    binding: { buffer, offset, size: Math.min(size, bufferBytes(buffer) - offset) },
     shift: (start - offset) / elementBytes,
   };
 }
@@ -109,5 +110,5 @@ export function wholeBinding(ctx: GpuContext, buffer: GPUBuffer): Binding {
     ctx.device.limits.maxStorageBufferBindingSize,
     testingLimit ?? Number.POSITIVE_INFINITY,
   );
-  return { buffer, offset: 0, size: Math.min(buffer.size, Math.floor(limit / 16) * 16) };
+  return { buffer, offset: 0, size: Math.min(bufferBytes(buffer), Math.floor(limit / 16) * 16) };
 }

@@ -5,6 +5,7 @@
  * GPU's few-row products, or a tuned choice): elsewhere the caller runs the two ops, whose kernels win
  * there.
  */
+import { bufferBytes } from "../gpu/buffer-bytes.js";
 import type { GpuContext } from "../gpu/context.js";
 import { matmulChoice, problemOf } from "./matmul.js";
 import { MATVEC_COLUMNS, MATVEC_MAX_ROWS, matvecKernel } from "./matmul-gpu.js";
@@ -55,7 +56,7 @@ export function matvecWithInput(ctx: GpuContext, args: ProductOfInput): boolean 
   const rowElements = input.kind === "swiglu" ? 2 * p.k : p.k;
   const bindingBytes = limits(ctx).bindingBytes;
   if ([p.m * rowElements, p.n * p.k, p.m * p.n].some((elements) => elements * 4 > bindingBytes)) return false;
-  if (input.kind === "swiglu" && args.x.size < p.m * rowElements * 4)
+  if (input.kind === "swiglu" && bufferBytes(args.x) < p.m * rowElements * 4)
     throw new RangeError(
       `matmul: buffer x holds ${args.x.size} bytes, packed gate|up rows need ${p.m * rowElements * 4}`,
     );

@@ -59,6 +59,7 @@
  * (maxStorageBufferBindingSize), texture (maxTextureDimension2D, 64 MiB) or dispatch are split into
  * chunks over batch, m, n and k (k-chunks after the first accumulate).
  */
+import { bufferBytes } from "../gpu/buffer-bytes.js";
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
 import { type MatmulChoice, type MatmulShape, type MatmulVariant, matmulChoices } from "./matmul-choices.js";
@@ -412,7 +413,7 @@ export function problemOf(args: MatmulArgs): Problem {
   if (p.aBatchStride < 0 || p.bBatchStride < 0) throw new RangeError("matmul: batch strides must be >= 0");
   if (batch * m * n === 0) return p;
   const need = (name: string, buffer: GPUBuffer, elements: number) => {
-    if (buffer.size < elements * p.bytes) {
+    if (bufferBytes(buffer) < elements * p.bytes) {
       throw new RangeError(
         `matmul: buffer ${name} holds ${buffer.size} bytes, the problem reads or writes ${elements * p.bytes}`,
       );
