@@ -8,15 +8,6 @@ import {
   promptSeed,
 } from "./policy.js";
 
-/**
- * A Qwen2 model on this machine, sampled with batched KV-cache generation; stops at <|im_end|> or eos.
- * Within a rollout it caches prompt prefixes (each turn's prompt extends the last one), so a turn runs the
- * model on the new tokens only; the cache is dropped at every rollout boundary, when weights may change.
- *
- * A batch draws from one random stream seeded by the turn's seed, or, with `seedPerPrompt`, prompt i
- * draws from its own stream seeded seed + i: what an inference server does with VllmCompletionsPolicy's
- * per-request seeds, so a run sampled here and one sampled on this project's server agree token for token.
- */
 export interface LocalModelPolicyOptions {
   /** Reuse each turn's cached prompt prefix from the previous turn (default true). */
   prefixCaching?: boolean;
@@ -26,6 +17,15 @@ export interface LocalModelPolicyOptions {
   prefillTokens?: number;
 }
 
+/**
+ * A Qwen2 model on this machine, sampled with batched KV-cache generation; stops at <|im_end|> or eos.
+ * Within a rollout it caches prompt prefixes (each turn's prompt extends the last one), so a turn runs the
+ * model on the new tokens only; the cache is dropped at every rollout boundary, when weights may change.
+ *
+ * A batch draws from one random stream seeded by the turn's seed, or, with `seedPerPrompt`, prompt i
+ * draws from its own stream seeded seed + i: what an inference server does with VllmCompletionsPolicy's
+ * per-request seeds, so a run sampled here and one sampled on this project's server agree token for token.
+ */
 export class LocalModelPolicy implements Policy {
   readonly stopTokenIds: readonly number[];
   readonly prefixCache: PrefixCache | undefined;
