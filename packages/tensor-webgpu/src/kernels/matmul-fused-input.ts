@@ -8,7 +8,7 @@
 import { bufferBytes } from "../gpu/buffer-bytes.js";
 import type { GpuContext } from "../gpu/context.js";
 import { matmulChoice, problemOf } from "./matmul.js";
-import { MATVEC_COLUMNS, MATVEC_MAX_ROWS, matvecKernel } from "./matmul-gpu.js";
+import { MATVEC_COLUMNS, matvecKernel, matvecRows } from "./matmul-gpu.js";
 import {
   type Chunk,
   epilogueOf,
@@ -56,12 +56,13 @@ export function matvecWithInput(ctx: GpuContext, args: ProductOfInput): boolean 
   const rowElements = input.kind === "swiglu" ? 2 * p.k : p.k;
   const bindingBytes = limits(ctx).bindingBytes;
   if ([p.m * rowElements, p.n * p.k, p.m * p.n].some((elements) => elements * 4 > bindingBytes)) return false;
-  if (input.kind === "swiglu" && bufferBytes(args.x) < p.m * rowElements * 4)
+  const xBytes = bufferBytes(args.x);
+  if (input.kind === "swiglu" && xBytes < p.m * rowElements * 4)
     throw new RangeError(
-      `matmul: buffer x holds ${args.x.size} bytes, packed gate|up rows need ${p.m * rowElements * 4}`,
+      `matmul: buffer x holds ${xBytes} bytes, packed gate|up rows need ${p.m * rowElements * 4}`,
     );
 
-  const rows = Math.min(2 ** Math.ceil(Math.log2(p.m)), MATVEC_MAX_ROWS);
+  const rows = matvecRows(p.m);
   const key = input.kind === "rmsNorm" ? `matvec${rows} rmsNorm ${input.eps}` : `matvec${rows} swiglu`;
   const inputs = input.kind === "rmsNorm" ? ["var<storage, read> normWeight: array<f32>"] : [];
   const kernelInput = input.kind === "rmsNorm" ? { kind: "rmsNorm" as const, eps: input.eps } : input;

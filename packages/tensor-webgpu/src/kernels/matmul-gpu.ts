@@ -699,6 +699,10 @@ export const MATVEC_BLOCKED_MAX_ROWS = 256;
  */
 export type MatvecInput = { kind: "plain" } | { kind: "rmsNorm"; eps: number } | { kind: "swiglu" };
 
+/** Rows one "matvec" workgroup takes for an m-row product: m rounded up to a power of two, at most MATVEC_MAX_ROWS. */
+export const matvecRows = (m: number): number =>
+  Math.min(2 ** Math.ceil(Math.log2(Math.max(m, 1))), MATVEC_MAX_ROWS);
+
 /** Output columns per workgroup of the "matvec" kernel (one group of 32 invocations each). */
 export const MATVEC_COLUMNS = 8;
 

@@ -77,6 +77,7 @@ import {
   MATVEC_MAX_ROWS,
   type MatrixTile,
   matvecKernel,
+  matvecRows,
   pickSubgroupMatrixShape,
   pipelinedBytes,
   pipelinedDepth,
@@ -262,7 +263,7 @@ function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
       `matmul: the "matvec" variant takes x · Wᵀ with at most ${MATVEC_BLOCKED_MAX_ROWS} rows (A not transposed, B transposed)`,
     );
   }
-  const rows = Math.min(2 ** Math.ceil(Math.log2(Math.max(p.m, 1))), MATVEC_MAX_ROWS);
+  const rows = matvecRows(p.m);
   const key = `matvec${rows} ${code(p)}`;
   const pipeline = ctx.pipeline(
     `matmul ${key}`,

@@ -39,8 +39,10 @@ function fused(
     rows: x.size / x.shape[x.rank - 1]!,
     n,
     k,
-    ...(bias ? { bias: bias.buffer } : {}),
-    ...(addend ? { addend: addend.buffer } : {}),
+    // Present, undefined when absent: a conditional spread gives each combination its own object shape,
+    // and a spread on this path measured slower than the rest of the call (matmul-fused-input.ts).
+    bias: bias?.buffer,
+    addend: addend?.buffer,
     input:
       input.kind === "rmsNorm" ? { kind: "rmsNorm", weight: input.weight.buffer, eps: input.eps } : input,
   });
