@@ -21,6 +21,7 @@ export type MatmulVariant =
   | "tiled"
   | "buffer"
   | "blocked"
+  | "blocked-wide"
   | "subgroup-matrix"
   | "subgroup-matrix-direct"
   | "subgroup-matrix-pipelined"
@@ -31,6 +32,7 @@ const VARIANTS: readonly MatmulVariant[] = [
   "tiled",
   "buffer",
   "blocked",
+  "blocked-wide",
   "subgroup-matrix",
   "subgroup-matrix-direct",
   "subgroup-matrix-pipelined",
@@ -51,6 +53,7 @@ export interface MatmulShape {
 /** A kernel for a problem: the variant and, for "blocked" and the tensor-core variants that take one, its tile. */
 export interface MatmulChoice {
   variant: MatmulVariant;
+  /** "blocked" and "blocked-wide": the output tile and k-step. */
   blockedTile?: BlockedTile;
   /** "subgroup-matrix-direct" and "subgroup-matrix-pipelined": the square output tile. */
   matrixTile?: MatrixTile;

@@ -84,6 +84,46 @@ export const BLOCKED_TILES: readonly BlockedTile[] = [BLOCKED_TILE].concat(
 export const blockedTileBytes = (tile: BlockedTile): number =>
   16 * tile.depth * (tile.rows / 4 + 1 + tile.cols / 4 + 1);
 
+/** WGSL: store 4 consecutive outputs of a row through the epilogue, skipping those past the edges. */
+export const STORE_ROW = /* wgsl */ `fn storeRow(outBase: u32, row: u32, col: u32, v: vec4f) {
+  if (row >= p.m) { return; }
+  for (var j = 0u; j < 4u; j++) {
+    if (col + j < p.n) { storeOut(outBase + row * p.ldo + col + j, col + j, v[j]); }
+  }
+}`;
+
+/**
+ * WGSL pieces of the "blocked" kernels' register blocking: each invocation's 4 x 4 blocks of accumulators
+ * (rows ty·4.. and 64 + ty·4.., columns likewise), the reads of one k-row kk of the staged slices (vec4s
+ * of 4 rows of A, 4 columns of B; from `aAt`/`bAt`, the stage's first vec4), the multiply-adds, and the
+ * stores from `row0`, `col0`.
+ */
+export function registerBlock(tile: BlockedTile, aStride: number, bStride: number, aAt = "", bAt = "") {
+  // Blocks of 4 rows (columns) per invocation, 64 apart: 1 for a 64-wide tile, 2 for 128.
+  const rowBlocks = tile.rows / 64;
+  const colBlocks = tile.cols / 64;
+  const accumulators: string[] = [];
+  const fmas: string[] = [];
+  const outputs: string[] = [];
+  const reads: string[] = [];
+  const from = (at: string) => (at ? `${at} + ` : "");
+  for (let i = 0; i < rowBlocks; i++)
+    reads.push(`let a${i} = aTile[${from(aAt)}kk * ${aStride}u + ${16 * i}u + lid.y];`);
+  for (let j = 0; j < colBlocks; j++)
+    reads.push(`let b${j} = bTile[${from(bAt)}kk * ${bStride}u + ${16 * j}u + lid.x];`);
+  for (let r = 0; r < 4 * rowBlocks; r++) {
+    const a = `a${Math.floor(r / 4)}.${"xyzw"[r % 4]}`;
+    for (let j = 0; j < colBlocks; j++) {
+      accumulators.push(`var acc${r}_${j} = vec4f(0.0);`);
+      fmas.push(`acc${r}_${j} = fma(vec4f(${a}), b${j}, acc${r}_${j});`);
+      const row = `row0 + ${64 * Math.floor(r / 4) + (r % 4)}u`;
+      const col = `col0 + ${j * 64}u`;
+      outputs.push(`storeRow(outBase, ${row}, ${col}, acc${r}_${j});`);
+    }
+  }
+  return { accumulators, reads, fmas, outputs };
+}
+
 /**
  * WGSL of the "blocked" kernel. `preamble` declares the enables, the uniform struct `Params` (m, n, k,
  * bases, strides, leading dimensions), the bindings a, b, out, bias, addend, p and the `storeOut(index, col, value)` epilogue.
@@ -98,9 +138,6 @@ export function blockedKernel(
   const problem = blockedTileProblem(tile);
   if (problem) throw new RangeError(problem);
   const bk = tile.depth;
-  // Blocks of 4 rows (columns) per invocation, 64 apart: 1 for a 64-wide tile, 2 for 128.
-  const rowBlocks = tile.rows / 64;
-  const colBlocks = tile.cols / 64;
   const aQuads = tile.rows / 4; // vec4s per k-row of A's staged slice
   const bQuads = tile.cols / 4;
   const aStride = aQuads + 1; // one vec4 of padding per k-row
@@ -130,22 +167,7 @@ export function blockedKernel(
     loads.push(`bNext${i} = loadB4(bBase, k0 + ${b.kk}, tileCol + ${b.quad} * 4u);`);
     stores.push(`bTile[${b.kk} * ${bStride}u + ${b.quad}] = bNext${i};`);
   }
-  const accumulators: string[] = [];
-  const fmas: string[] = [];
-  const outputs: string[] = [];
-  const reads: string[] = [];
-  for (let i = 0; i < rowBlocks; i++) reads.push(`let a${i} = aTile[kk * ${aStride}u + ${16 * i}u + lid.y];`);
-  for (let j = 0; j < colBlocks; j++) reads.push(`let b${j} = bTile[kk * ${bStride}u + ${16 * j}u + lid.x];`);
-  for (let r = 0; r < 4 * rowBlocks; r++) {
-    const a = `a${Math.floor(r / 4)}.${"xyzw"[r % 4]}`;
-    for (let j = 0; j < colBlocks; j++) {
-      accumulators.push(`var acc${r}_${j} = vec4f(0.0);`);
-      fmas.push(`acc${r}_${j} = fma(vec4f(${a}), b${j}, acc${r}_${j});`);
-      const row = `row0 + ${64 * Math.floor(r / 4) + (r % 4)}u`;
-      const col = `col0 + ${j * 64}u`;
-      outputs.push(`storeRow(outBase, ${row}, ${col}, acc${r}_${j});`);
-    }
-  }
+  const { accumulators, reads, fmas, outputs } = registerBlock(tile, aStride, bStride);
   // Element (row, col) of op(A) / op(B) in storage, for the stored layouts.
   const aIndex = (row: string, kk: string) => storedIndex("aBase", "p.lda", row, kk, transA);
   const bIndex = (kk: string, col: string) => storedIndex("bBase", "p.ldb", kk, col, transB);
@@ -177,12 +199,7 @@ fn loadB4(bBase: u32, kk: u32, col: u32) -> vec4f {
   return v;
 }
 
-fn storeRow(outBase: u32, row: u32, col: u32, v: vec4f) {
-  if (row >= p.m) { return; }
-  for (var j = 0u; j < 4u; j++) {
-    if (col + j < p.n) { storeOut(outBase + row * p.ldo + col + j, col + j, v[j]); }
-  }
-}
+${STORE_ROW}
 @compute @workgroup_size(16, 16)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
   let t = lid.y * 16u + lid.x;

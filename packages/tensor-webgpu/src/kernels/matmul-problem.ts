@@ -41,7 +41,7 @@ export interface MatmulArgs {
   bias?: GPUBuffer;
   /** Added to the result after alpha: [batch, m, n] in out's layout (a residual), of its element type. */
   addend?: GPUBuffer;
-  /** The "blocked" variant's output tile and k-step (default 128 x 128, k-step 8). */
+  /** The "blocked" and "blocked-wide" variants' output tile and k-step (default 128 x 128, k-step 8). */
   blockedTile?: BlockedTile;
   /** The "subgroup-matrix-direct" and "subgroup-matrix-pipelined" variants' square output tile (default 128). */
   matrixTile?: MatrixTile;

@@ -10,6 +10,7 @@
 import { float16ArrayToFloat32 } from "../core/half-float.js";
 import type { GpuContext } from "../gpu/context.js";
 import { fixedRuleChoice, matmul, subgroupMatrixShape, textureVariantAvailable } from "./matmul.js";
+import { blockedWideBytes, wideFits } from "./matmul-blocked-wide.js";
 import {
   type CandidateTime,
   choiceName,
@@ -31,6 +32,14 @@ import {
 } from "./matmul-gpu.js";
 import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
 
+/** The strides of a problem's operands stored densely, as tuning runs it. */
+const packedLayout = (shape: MatmulShape) => ({
+  aBatchStride: shape.m * shape.k,
+  bBatchStride: shape.k * shape.n,
+  lda: shape.transA ? shape.m : shape.k,
+  ldb: shape.transB ? shape.k : shape.n,
+});
+
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
   const candidates: MatmulChoice[] = [{ variant: "buffer" }, { variant: "tiled" }];
@@ -43,6 +52,9 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   } else {
     for (const tile of BLOCKED_TILES)
       if (blockedTileBytes(tile) <= limit) candidates.push({ variant: "blocked", blockedTile: tile });
+    if (wideFits({ ...shape, ...packedLayout(shape) }))
+      for (const tile of BLOCKED_TILES)
+        if (blockedWideBytes(tile) <= limit) candidates.push({ variant: "blocked-wide", blockedTile: tile });
   }
   // Matrix units: a card's, or emulated ones (DeviceOptions.emulateSubgroupMatrices) on any adapter.
   const units = shape.dtype === "f16" ? subgroupMatrixShape(ctx) : undefined;
@@ -53,8 +65,7 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
         candidates.push({ variant: "subgroup-matrix-direct", matrixTile });
         candidates.push({ variant: "subgroup-matrix-direct", matrixTile, directPrefetch: true });
       }
-    const batchStrides = { aBatchStride: shape.m * shape.k, bBatchStride: shape.k * shape.n };
-    if (pipelinedFits({ ...shape, ...batchStrides }))
+    if (pipelinedFits({ ...shape, ...packedLayout(shape) }))
       for (const matrixTile of MATRIX_TILES)
         if (pipelinedDepth(matrixTile, units, limit))
           candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile });

@@ -36,6 +36,9 @@
  *   storage buffers. The portable fallback, and the faster choice on lavapipe for small products.
  * "blocked" — for GPUs, large products: 128 x 128 tiles, 8 x 8 outputs per invocation, software-pipelined
  *   loads (matmul-gpu.ts).
+ * "blocked-wide" — "blocked" with 16-byte global loads and two alternating stages (one barrier per k-step),
+ *   for f32 operands whose rows start on multiples of 4 (others run "blocked"; matmul-blocked-wide.ts). A
+ *   tuning candidate until a card has measured it.
  * "subgroup-matrix" — for GPUs with matrix units exposed to WGSL, f16 operands: tensor-core multiplies
  *   with f32 accumulation on 128 x 128 tiles (matmul-gpu.ts).
  * "subgroup-matrix-direct" — the same multiplies with fragments loaded straight from the operands'
@@ -62,6 +65,7 @@
 import { bufferBytes } from "../gpu/buffer-bytes.js";
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
+import { blockedWideBytes, blockedWideKernel, wideFits } from "./matmul-blocked-wide.js";
 import { type MatmulChoice, type MatmulShape, type MatmulVariant, matmulChoices } from "./matmul-choices.js";
 import {
   BLOCKED_TILE,
@@ -243,18 +247,61 @@ function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
 // ---------------------------------------------------------------------------------------------------------
 // Variants "blocked" and "subgroup-matrix" (kernels in matmul-gpu.ts): 128 x 128 tiles per workgroup.
 
-function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: BlockedTile): void {
+/** A "blocked" or "blocked-wide" tile, checked against the kernel's rules and the device's workgroup memory. */
+function checkedBlockedTile(ctx: GpuContext, chosen: BlockedTile | undefined, variant: MatmulVariant) {
   const tile = chosen ?? BLOCKED_TILE;
   const problem = blockedTileProblem(tile);
   if (problem) throw new RangeError(`matmul: ${problem}`);
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  if (blockedTileBytes(tile) > limit)
+  const bytes = variant === "blocked-wide" ? blockedWideBytes(tile) : blockedTileBytes(tile);
+  if (bytes > limit)
     throw new RangeError(
-      `matmul: a ${tile.rows}x${tile.cols} blocked tile with k-step ${tile.depth} needs ${blockedTileBytes(tile)} bytes of workgroup memory, this device has ${limit}`,
+      `matmul: a ${tile.rows}x${tile.cols} "${variant}" tile with k-step ${tile.depth} needs ${bytes} bytes of workgroup memory, this device has ${limit}`,
     );
+  return tile;
+}
+
+function blockedPipeline(ctx: GpuContext, p: Problem, tile: BlockedTile): GPUComputePipeline {
   const key = `blocked${tile.rows}x${tile.cols}/${tile.depth} ${code(p)}`;
   const wgsl = source(key, () => blockedKernel(p.transA, p.transB, p.dtype, tile, gemmPreamble(p.dtype)));
-  dispatchChunks(ctx, args, p, ctx.pipeline(`matmul ${key}`, wgsl), tile.rows, tile.cols);
+  return ctx.pipeline(`matmul ${key}`, wgsl);
+}
+
+function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: BlockedTile): void {
+  const tile = checkedBlockedTile(ctx, chosen, "blocked");
+  dispatchChunks(ctx, args, p, blockedPipeline(ctx, p, tile), tile.rows, tile.cols);
+}
+
+/** The leading dimensions of a problem's stored operands. */
+const leading = (p: Problem) => ({ lda: p.transA ? p.m : p.k, ldb: p.transB ? p.k : p.n });
+
+/**
+ * Vec4 loads and two stages. A problem that cannot be read in whole vec4s (wideFits) runs "blocked" on the
+ * same tile, as does a chunk whose windows or extents fall off a multiple of 4.
+ */
+function runBlockedWide(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: BlockedTile): void {
+  const tile = checkedBlockedTile(ctx, chosen, "blocked-wide");
+  if (!wideFits({ ...p, ...leading(p) })) {
+    runBlocked(ctx, args, p, tile);
+    return;
+  }
+  const key = `blocked-wide${tile.rows}x${tile.cols}/${tile.depth} ${code(p)}`;
+  const wide = ctx.pipeline(
+    `matmul ${key}`,
+    source(key, () => blockedWideKernel(p.transA, p.transB, tile, gemmPreamble("f32", "vec4f"))),
+  );
+  const chunkFits = (c: Chunk) => {
+    const s = spans(p, c);
+    return wideFits({ ...p, ...c, batch: c.batches, ...leading(p), aStart: s.a[0], bStart: s.b[0] });
+  };
+  dispatchChunks(
+    ctx,
+    args,
+    p,
+    (c) => (chunkFits(c) ? wide : blockedPipeline(ctx, p, tile)),
+    tile.rows,
+    tile.cols,
+  );
 }
 
 function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
@@ -506,6 +553,7 @@ export function matmul(ctx: GpuContext, args: MatmulArgs): void {
   if (variant === "texture") runTexture(ctx, args, p);
   else if (variant === "tiled") runTiled(ctx, args, p);
   else if (variant === "blocked") runBlocked(ctx, args, p, choice.blockedTile);
+  else if (variant === "blocked-wide") runBlockedWide(ctx, args, p, choice.blockedTile);
   else if (variant === "subgroup-matrix") runSubgroupMatrix(ctx, args, p);
   else if (variant === "subgroup-matrix-direct") runSubgroupMatrixDirect(ctx, args, p, choice);
   else if (variant === "subgroup-matrix-pipelined") runSubgroupMatrixPipelined(ctx, args, p, choice);
