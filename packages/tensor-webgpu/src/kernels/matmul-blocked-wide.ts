@@ -13,6 +13,7 @@ import {
   type BlockedTile,
   blockedTileBytes,
   blockedTileProblem,
+  gridEntry,
   registerBlock,
   STORE_ROW,
 } from "./matmul-gpu.js";
@@ -141,14 +142,7 @@ var<workgroup> bTile: array<vec4f, ${2 * bStage}>;
 ${operandWgsl("A", "a", aQuads, bk, aStride, !transA, "tileRow", "p.m")}
 ${operandWgsl("B", "b", bQuads, bk, bStride, transB, "tileCol", "p.n")}
 ${STORE_ROW}
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
-  let t = lid.y * 16u + lid.x;
-  let batch = wg.z;
-  let aBase = p.aBase + batch * p.aBatchStride;
-  let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${tile.rows}u;
-  let tileCol = wg.x * ${tile.cols}u;
+${gridEntry(tile.rows, tile.cols)}
   ${accumulators.join(" ")}
   ${range(aLoads)
     .map((i) => `var aNext${i}: vec4f;`)

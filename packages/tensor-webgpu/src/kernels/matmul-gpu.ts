@@ -84,6 +84,19 @@ export const BLOCKED_TILES: readonly BlockedTile[] = [BLOCKED_TILE].concat(
 export const blockedTileBytes = (tile: BlockedTile): number =>
   16 * tile.depth * (tile.rows / 4 + 1 + tile.cols / 4 + 1);
 
+/**
+ * WGSL: the entry point of the kernels run by 16 x 16 invocations, one `rows` x `cols` output tile per
+ * workgroup: invocation index t, the batch's operand bases and the tile's origin.
+ */
+export const gridEntry = (rows: number, cols: number): string => /* wgsl */ `@compute @workgroup_size(16, 16)
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
+  let t = lid.y * 16u + lid.x;
+  let batch = wg.z;
+  let aBase = p.aBase + batch * p.aBatchStride;
+  let bBase = p.bBase + batch * p.bBatchStride;
+  let tileRow = wg.y * ${rows}u;
+  let tileCol = wg.x * ${cols}u;`;
+
 /** WGSL: store 4 consecutive outputs of a row through the epilogue, skipping those past the edges. */
 export const STORE_ROW = /* wgsl */ `fn storeRow(outBase: u32, row: u32, col: u32, v: vec4f) {
   if (row >= p.m) { return; }
@@ -200,14 +213,7 @@ fn loadB4(bBase: u32, kk: u32, col: u32) -> vec4f {
 }
 
 ${STORE_ROW}
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
-  let t = lid.y * 16u + lid.x;
-  let batch = wg.z;
-  let aBase = p.aBase + batch * p.aBatchStride;
-  let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${tile.rows}u;
-  let tileCol = wg.x * ${tile.cols}u;
+${gridEntry(tile.rows, tile.cols)}
   ${accumulators.join(" ")}
   ${declareNext.join(" ")}
   var k0 = 0u;

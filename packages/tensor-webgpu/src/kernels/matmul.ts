@@ -75,6 +75,7 @@ import {
   blockedTileProblem,
   directFits,
   GPU_TILE,
+  gridEntry,
   MATRIX_TILES,
   MATVEC_BLOCKED_MAX_ROWS,
   MATVEC_COLUMNS,
@@ -196,14 +197,7 @@ fn loadB(bBase: u32, kk: u32, col: u32) -> f32 {
   return select(0.0, v, kk < p.k && col < p.n);
 }
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wg: vec3u) {
-  let t = lid.y * 16u + lid.x;
-  let batch = wg.z;
-  let aBase = p.aBase + batch * p.aBatchStride;
-  let bBase = p.bBase + batch * p.bBatchStride;
-  let tileRow = wg.y * ${TILE}u;
-  let tileCol = wg.x * ${TILE}u;
+${gridEntry(TILE, TILE)}
   ${aSlot}
   ${bSlot}
   var acc0 = vec4f(0.0); var acc1 = vec4f(0.0); var acc2 = vec4f(0.0); var acc3 = vec4f(0.0);
