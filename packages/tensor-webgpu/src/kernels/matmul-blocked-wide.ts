@@ -11,8 +11,8 @@
  */
 import {
   type BlockedTile,
+  blockedSlices,
   blockedTileBytes,
-  blockedTileProblem,
   gridEntry,
   registerBlock,
   STORE_ROW,
@@ -109,17 +109,9 @@ export function blockedWideKernel(
   tile: BlockedTile,
   preamble: string,
 ): string {
-  const problem = blockedTileProblem(tile);
-  if (problem) throw new RangeError(problem);
-  const bk = tile.depth;
-  const aQuads = tile.rows / 4;
-  const bQuads = tile.cols / 4;
-  const aStride = aQuads + 1; // one vec4 of padding per k-row, as in "blocked"
-  const bStride = bQuads + 1;
+  const { bk, aQuads, bQuads, aStride, bStride, aLoads, bLoads } = blockedSlices(tile);
   const aStage = bk * aStride;
   const bStage = bk * bStride;
-  const aLoads = (aQuads * bk) / 256; // wide loads per invocation and step
-  const bLoads = (bQuads * bk) / 256;
   const { accumulators, reads, fmas, outputs } = registerBlock(tile, aStride, bStride, "aAt", "bAt");
   const range = (n: number) => Array.from({ length: n }, (_, i) => i);
   const load = (k0: string) =>

@@ -138,6 +138,27 @@ export function registerBlock(tile: BlockedTile, aStride: number, bStride: numbe
 }
 
 /**
+ * A "blocked" tile's staged slices (the tile checked): the k-step, vec4s per k-row of A's and B's slice,
+ * their row strides (one vec4 of padding per k-row) and the vec4s each of the 256 invocations stages.
+ */
+export function blockedSlices(tile: BlockedTile) {
+  const problem = blockedTileProblem(tile);
+  if (problem) throw new RangeError(problem);
+  const bk = tile.depth;
+  const aQuads = tile.rows / 4;
+  const bQuads = tile.cols / 4;
+  return {
+    bk,
+    aQuads,
+    bQuads,
+    aStride: aQuads + 1,
+    bStride: bQuads + 1,
+    aLoads: (aQuads * bk) / 256,
+    bLoads: (bQuads * bk) / 256,
+  };
+}
+
+/**
  * WGSL of the "blocked" kernel. `preamble` declares the enables, the uniform struct `Params` (m, n, k,
  * bases, strides, leading dimensions), the bindings a, b, out, bias, addend, p and the `storeOut(index, col, value)` epilogue.
  */
@@ -148,15 +169,7 @@ export function blockedKernel(
   tile: BlockedTile,
   preamble: string,
 ): string {
-  const problem = blockedTileProblem(tile);
-  if (problem) throw new RangeError(problem);
-  const bk = tile.depth;
-  const aQuads = tile.rows / 4; // vec4s per k-row of A's staged slice
-  const bQuads = tile.cols / 4;
-  const aStride = aQuads + 1; // one vec4 of padding per k-row
-  const bStride = bQuads + 1;
-  const aLoads = (aQuads * bk) / 256;
-  const bLoads = (bQuads * bk) / 256;
+  const { bk, aQuads, bQuads, aStride, bStride, aLoads, bLoads } = blockedSlices(tile);
   const read = (array: string, index: string) =>
     storage === "f32" ? `${array}[${index}]` : `f32(${array}[${index}])`;
   // Where invocation t's i-th vec4 of a slice comes from: (quad, kk) = 4 rows (A) or columns (B) at kk.
