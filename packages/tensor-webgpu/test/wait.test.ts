@@ -18,6 +18,38 @@ describe("waitForGpu", () => {
     ctx.pool.release(buffer);
   });
 
+  it("clocks the wait from when the caller yields, not from the call", async () => {
+    const spans: number[] = [];
+    let since = 0;
+    const clock = {
+      start: () => (since = performance.now()),
+      stop: () => spans.push(performance.now() - since),
+    };
+    const after = (ms: number) => new Promise((resolve) => setTimeout(() => resolve(ms), ms));
+    // Awaited at once: the whole 40 ms is a wait.
+    await waitForGpu(after(40), { clock });
+    // Awaited after 80 ms of the caller's own work: the promise settled meanwhile, so almost no wait.
+    const pending = waitForGpu(after(40), { clock });
+    const busyUntil = performance.now() + 80;
+    while (performance.now() < busyUntil) {}
+    await pending;
+    expect(spans[0]).toBeGreaterThanOrEqual(30);
+    expect(spans[1]).toBeLessThan(15);
+  });
+
+  it("counts a context's reads in stats.waitMs only while the thread waits", async () => {
+    const ctx = await testContext();
+    const buffer = ctx.upload(new Float32Array([1, 2, 3, 4]));
+    await ctx.sync();
+    const before = ctx.stats.waitMs;
+    const read = ctx.read(buffer, 16); // a 16-byte copy: done long before the caller below yields
+    const busyUntil = performance.now() + 100;
+    while (performance.now() < busyUntil) {}
+    expect(Array.from(new Float32Array(await read))).toEqual([1, 2, 3, 4]);
+    expect(ctx.stats.waitMs - before).toBeLessThan(50);
+    ctx.pool.release(buffer);
+  });
+
   it("blocks the thread instead of running the event loop (what keeps Dawn from spinning)", () => {
     let ran = false;
     setImmediate(() => {

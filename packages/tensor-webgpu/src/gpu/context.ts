@@ -32,8 +32,9 @@ export interface ContextStats {
   uploads: number;
   pipelines: number;
   /**
-   * Milliseconds spent waiting for the GPU in `read` and `sync` (its work and the copy back): the rest of
-   * a loop's time is the CPU's (recording work, JS between steps).
+   * Milliseconds the thread spent waiting for the GPU in `read` and `sync` (its work and the copy back):
+   * the rest of a loop's time is the CPU's (recording work, JS between steps). A read started before more
+   * work is recorded counts from when the caller yields to wait for it.
    */
   waitMs: number;
 }
@@ -388,17 +389,22 @@ export class GpuContext {
   }
 
   /**
-   * `waitForGpu`, counted in stats.waitMs. Waits that overlap (two reads started together) count once:
-   * the clock runs while at least one is pending.
+   * `waitForGpu`, counted in stats.waitMs from when the thread starts waiting (not while the caller goes
+   * on recording after starting a read). Waits that overlap (two reads awaited together) count once: the
+   * clock runs while at least one is waiting.
    */
-  private async timedWait<T>(promise: Promise<T>): Promise<T> {
-    if (this.pendingWaits++ === 0) this.waitingSince = performance.now();
-    try {
-      return await waitForGpu(promise);
-    } finally {
-      if (--this.pendingWaits === 0) this.stats_.waitMs += performance.now() - this.waitingSince;
-    }
+  private timedWait<T>(promise: Promise<T>): Promise<T> {
+    return waitForGpu(promise, { clock: this.waitClock });
   }
+
+  private readonly waitClock = {
+    start: () => {
+      if (this.pendingWaits++ === 0) this.waitingSince = performance.now();
+    },
+    stop: () => {
+      if (--this.pendingWaits === 0) this.stats_.waitMs += performance.now() - this.waitingSince;
+    },
+  };
 
   /**
    * Release every GPU resource now, rather than when the garbage collector gets to it (on lavapipe each

@@ -32,6 +32,12 @@ export interface WaitOptions {
   /** First sleep slice in ms; slices grow with the wait, capped at `maxSliceMs`. */
   minSliceMs?: number;
   maxSliceMs?: number;
+  /**
+   * Told when the thread starts waiting and when the wait ends. The wait starts at the first event-loop
+   * turn after the call, not at the call: until the caller yields, the thread runs the caller's own work
+   * (a decoding loop records its next step while this step's tokens come back), which is no wait.
+   */
+  clock?: { start(): void; stop(): void };
 }
 
 /**
@@ -40,7 +46,17 @@ export interface WaitOptions {
  * turn between slices.
  */
 export async function waitForGpu<T>(promise: Promise<T>, options: WaitOptions = {}): Promise<T> {
-  if (!sleeper) return promise;
+  const { clock } = options;
+  if (!sleeper) {
+    if (!clock) return promise;
+    await nextTurn();
+    clock.start();
+    try {
+      return await promise;
+    } finally {
+      clock.stop();
+    }
+  }
   let settled = false;
   let value: T | undefined;
   let failure: unknown;
@@ -58,12 +74,19 @@ export async function waitForGpu<T>(promise: Promise<T>, options: WaitOptions = 
   );
   const minSlice = options.minSliceMs ?? 0.05;
   const maxSlice = options.maxSliceMs ?? 2;
-  const start = performance.now();
   await nextTurn();
-  while (!settled) {
-    const waited = performance.now() - start;
-    blockFor(Math.min(maxSlice, Math.max(minSlice, waited / 10)));
-    await nextTurn();
+  // Slices grow from the start of the wait: a caller that recorded for 15 ms before awaiting must not
+  // begin with a 1.5 ms sleep past work that may be about to finish.
+  const start = performance.now();
+  clock?.start();
+  try {
+    while (!settled) {
+      const waited = performance.now() - start;
+      blockFor(Math.min(maxSlice, Math.max(minSlice, waited / 10)));
+      await nextTurn();
+    }
+  } finally {
+    clock?.stop();
   }
   if (failed) throw failure;
   return value as T;
