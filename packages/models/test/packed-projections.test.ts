@@ -22,6 +22,32 @@ const tiny: Qwen2Shape = {
   tieWordEmbeddings: true,
 };
 
+/** Dispatches and logits of one decoding step of `rows` sequences after a 4-token prompt. */
+async function decodeStep(
+  backend: WebGpuBackend,
+  model: Qwen2Model,
+  packed: PackedProjections,
+  rows: number,
+) {
+  const vocab = model.config.vocabSize;
+  const cache = model.createCache(rows, 8);
+  const start = new Int32Array(rows);
+  const prompt = Int32Array.from({ length: rows * 4 }, (_, i) => (i * 5) % vocab);
+  const positions = Int32Array.from({ length: rows * 4 }, (_, i) => i % 4);
+  noGrad(() => model.run({ ids: prompt, batch: rows, seqLen: 4, start }, positions, cache, packed).dispose());
+  await backend.ctx.sync();
+  const before = backend.ctx.stats.dispatches;
+  const ids = Int32Array.from({ length: rows }, (_, i) => i + 1);
+  const logits = noGrad(() =>
+    model.run({ ids, batch: rows, seqLen: 1, start }, new Int32Array(rows).fill(4), cache, packed),
+  );
+  const dispatches = backend.ctx.stats.dispatches - before;
+  const values = await logits.floats();
+  logits.dispose();
+  cache.dispose();
+  return { dispatches, values };
+}
+
 describe("PackedProjections", () => {
   it("stacks q/k/v and gate/up rows in order, with the biases side by side", async () => {
     const backend = await webGpuBackend();
@@ -94,37 +120,42 @@ describe("PackedProjections", () => {
         rejected: [],
       });
     }
-    const step = async () => {
-      const cache = model.createCache(rows, 8);
-      const start = new Int32Array(rows);
-      const prompt = Int32Array.from({ length: rows * 4 }, (_, i) => (i * 5) % shape.vocabSize);
-      const positions = Int32Array.from({ length: rows * 4 }, (_, i) => i % 4);
-      noGrad(() =>
-        model.run({ ids: prompt, batch: rows, seqLen: 4, start }, positions, cache, packed).dispose(),
-      );
-      await backend.ctx.sync();
-      const before = backend.ctx.stats.dispatches;
-      const ids = Int32Array.from({ length: rows }, (_, i) => i + 1);
-      const logits = noGrad(() =>
-        model.run({ ids, batch: rows, seqLen: 1, start }, new Int32Array(rows).fill(4), cache, packed),
-      );
-      const dispatches = backend.ctx.stats.dispatches - before;
-      const values = await logits.floats();
-      logits.dispose();
-      cache.dispose();
-      return { dispatches, values };
-    };
     try {
-      const folded = await step();
+      const folded = await decodeStep(backend, model, packed, rows);
       const saved = backend.linearOfInput;
       delete backend.linearOfInput; // the same products, with the norms and the SwiGLU as their own kernels
-      const separate = await step();
+      const separate = await decodeStep(backend, model, packed, rows);
       backend.linearOfInput = saved;
       expect(separate.dispatches - folded.dispatches).toBe(3 * shape.numHiddenLayers);
       const worst = Math.max(...folded.values.map((v, i) => Math.abs(v - separate.values[i]!)));
       expect(worst).toBeLessThan(1e-5);
     } finally {
       disableMatmulTuning(backend.ctx);
+      packed.dispose();
+      model.dispose();
+    }
+  });
+
+  it("decodes each layer's rotation, cache append and attention in one kernel, to the same bits", async () => {
+    const backend = (await webGpuBackend()) as WebGpuBackend;
+    const shape = {
+      ...tiny,
+      hiddenSize: 64,
+      intermediateSize: 96,
+      numAttentionHeads: 4,
+      numKeyValueHeads: 2,
+    };
+    const model = Qwen2Model.random(shape, 6, backend);
+    const packed = model.packProjections();
+    try {
+      const fused = await decodeStep(backend, model, packed, 3);
+      const saved = backend.decodeAttentionRoped;
+      delete backend.decodeAttentionRoped; // ropeAppendPacked, then decodeAttention
+      const separate = await decodeStep(backend, model, packed, 3);
+      backend.decodeAttentionRoped = saved;
+      expect(separate.dispatches - fused.dispatches).toBe(tiny.numHiddenLayers);
+      expect(Array.from(fused.values)).toEqual(Array.from(separate.values));
+    } finally {
       packed.dispose();
       model.dispose();
     }

@@ -251,18 +251,29 @@ export interface Backend<B = unknown> {
   attentionBackward(
     args: AttentionDims & { q: B; k: B; v: B; out: B; dOut: B; lse: B; dQ: B; dK: B; dV: B; kvStart?: B },
   ): void;
-  decodeAttention(args: {
-    q: B;
-    kCache: B;
-    vCache: B;
-    out: B;
-    kvLen: number;
-    capacity: number;
-    kvStart?: B;
-    batch: number;
-    numHeads: number;
-    numKvHeads: number;
-    headDim: number;
-    scale?: number;
-  }): void;
+  decodeAttention(args: DecodeAttentionBackendArgs<B>): void;
+  /**
+   * decodeAttention of a decoding step straight from its fused q/k/v projection: q is [batch, numHeads +
+   * 2·numKvHeads, headDim] (each sequence's q heads, then k's, then v's), rotated at `positions` (i32
+   * [batch]) as it is read, and the new token's rotated key and its value are written to the caches at
+   * slot kvLen - 1 first: ropeAppend and decodeAttention in one kernel. False when this backend cannot,
+   * having recorded nothing. Optional.
+   */
+  decodeAttentionRoped?(args: DecodeAttentionBackendArgs<B> & { positions: B; theta: number }): boolean;
+}
+
+/** Backend.decodeAttention's arguments: q [batch, numHeads, headDim], caches [batch, capacity, numKvHeads, headDim]. */
+export interface DecodeAttentionBackendArgs<B> {
+  q: B;
+  kCache: B;
+  vCache: B;
+  out: B;
+  kvLen: number;
+  capacity: number;
+  kvStart?: B;
+  batch: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  scale?: number;
 }

@@ -16,6 +16,7 @@ import {
   concat,
   copyElements,
   decodeAttention,
+  decodeAttentionPacked,
   embedding,
   entropy,
   isGradEnabled,
@@ -403,6 +404,15 @@ export class Qwen2Model {
     const stacked = normLinear(x, inputNorm, c.rmsNormEps, packed.qkvWeight, packed.qkvBias);
     const qkv = reshape(stacked, [run.batch, run.seqLen, headCount, this.headDim]);
     const heads = { numHeads: c.numAttentionHeads, numKvHeads: c.numKeyValueHeads };
+    const cache = run.cache!;
+    if (run.decoding) {
+      // Rotation, cache append and attention in one kernel where the backend has it.
+      const append = { keys: cache.keys[i]!, values: cache.values[i]!, at: cache.length };
+      return decodeAttentionPacked(qkv, run.positions, c.ropeTheta, append, {
+        ...run.heads,
+        kvLen: cache.length + 1,
+      });
+    }
     return this.attendCached(i, run, (append) =>
       ropeAppendPacked(qkv, run.positions, c.ropeTheta, append, heads),
     );

@@ -196,6 +196,11 @@ export function createWebGpuBackend(ctx: GpuContext): WebGpuBackend {
     attentionForward: (args) => attention.attentionForward(ctx, args),
     attentionBackward: (args) => attention.attentionBackward(ctx, args),
     decodeAttention: (args) => attention.decodeAttention(ctx, args),
+    decodeAttentionRoped: ({ positions, theta, ...args }) => {
+      if (!attention.ropedDecodeFits(args.headDim)) return false;
+      attention.decodeAttention(ctx, args, { positions, theta });
+      return true;
+    },
   };
 }
 

@@ -117,6 +117,24 @@ export function rope(
 }
 
 /**
+ * WGSL: the element type V (vec4f, or f32 when `width` is 1), the frequency table and
+ * `rotate(a, b, position, pair)`: the pair vectors (a, b) of one head rotated by position's angle, with
+ * the arithmetic of `rope`, so kernels that rotate as they go compute the same bits.
+ */
+export function rotationWgsl(headDim: number, theta: number, width: 1 | 4): string {
+  return /* wgsl */ `alias V = ${width === 4 ? "vec4<f32>" : "f32"};
+${frequencyTable(headDim, theta, width)}
+const TAU = 6.283185307179586;
+struct Rotated { first: V, second: V }
+fn rotate(a: V, b: V, position: u32, pair: u32) -> Rotated {
+  let angle = V(position * TURNS[pair]) * (TAU / 4294967296.0);
+  let cosine = cos(angle);
+  let sine = sin(angle);
+  return Rotated(a * cosine - b * sine, b * cosine + a * sine);
+}`;
+}
+
+/**
  * A decoding step's rotary embedding and KV-cache append in one dispatch, where they were four: q rotated
  * into qOut; k rotated and v copied into the caches [batch, capacity, numKvHeads, headDim] at slots
  * at..at+seqLen. The invocations are laid out as three ranges — q's pair vectors, k's, then v's — and each
@@ -127,9 +145,7 @@ export function rope(
  */
 function buildRopeAppendShader(headDim: number, theta: number, width: 1 | 4): string {
   return /* wgsl */ `
-alias V = ${width === 4 ? "vec4<f32>" : "f32"};
-${frequencyTable(headDim, theta, width)}
-const TAU = 6.283185307179586;
+${rotationWgsl(headDim, theta, width)}
 struct Params {
   qCount: u32, kCount: u32, pairVectors: u32, numHeads: u32, numKvHeads: u32, seqLen: u32, capacity: u32, at: u32,
   qRowHeads: u32, kvRowHeads: u32, qHead: u32, kHead: u32, vHead: u32,
@@ -142,15 +158,6 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> values: array<V>;
 @group(0) @binding(6) var<storage, read> positions: array<i32>;
 @group(0) @binding(7) var<uniform> params: Params;
-
-// (a, b) rotated by position's angle for this pair, as \`rope\` computes it.
-struct Rotated { first: V, second: V }
-fn rotate(a: V, b: V, position: u32, pair: u32) -> Rotated {
-  let angle = V(position * TURNS[pair]) * (TAU / 4294967296.0);
-  let cosine = cos(angle);
-  let sine = sin(angle);
-  return Rotated(a * cosine - b * sine, b * cosine + a * sine);
-}
 
 @compute @workgroup_size(${LANES})
 fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {

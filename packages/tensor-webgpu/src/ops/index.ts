@@ -1,3 +1,4 @@
+export * from "./decode-step.js";
 export * from "./elementwise.js";
 export * from "./fused-linear.js";
 export * from "./losses.js";

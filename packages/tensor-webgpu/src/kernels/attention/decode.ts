@@ -11,6 +11,7 @@
 import { checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
 import { f32Bits, uniforms } from "../elementwise.js";
+import { rotationWgsl } from "../rope.js";
 import { cachedCode, checkHeadDim, each, MASKED, resolveScale } from "./shared.js";
 
 export interface DecodeAttentionArgs {
@@ -41,10 +42,54 @@ const decodeTargetWorkgroups = (ctx: GpuContext) => (ctx.info.adapter.isSoftware
 /** Key slices of the decode P·V phase: thread t works on vec4 column t % d4 of slice t / d4. */
 const decodeSlices = (d4: number) => Math.floor(DECODE_CHUNK / d4);
 
-function decodeCode(group: number, d4: number): string {
+/**
+ * How the fused form of a decoding step's attention reads q: from a fused q/k/v projection's output
+ * [batch, numHeads + 2·numKvHeads, headDim], rotating the queries at each sequence's position as it loads
+ * them, while the workgroups of the last split first write the rotated new key and the new value into the
+ * caches at slot `at` (= kvLen - 1, which only they read). One dispatch where ropeAppend and
+ * decodeAttention made two, with the same arithmetic (the same bits).
+ */
+export interface DecodeRope {
+  /** i32 [batch]: each sequence's position (RoPE angle) of the new token. */
+  positions: GPUBuffer;
+  theta: number;
+}
+
+/** WGSL: rotate the group's queries into qTile (scaled) and append the new key and value (fused form). */
+function ropedLoads(group: number, d4: number): string {
+  const pairs = d4 / 2;
+  return /* wgsl */ `let position = u32(positions[b]);
+  let row = b * (params.numHeads + 2u * params.numKvHeads); // the new token's heads: q's, k's, v's
+  for (var e = t; e < ${group * pairs}u; e += ${DECODE_CHUNK}u) {
+    let g = e / ${pairs}u;
+    let pair = e % ${pairs}u;
+    let source = (row + kvHead * ${group}u + g) * ${d4}u + pair;
+    let r = rotate(q[source], q[source + ${pairs}u], position, pair);
+    qTile[g * ${d4}u + pair] = r.first * params.scale;
+    qTile[g * ${d4}u + pair + ${pairs}u] = r.second * params.scale;
+  }
+  if (split == params.splits - 1u && t < ${d4}u) {
+    let slot = ((b * params.capacity + params.kvLen - 1u) * params.numKvHeads + kvHead) * ${d4}u;
+    if (t < ${pairs}u) {
+      let source = (row + params.numHeads + kvHead) * ${d4}u + t;
+      let r = rotate(q[source], q[source + ${pairs}u], position, t);
+      kCache[slot + t] = r.first;
+      kCache[slot + t + ${pairs}u] = r.second;
+    } else {
+      let source = (row + params.numHeads + params.numKvHeads + kvHead) * ${d4}u + t - ${pairs}u;
+      vCache[slot + t - ${pairs}u] = q[source];
+      vCache[slot + t] = q[source + ${pairs}u];
+    }
+  }
+  // The new key and value are read below by other invocations of this workgroup.
+  storageBarrier();`;
+}
+
+function decodeCode(group: number, d4: number, rope?: { headDim: number; theta: number }): string {
   const threads = DECODE_CHUNK;
   const slices = decodeSlices(d4);
   const heads = (f: (g: number) => string, separator = "\n") => each(group, f, separator);
+  const cache = rope ? "read_write" : "read";
   return /* wgsl */ `
 struct Params {
   kvLen: u32, capacity: u32, numHeads: u32, numKvHeads: u32,
@@ -54,12 +99,18 @@ struct Params {
   scale: f32,
 }
 @group(0) @binding(0) var<storage, read> q: array<vec4f>;
-@group(0) @binding(1) var<storage, read> kCache: array<vec4f>;
-@group(0) @binding(2) var<storage, read> vCache: array<vec4f>;
+@group(0) @binding(1) var<storage, ${cache}> kCache: array<vec4f>;
+@group(0) @binding(2) var<storage, ${cache}> vCache: array<vec4f>;
 @group(0) @binding(3) var<storage, read> kvStart: array<i32>;
 @group(0) @binding(4) var<storage, read_write> partOut: array<vec4f>;   // [batch, numHeads, splits, headDim]
 @group(0) @binding(5) var<storage, read_write> partStats: array<vec2f>; // [batch, numHeads, splits]: (max, sum)
-@group(0) @binding(6) var<uniform> params: Params;
+${
+  rope
+    ? `@group(0) @binding(6) var<storage, read> positions: array<i32>;
+@group(0) @binding(7) var<uniform> params: Params;
+${rotationWgsl(rope.headDim, rope.theta, 4)}`
+    : "@group(0) @binding(6) var<uniform> params: Params;"
+}
 
 var<workgroup> qTile: array<vec4f, ${group * d4}>;        // scaled queries of the group's heads
 var<workgroup> pTile: array<f32, ${group * DECODE_CHUNK}>; // per head: scores, then probabilities
@@ -77,8 +128,12 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let jBegin = max(split * params.keysPerSplit, kStart);
   let jEnd = min(split * params.keysPerSplit + params.keysPerSplit, params.kvLen);
   let headBase = b * params.numHeads + kvHead * ${group}u;
-  for (var e = t; e < params.queryElements; e += ${threads}u) {
+  ${
+    rope
+      ? ropedLoads(group, d4)
+      : `for (var e = t; e < params.queryElements; e += ${threads}u) {
     qTile[e] = q[headBase * ${d4}u + e] * params.scale;
+  }`
   }
   // Softmax state of head t (threads t < ${group}).
   var rowMax = ${MASKED};
@@ -180,14 +235,21 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   }
 }`;
 
+/** Whether the fused RoPE form takes this head size (pairs rotated as whole vec4s). */
+export const ropedDecodeFits = (headDim: number): boolean => headDim % 8 === 0;
+
 /**
  * Attention of one new token per sequence over a KV cache (flash-decoding): out [batch, numHeads, headDim]
- * = softmax(scale·q·Kᵀ)·V over cache positions kvStart[b]..kvLen-1. Records work only.
+ * = softmax(scale·q·Kᵀ)·V over cache positions kvStart[b]..kvLen-1. With `rope`, q is the fused q/k/v
+ * projection's output [batch, numHeads + 2·numKvHeads, headDim], rotated here, and the new token's key and
+ * value are appended at slot kvLen - 1 in the same dispatch (DecodeRope). Records work only.
  */
-export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs): void {
+export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs, rope?: DecodeRope): void {
   const { batch, numHeads, numKvHeads, headDim, kvLen, capacity } = args;
   checkAttentionDims({ batch, seqLen: 1, kvLen, kvCapacity: capacity, numHeads, numKvHeads, headDim });
   checkHeadDim(headDim);
+  if (rope && !ropedDecodeFits(headDim))
+    throw new RangeError(`decodeAttention: the fused RoPE needs headDim a multiple of 8, got ${headDim}`);
   const d4 = headDim / 4;
   const group = numHeads / numKvHeads;
   const bytes = 16 * group * d4 + 4 * group * (DECODE_CHUNK + 2) + 16 * decodeSlices(d4) * d4;
@@ -206,10 +268,15 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs): voi
   const partOut =
     splits === 1 ? args.out : ctx.pool.acquire(rows * splits * headDim * 4, "decode partial outputs");
   const partStats = ctx.pool.acquire(rows * splits * 8, "decode partial stats");
-  const code = cachedCode(`decode:${group}:${d4}`, () => decodeCode(group, d4));
+  const code = rope
+    ? cachedCode(`decode-rope:${group}:${d4}:${rope.theta}`, () =>
+        decodeCode(group, d4, { headDim, theta: rope.theta }),
+      )
+    : cachedCode(`decode:${group}:${d4}`, () => decodeCode(group, d4));
+  const bindings = [args.q, args.kCache, args.vCache, args.kvStart ?? args.q, partOut, partStats];
   ctx.dispatch(
-    ctx.pipeline(`attention decode (group ${group}, headDim ${headDim})`, code),
-    [args.q, args.kCache, args.vCache, args.kvStart ?? args.q, partOut, partStats],
+    ctx.pipeline(`attention decode${rope ? " with RoPE" : ""} (group ${group}, headDim ${headDim})`, code),
+    rope ? [...bindings, rope.positions] : bindings,
     uniforms(
       kvLen,
       capacity,

@@ -11,7 +11,7 @@
  */
 export type { AttentionDims } from "../../core/attention.js";
 export { type AttentionBackwardArgs, attentionBackward } from "./backward.js";
-export { type DecodeAttentionArgs, decodeAttention } from "./decode.js";
+export { type DecodeAttentionArgs, type DecodeRope, decodeAttention, ropedDecodeFits } from "./decode.js";
 export { type AttentionForwardArgs, attentionForward } from "./forward.js";
 export { MAX_HEAD_DIM } from "./shared.js";
 export { attentionTuning } from "./tiles.js";
