@@ -239,7 +239,8 @@ function runTiled(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Variants "blocked" and "subgroup-matrix" (kernels in matmul-gpu.ts): 128 x 128 tiles per workgroup.
+// Variants "blocked", "blocked-wide" and "subgroup-matrix" (kernels in matmul-gpu.ts and
+// matmul-blocked-wide.ts): up to 128 x 128 tiles per workgroup.
 
 /** A "blocked" or "blocked-wide" tile, checked against the kernel's rules and the device's workgroup memory. */
 function checkedBlockedTile(ctx: GpuContext, chosen: BlockedTile | undefined, variant: MatmulVariant) {

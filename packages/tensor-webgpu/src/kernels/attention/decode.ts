@@ -5,7 +5,8 @@
  * softmax, then threads (vec4 column, key slice) accumulate P·V per head. Each split writes unnormalised
  * partial outputs with their (max, sum); a combine dispatch merges the splits of each head. Splits are
  * sized so that short caches use one or two and long ones fill the GPU; a single split normalises its
- * output itself and needs no combine.
+ * output itself and needs no combine. A fused form (DecodeRope) also does the step's rotary embedding and
+ * cache append, reading q, k and v from the fused q/k/v projection's output.
  */
 
 import { checkAttentionDims } from "../../core/attention.js";
@@ -46,8 +47,8 @@ const decodeSlices = (d4: number) => Math.floor(DECODE_CHUNK / d4);
  * How the fused form of a decoding step's attention reads q: from a fused q/k/v projection's output
  * [batch, numHeads + 2·numKvHeads, headDim], rotating the queries at each sequence's position as it loads
  * them, while the workgroups of the last split first write the rotated new key and the new value into the
- * caches at slot `at` (= kvLen - 1, which only they read). One dispatch where ropeAppend and
- * decodeAttention made two, with the same arithmetic (the same bits).
+ * caches at slot kvLen - 1 (which only they read). One dispatch where ropeAppend and decodeAttention made
+ * two, with the same arithmetic (the same bits).
  */
 export interface DecodeRope {
   /** i32 [batch]: each sequence's position (RoPE angle) of the new token. */
