@@ -22,6 +22,15 @@ const tiny: Qwen2Shape = {
   tieWordEmbeddings: true,
 };
 
+/** A shape whose decoding kernels take their fused forms: headDim 16, two query heads per KV head. */
+const decoding: Qwen2Shape = {
+  ...tiny,
+  hiddenSize: 64,
+  intermediateSize: 96,
+  numAttentionHeads: 4,
+  numKeyValueHeads: 2,
+};
+
 /** Dispatches and logits of one decoding step of `rows` sequences after a 4-token prompt. */
 async function decodeStep(
   backend: WebGpuBackend,
@@ -93,13 +102,7 @@ describe("PackedProjections", () => {
 
   it("decodes with each norm and the SwiGLU folded into the products where matvec runs them: 3 dispatches fewer a layer", async () => {
     const backend = (await webGpuBackend()) as WebGpuBackend;
-    const shape = {
-      ...tiny,
-      hiddenSize: 64,
-      intermediateSize: 96,
-      numAttentionHeads: 4,
-      numKeyValueHeads: 2,
-    };
+    const shape = decoding;
     const model = Qwen2Model.random(shape, 5, backend);
     const packed = model.packProjections();
     const rows = 3;
@@ -138,14 +141,7 @@ describe("PackedProjections", () => {
 
   it("decodes each layer's rotation, cache append and attention in one kernel, to the same bits", async () => {
     const backend = (await webGpuBackend()) as WebGpuBackend;
-    const shape = {
-      ...tiny,
-      hiddenSize: 64,
-      intermediateSize: 96,
-      numAttentionHeads: 4,
-      numKeyValueHeads: 2,
-    };
-    const model = Qwen2Model.random(shape, 6, backend);
+    const model = Qwen2Model.random(decoding, 6, backend);
     const packed = model.packProjections();
     try {
       const fused = await decodeStep(backend, model, packed, 3);
