@@ -14,6 +14,9 @@ import {
   blockedSlices,
   blockedTileBytes,
   gridEntry,
+  inWholeVectors,
+  type OperandLayout,
+  range,
   registerBlock,
   STORE_ROW,
 } from "./matmul-gpu.js";
@@ -26,29 +29,11 @@ export const blockedWideBytes = (tile: BlockedTile): number => 2 * blockedTileBy
 
 /**
  * Whether "blocked-wide" can read a problem (or one chunk of it) in whole vec4s: f32 operands whose
- * leading dimensions, batch strides and first elements are multiples of 4, and whose extents along the
- * stored rows are too (so a vec4 is wholly inside the problem or wholly outside).
+ * leading dimensions, batch strides, first elements and extents along the stored rows are multiples of 4
+ * (inWholeVectors).
  */
-export function wideFits(p: {
-  m: number;
-  n: number;
-  k: number;
-  transA: boolean;
-  transB: boolean;
-  dtype: string;
-  batch: number;
-  aBatchStride: number;
-  bBatchStride: number;
-  lda: number;
-  ldb: number;
-  aStart?: number;
-  bStart?: number;
-}): boolean {
-  const contiguous = [p.transA ? p.m : p.k, p.transB ? p.k : p.n];
-  const strides = p.batch === 1 ? [] : [p.aBatchStride, p.bBatchStride];
-  const aligned = [p.lda, p.ldb, p.aStart ?? 0, p.bStart ?? 0, ...contiguous, ...strides];
-  return p.dtype === "f32" && aligned.every((x) => x % WIDE === 0);
-}
+export const wideFits = (p: OperandLayout & { dtype: string }): boolean =>
+  p.dtype === "f32" && inWholeVectors(p, WIDE);
 
 /**
  * How one operand's slice is loaded and staged. `kMajor`: the stored rows run along k (A not transposed,
@@ -113,7 +98,6 @@ export function blockedWideKernel(
   const aStage = bk * aStride;
   const bStage = bk * bStride;
   const { accumulators, reads, fmas, outputs } = registerBlock(tile, aStride, bStride, "aAt", "bAt");
-  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
   const load = (k0: string) =>
     [
       ...range(aLoads).map((i) => `aNext${i} = loadA(t + ${256 * i}u, ${k0}, aBase, tileRow);`),

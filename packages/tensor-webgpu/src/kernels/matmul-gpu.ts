@@ -34,6 +34,9 @@
  */
 import { type FloatStorage, f32Bits } from "./elementwise.js";
 
+/** 0, 1, ..., n - 1: the indices a generator unrolls over. */
+export const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
 /** WGSL index of element (row, col) of a matrix stored row-major, or column-major when `transposed`. */
 export const storedIndex = (
   base: string,
@@ -460,7 +463,6 @@ export function subgroupMatrixDirectKernel(
   const left = `subgroup_matrix_left<f16, ${K}, ${M}>`;
   const right = `subgroup_matrix_right<f16, ${N}, ${K}>`;
   const result = `subgroup_matrix_result<f32, ${N}, ${M}>`;
-  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
   const pairs = range(fm).flatMap((i) => range(fn).map((j) => [i, j] as const));
   const aIndex = (row: string, k: string) => storedIndex("aBase", "p.lda", row, k, transA);
   const bIndex = (col: string, k: string) => storedIndex("bBase", "p.ldb", k, col, transB);
@@ -532,11 +534,11 @@ const PIPELINED_PAD = 8;
 const WIDE = 8;
 
 /**
- * Whether the "subgroup-matrix-pipelined" kernel can read a problem's operands in wide loads: 8 halves of
- * the stored layout's contiguous axis at a time, so each operand's rows (and batches) must start on a
- * multiple of 8 halves. Other edges may be ragged.
+ * A problem's operands as a kernel that reads vectors along their stored rows sees them. The leading
+ * dimensions default to the problem's own (operands stored densely); a chunk of a larger problem gives the
+ * whole problem's, with its windows' first elements (`aStart`, `bStart`).
  */
-export function pipelinedFits(p: {
+export interface OperandLayout {
   m: number;
   n: number;
   k: number;
@@ -545,12 +547,30 @@ export function pipelinedFits(p: {
   batch: number;
   aBatchStride: number;
   bBatchStride: number;
-}): boolean {
-  const lda = p.transA ? p.m : p.k;
-  const ldb = p.transB ? p.k : p.n;
-  const strides = p.batch === 1 || (p.aBatchStride % WIDE === 0 && p.bBatchStride % WIDE === 0);
-  return lda % WIDE === 0 && ldb % WIDE === 0 && strides;
+  lda?: number;
+  ldb?: number;
+  aStart?: number;
+  bStart?: number;
 }
+
+/**
+ * Whether both operands can be read in whole vectors of `width` elements along their stored rows: leading
+ * dimensions, batch strides (with more than one batch), first elements and the extents along the stored
+ * rows all multiples of `width`, so that each vector is wholly inside the problem or wholly outside it.
+ */
+export function inWholeVectors(p: OperandLayout, width: number): boolean {
+  const contiguous = [p.transA ? p.m : p.k, p.transB ? p.k : p.n];
+  const leading = [p.lda ?? contiguous[0]!, p.ldb ?? contiguous[1]!];
+  const strides = p.batch === 1 ? [] : [p.aBatchStride, p.bBatchStride];
+  const aligned = [...leading, p.aStart ?? 0, p.bStart ?? 0, ...contiguous, ...strides];
+  return aligned.every((x) => x % width === 0);
+}
+
+/**
+ * Whether the "subgroup-matrix-pipelined" kernel can read a problem's operands in wide loads: 8 halves of
+ * the stored layout's contiguous axis at a time (inWholeVectors). Other edges may be ragged.
+ */
+export const pipelinedFits = (p: OperandLayout): boolean => inWholeVectors(p, WIDE);
 
 /** Workgroup memory of a "subgroup-matrix-pipelined" kernel: two stages of both slices and the store scratch. */
 export function pipelinedBytes(tile: MatrixTile, shape: SubgroupMatrixShape, depth: PipelinedDepth): number {
@@ -595,7 +615,6 @@ export function subgroupMatrixPipelinedKernel(
   const fm = block / M;
   const fn = block / N;
   const invocations = lanes * DIRECT_SUBGROUPS;
-  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
   const pairs = range(fm).flatMap((i) => range(fn).map((j) => [i, j] as const));
   const left = `subgroup_matrix_left<f16, ${K}, ${M}>`;
   const right = `subgroup_matrix_right<f16, ${N}, ${K}>`;

@@ -32,12 +32,10 @@ import {
 } from "./matmul-gpu.js";
 import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
 
-/** The strides of a problem's operands stored densely, as tuning runs it. */
+/** The batch strides of a problem's operands stored densely, as tuning runs it. */
 const packedLayout = (shape: MatmulShape) => ({
   aBatchStride: shape.m * shape.k,
   bBatchStride: shape.k * shape.n,
-  lda: shape.transA ? shape.m : shape.k,
-  ldb: shape.transB ? shape.k : shape.n,
 });
 
 /** Every kernel that can run this problem on this context. */

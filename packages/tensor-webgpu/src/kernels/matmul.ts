@@ -267,8 +267,15 @@ function runBlocked(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: Bloc
   dispatchChunks(ctx, args, p, blockedPipeline(ctx, p, tile), tile.rows, tile.cols);
 }
 
-/** The leading dimensions of a problem's stored operands. */
-const leading = (p: Problem) => ({ lda: p.transA ? p.m : p.k, ldb: p.transB ? p.k : p.n });
+/**
+ * Chunk c of p as a kernel reading vectors along the stored rows sees it: its extents and windows' first
+ * elements, in operands whose leading dimensions are the whole problem's.
+ */
+function chunkLayout(p: Problem, c: Chunk) {
+  const s = spans(p, c);
+  const [lda, ldb] = [p.transA ? p.m : p.k, p.transB ? p.k : p.n];
+  return { ...p, m: c.m, n: c.n, k: c.k, batch: c.batches, lda, ldb, aStart: s.a[0], bStart: s.b[0] };
+}
 
 /**
  * Vec4 loads and two stages. A problem that cannot be read in whole vec4s (wideFits) runs "blocked" on the
@@ -276,7 +283,7 @@ const leading = (p: Problem) => ({ lda: p.transA ? p.m : p.k, ldb: p.transB ? p.
  */
 function runBlockedWide(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: BlockedTile): void {
   const tile = checkedBlockedTile(ctx, chosen, "blocked-wide");
-  if (!wideFits({ ...p, ...leading(p) })) {
+  if (!wideFits(p)) {
     runBlocked(ctx, args, p, tile);
     return;
   }
@@ -285,18 +292,8 @@ function runBlockedWide(ctx: GpuContext, args: MatmulArgs, p: Problem, chosen?: 
     `matmul ${key}`,
     source(key, () => blockedWideKernel(p.transA, p.transB, tile, gemmPreamble("f32", "vec4f"))),
   );
-  const chunkFits = (c: Chunk) => {
-    const s = spans(p, c);
-    return wideFits({ ...p, ...c, batch: c.batches, ...leading(p), aStart: s.a[0], bStart: s.b[0] });
-  };
-  dispatchChunks(
-    ctx,
-    args,
-    p,
-    (c) => (chunkFits(c) ? wide : blockedPipeline(ctx, p, tile)),
-    tile.rows,
-    tile.cols,
-  );
+  const pipelineOf = (c: Chunk) => (wideFits(chunkLayout(p, c)) ? wide : blockedPipeline(ctx, p, tile));
+  dispatchChunks(ctx, args, p, pipelineOf, tile.rows, tile.cols);
 }
 
 function runMatvec(ctx: GpuContext, args: MatmulArgs, p: Problem): void {
@@ -419,14 +416,8 @@ function runSubgroupMatrixPipelined(
       ),
     ),
   );
-  // A chunk's windows start where its spans do; its contiguous extents bound the wide loads.
-  const wide = (c: Chunk) => {
-    const s = spans(p, c);
-    const extents = [p.transA ? c.m : c.k, p.transB ? c.k : c.n];
-    return [s.a[0], s.b[0], ...extents].every((x) => x % 8 === 0);
-  };
   const staged = () => subgroupMatrixPipeline(ctx, p, shape);
-  dispatchChunks(ctx, args, p, (c) => (wide(c) ? pipelined : staged()), tile, tile);
+  dispatchChunks(ctx, args, p, (c) => (pipelinedFits(chunkLayout(p, c)) ? pipelined : staged()), tile, tile);
 }
 
 // ---------------------------------------------------------------------------------------------------------
