@@ -403,7 +403,6 @@ export class Qwen2Model {
     const headCount = c.numAttentionHeads + 2 * c.numKeyValueHeads;
     const stacked = normLinear(x, inputNorm, c.rmsNormEps, packed.qkvWeight, packed.qkvBias);
     const qkv = reshape(stacked, [run.batch, run.seqLen, headCount, this.headDim]);
-    const heads = { numHeads: c.numAttentionHeads, numKvHeads: c.numKeyValueHeads };
     const cache = run.cache!;
     if (run.decoding) {
       // Rotation, cache append and attention in one kernel where the backend has it.
@@ -414,7 +413,7 @@ export class Qwen2Model {
       });
     }
     return this.attendCached(i, run, (append) =>
-      ropeAppendPacked(qkv, run.positions, c.ropeTheta, append, heads),
+      ropeAppendPacked(qkv, run.positions, c.ropeTheta, append, run.heads),
     );
   }
 

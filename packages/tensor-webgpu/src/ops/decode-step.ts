@@ -9,7 +9,7 @@ import { isGradEnabled } from "../autograd.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
 import { type CacheAppend, type DecodeAttentionOptions, decodeAttention, ropeAppendPacked } from "./nn.js";
-import { backendOf, equalShapes } from "./util.js";
+import { appendFits, backendOf } from "./util.js";
 
 /**
  * qkv [batch, 1, numHeads + 2·numKvHeads, headDim] (each sequence's q heads, then k's, then v's): rope(q)
@@ -36,12 +36,9 @@ export function decodeAttentionPacked(
     seqLen === 1 &&
     heads === numHeads + 2 * numKvHeads &&
     keys.rank === 4 &&
-    equalShapes(keys.shape, values.shape) &&
-    keys.buffer !== values.buffer &&
-    equalShapes([keys.shape[0]!, keys.shape[2]!, keys.shape[3]!], [batch, numKvHeads, headDim]) &&
+    keys.shape[2] === numKvHeads &&
     kvLen <= keys.shape[1]! &&
-    positions.dtype === "i32" &&
-    positions.size === batch;
+    appendFits(cache, positions, { batch, seqLen, headDim });
   const f32 = [qkv, keys, values].every((t) => t.dtype === "f32");
   const recorded = isGradEnabled() && qkv.requiresGrad;
   if (fits && f32 && !recorded && backend.decodeAttentionRoped) {

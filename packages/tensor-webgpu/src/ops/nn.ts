@@ -5,7 +5,7 @@ import { emptyTensor, tensor } from "../runtime.js";
 import { shapeSize, type Tensor } from "../tensor.js";
 import { inF32 } from "./precision.js";
 import { cast, narrow, writeSlice } from "./shape.js";
-import { backendOf, equalShapes, expectDType, ShapeError, sameShape } from "./util.js";
+import { appendFits, backendOf, equalShapes, expectDType, ShapeError, sameShape } from "./util.js";
 
 const rowsOf = (x: Tensor) => x.size / Math.max(1, x.shape[x.rank - 1]!);
 const lastDim = (x: Tensor) => x.shape[x.rank - 1]!;
@@ -163,13 +163,7 @@ function fusedAppend(
   const { keys, values, at } = cache;
   const { batch, seqLen, numHeads, headDim } = dims;
   const [capacity, numKvHeads] = [keys.shape[1]!, keys.shape[2]!];
-  const fits =
-    equalShapes(keys.shape, values.shape) &&
-    keys.shape[0] === batch &&
-    keys.buffer !== values.buffer && // one kernel may not write a buffer through two bindings
-    keys.shape[3] === headDim &&
-    positions.dtype === "i32" &&
-    positions.size === batch * seqLen;
+  const fits = appendFits(cache, positions, dims);
   const recorded = isGradEnabled() && sources.some((t) => t.requiresGrad);
   const f32 = [...sources, keys, values].every((t) => t.dtype === "f32");
   if (!fits || recorded || !f32 || !backend.ropeAppend) return undefined;

@@ -81,3 +81,24 @@ export function sameShape(op: string, a: Tensor, b: Tensor): void {
     throw new ShapeError(`${op}: shapes ${shapeToString(a.shape)} and ${shapeToString(b.shape)} differ`);
   }
 }
+
+/**
+ * Whether one kernel can append a step's `seqLen` tokens per sequence to `cache` at `positions` (i32, one
+ * per token): caches of the same shape, [batch, capacity, kvHeads, headDim], in two different buffers (a
+ * kernel may not write one buffer through two bindings).
+ */
+export function appendFits(
+  cache: { keys: Tensor; values: Tensor },
+  positions: Tensor,
+  dims: { batch: number; seqLen: number; headDim: number },
+): boolean {
+  const { keys, values } = cache;
+  return (
+    equalShapes(keys.shape, values.shape) &&
+    keys.shape[0] === dims.batch &&
+    keys.buffer !== values.buffer &&
+    keys.shape[3] === dims.headDim &&
+    positions.dtype === "i32" &&
+    positions.size === dims.batch * dims.seqLen
+  );
+}
