@@ -1,27 +1,29 @@
 /** Products on the GPU checked against the CPU reference, with the epilogue's terms (matmul tests). */
 import type { GpuContext } from "../src/gpu/context.js";
-import { type MatmulVariant, matmul } from "../src/kernels/matmul.js";
-import type { BlockedTile } from "../src/kernels/matmul-gpu.js";
+import { type MatmulArgs, type MatmulVariant, matmul } from "../src/kernels/matmul.js";
 import { matmulRef } from "../src/reference/matmul.js";
 import { expectClose, randomArray } from "./helpers.js";
 
-export interface Case {
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  transA?: boolean;
-  transB?: boolean;
-  aBatchStride?: number;
-  bBatchStride?: number;
-  accumulate?: boolean;
-  alpha?: number;
-  blockedTile?: BlockedTile;
+/** A product's shape and options (MatmulArgs without its buffers), and which epilogue terms to add. */
+export type Case = Pick<
+  MatmulArgs,
+  | "batch"
+  | "m"
+  | "n"
+  | "k"
+  | "transA"
+  | "transB"
+  | "aBatchStride"
+  | "bBatchStride"
+  | "accumulate"
+  | "alpha"
+  | "blockedTile"
+> & {
   /** Add a bias row (random, n values) in the epilogue. */
   bias?: boolean;
   /** Add a random [batch, m, n] addend (a residual) in the epilogue. */
   addend?: boolean;
-}
+};
 
 export const describeCase = (c: Case) =>
   `${c.batch}x${c.m}x${c.n}x${c.k}${c.transA ? " Aᵀ" : ""}${c.transB ? " Bᵀ" : ""}` +
