@@ -51,6 +51,7 @@ describe.skipIf(skipWithoutChromium)("in a browser (headless Chromium, navigator
         adapter: { isSoftware: boolean };
         features: { shaderF16: boolean };
         attention: { worst: number; scale: number; textureKernels: boolean };
+        decode: { scale: number; fused: boolean; againstSeparate: number; againstCpu: number };
       };
       expect(result.error).toBeUndefined();
       expect(result.scale).toBeGreaterThan(1e-3);
@@ -61,6 +62,14 @@ describe.skipIf(skipWithoutChromium)("in a browser (headless Chromium, navigator
       console.info(`browser attention: ${result.attention.textureKernels ? "texture" : "tiled"} kernels`);
       expect(result.attention.scale).toBeGreaterThan(1e-3);
       expect(result.attention.worst).toBeLessThan(1e-4);
+      // A decoding step through the fused RoPE + cache append + attention kernel, against the CPU's ops.
+      expect(result.decode.fused).toBe(true);
+      expect(result.decode.scale).toBeGreaterThan(1e-3);
+      console.info(`browser decode: ${JSON.stringify(result.decode)}`);
+      // The same bits as the separate kernels in this driver; against the CPU within what WGSL allows
+      // sin and cos (2^-11 absolute on [-π, π]: measured 1.8e-4 of the largest value in SwiftShader).
+      expect(result.decode.againstSeparate).toBe(0);
+      expect(result.decode.againstCpu).toBeLessThan(1e-3);
     } finally {
       await browser.close();
     }

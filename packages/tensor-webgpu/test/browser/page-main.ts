@@ -4,7 +4,10 @@ import {
   attention,
   backward,
   createCpuBackend,
+  decodeAttention,
+  decodeAttentionPacked,
   matmul,
+  ropeAppendPacked,
   softmax,
   square,
   sum,
@@ -47,6 +50,7 @@ async function main(): Promise<unknown> {
     lossError,
     scale,
     attention: await attentionCheck(gpu, cpu),
+    decode: await decodeCheck(gpu, cpu),
   };
 }
 
@@ -76,6 +80,47 @@ async function attentionCheck(
     for (const [j, g] of grads.entries()) worst = Math.max(worst, Math.abs(g - onCpu[i]![j]!) / scale);
   const dims = { batch, seqLen, kvLen: seqLen, numHeads, numKvHeads, headDim };
   return { worst, scale, textureKernels: textureAttentionLanes(gpu.ctx, dims) !== undefined };
+}
+
+/**
+ * A decoding step from a packed q/k/v (rotation, cache append and attention; one kernel on WebGPU) with
+ * the embedded models' heads, against the CPU backend's separate ops: the output and the appended keys.
+ */
+async function decodeCheck(
+  gpu: Awaited<ReturnType<typeof useWebGpu>>,
+  cpu: ReturnType<typeof createCpuBackend>,
+) {
+  const [batch, numHeads, numKvHeads, headDim, at, capacity] = [2, 4, 2, 32, 70, 80];
+  const values = (length: number, seed: number) =>
+    Float32Array.from({ length }, (_, i) => Math.sin(i * 0.29 + seed));
+  const qkvData = values(batch * (numHeads + 2 * numKvHeads) * headDim, 4);
+  const cacheData = values(batch * capacity * numKvHeads * headDim, 5);
+  const run = async (backend: typeof cpu | typeof gpu, separate = false) => {
+    const qkv = tensor(qkvData, [batch, 1, numHeads + 2 * numKvHeads, headDim], { backend });
+    const shape = [batch, capacity, numKvHeads, headDim];
+    const keys = tensor(cacheData, shape, { backend });
+    const values = tensor(cacheData, shape, { backend });
+    const positions = tensor(new Int32Array([at, at - 5]), [batch], { backend, dtype: "i32" });
+    const kvStart = tensor(new Int32Array([0, 5]), [batch], { backend, dtype: "i32" });
+    const cache = { keys, values, at };
+    const options = { numHeads, numKvHeads, kvLen: at + 1, kvStart };
+    const out = separate
+      ? decodeAttention(ropeAppendPacked(qkv, positions, 1_000_000, cache, options), keys, values, options)
+      : decodeAttentionPacked(qkv, positions, 1_000_000, cache, options);
+    return [...(await out.floats()), ...(await keys.floats())];
+  };
+  const fused = await run(gpu);
+  const separate = await run(gpu, true);
+  const onCpu = await run(cpu);
+  const scale = Math.max(...onCpu.map(Math.abs));
+  const worstAgainst = (expected: number[]) =>
+    Math.max(...fused.map((x, i) => Math.abs(x - expected[i]!) / scale));
+  return {
+    scale,
+    fused: gpu.decodeAttentionRoped !== undefined,
+    againstSeparate: worstAgainst(separate),
+    againstCpu: worstAgainst(onCpu),
+  };
 }
 
 main().then(
