@@ -383,72 +383,101 @@ describe("attention tiles measured per adapter", () => {
   });
 });
 
-describe("decodeAttention", () => {
-  it("matches the forward reference at the last position (short, long and split-straddling caches), deterministically", async () => {
-    const ctx = await testContext();
-    const configs: [kvLen: number, batch: number, heads: typeof small | typeof qwen, kvStart?: number[]][] = [
-      [1, 1, small],
-      [100, 1, small],
-      [300, 3, small, [0, 70, 200]],
-      [1000, 1, qwen],
-      [129, 2, qwen, [5, 129]],
-    ];
-    const dispatches: number[] = [];
-    for (const [kvLen, batch, heads, kvStart] of configs) {
-      const { numHeads, numKvHeads, headDim } = heads;
-      const capacity = kvLen + 5;
-      const q = randomArray(batch * numHeads * headDim, kvLen, 1.5);
-      const kCache = randomArray(batch * capacity * numKvHeads * headDim, kvLen + 1, 1.5);
-      const vCache = randomArray(batch * capacity * numKvHeads * headDim, kvLen + 2);
-      const kvStartData = kvStart ? Int32Array.from(kvStart) : undefined;
-      const buffers = [q, kCache, vCache].map((a) => ctx.upload(a));
-      const kvStartBuffer = kvStartData ? ctx.upload(kvStartData) : undefined;
-      const out = ctx.pool.acquire(q.byteLength);
-      const dims = { batch, numHeads, numKvHeads, headDim, kvLen, capacity };
-      const before = ctx.stats.dispatches;
-      decodeAttention(ctx, {
-        ...dims,
-        q: buffers[0]!,
-        kCache: buffers[1]!,
-        vCache: buffers[2]!,
-        out,
-        kvStart: kvStartBuffer,
-      });
-      dispatches.push(ctx.stats.dispatches - before);
-      const actual = await readF32(ctx, out, q.length);
-      expect(actual.every(Number.isFinite)).toBe(true);
-      decodeAttention(ctx, {
-        ...dims,
-        q: buffers[0]!,
-        kCache: buffers[1]!,
-        vCache: buffers[2]!,
-        out,
-        kvStart: kvStartBuffer,
-      });
-      expect(Buffer.from((await readF32(ctx, out, q.length)).buffer).equals(Buffer.from(actual.buffer))).toBe(
-        true,
-      );
-      const expected = decodeAttentionRef({ ...dims, q, kCache, vCache, kvStart: kvStartData });
-      expectClose(actual, expected, 2e-5, 1e-4);
-      // The same token through the prefill kernel (seqLen 1) agrees as well.
-      const prefill = ctx.pool.acquire(q.byteLength);
-      attentionForward(ctx, {
-        ...dims,
-        seqLen: 1,
-        kvCapacity: capacity,
-        q: buffers[0]!,
-        k: buffers[1]!,
-        v: buffers[2]!,
-        out: prefill,
-        kvStart: kvStartBuffer,
-      });
-      expectClose(await readF32(ctx, prefill, q.length), actual, 2e-6, 1e-5);
-      for (const buffer of [...buffers, out, prefill, ...(kvStartBuffer ? [kvStartBuffer] : [])]) {
-        ctx.pool.release(buffer);
+/**
+ * The adapter's own decoding kernel, then the other kind's: on lavapipe the lane form (decode-lanes.ts)
+ * and the workgroup form; a GPU runs the workgroup form both times (its subgroups are too wide for lanes).
+ */
+for (const kind of ["this adapter's", "the other adapter kind's"] as const)
+  describe(`decodeAttention (${kind} kernel)`, () => {
+    beforeEach(async () => {
+      if (kind === "this adapter's") return;
+      const ctx = await testContext();
+      attentionTuning.profile = ctx.info.adapter.isSoftware ? "hardware" : "software";
+    });
+    afterEach(() => {
+      attentionTuning.profile = "auto";
+    });
+    it("matches the forward reference at the last position (short, long and split-straddling caches), deterministically", async () => {
+      const ctx = await testContext();
+      type Heads = { numHeads: number; numKvHeads: number; headDim: number };
+      const configs: [kvLen: number, batch: number, heads: Heads, kvStart?: number[]][] = [
+        [1, 1, small],
+        [100, 1, small],
+        [300, 3, small, [0, 70, 200]],
+        [1000, 1, qwen],
+        [129, 2, qwen, [5, 129]],
+        // The embedded model's heads (one vec4 column per lane of 8), and a head of 12 vec4 columns.
+        [77, 2, { numHeads: 4, numKvHeads: 2, headDim: 32 }, [0, 9]],
+        [70, 1, { numHeads: 6, numKvHeads: 2, headDim: 48 }],
+      ];
+      const dispatches: number[] = [];
+      const labels = new Set<string>();
+      const dispatch = ctx.dispatch.bind(ctx);
+      ctx.dispatch = (pipeline, ...rest) => {
+        labels.add(pipeline.label);
+        return dispatch(pipeline, ...rest);
+      };
+      for (const [kvLen, batch, heads, kvStart] of configs) {
+        const { numHeads, numKvHeads, headDim } = heads;
+        const capacity = kvLen + 5;
+        const q = randomArray(batch * numHeads * headDim, kvLen, 1.5);
+        const kCache = randomArray(batch * capacity * numKvHeads * headDim, kvLen + 1, 1.5);
+        const vCache = randomArray(batch * capacity * numKvHeads * headDim, kvLen + 2);
+        const kvStartData = kvStart ? Int32Array.from(kvStart) : undefined;
+        const buffers = [q, kCache, vCache].map((a) => ctx.upload(a));
+        const kvStartBuffer = kvStartData ? ctx.upload(kvStartData) : undefined;
+        const out = ctx.pool.acquire(q.byteLength);
+        const dims = { batch, numHeads, numKvHeads, headDim, kvLen, capacity };
+        const before = ctx.stats.dispatches;
+        decodeAttention(ctx, {
+          ...dims,
+          q: buffers[0]!,
+          kCache: buffers[1]!,
+          vCache: buffers[2]!,
+          out,
+          kvStart: kvStartBuffer,
+        });
+        dispatches.push(ctx.stats.dispatches - before);
+        const actual = await readF32(ctx, out, q.length);
+        expect(actual.every(Number.isFinite)).toBe(true);
+        decodeAttention(ctx, {
+          ...dims,
+          q: buffers[0]!,
+          kCache: buffers[1]!,
+          vCache: buffers[2]!,
+          out,
+          kvStart: kvStartBuffer,
+        });
+        expect(
+          Buffer.from((await readF32(ctx, out, q.length)).buffer).equals(Buffer.from(actual.buffer)),
+        ).toBe(true);
+        const expected = decodeAttentionRef({ ...dims, q, kCache, vCache, kvStart: kvStartData });
+        expectClose(actual, expected, 2e-5, 1e-4);
+        // The same token through the prefill kernel (seqLen 1) agrees as well.
+        const prefill = ctx.pool.acquire(q.byteLength);
+        attentionForward(ctx, {
+          ...dims,
+          seqLen: 1,
+          kvCapacity: capacity,
+          q: buffers[0]!,
+          k: buffers[1]!,
+          v: buffers[2]!,
+          out: prefill,
+          kvStart: kvStartBuffer,
+        });
+        expectClose(await readF32(ctx, prefill, q.length), actual, 2e-6, 1e-5);
+        for (const buffer of [...buffers, out, prefill, ...(kvStartBuffer ? [kvStartBuffer] : [])]) {
+          ctx.pool.release(buffer);
+        }
       }
-    }
-    // A one-chunk cache is one split, normalised in place (no combine); a long one splits and combines.
-    expect(dispatches[0]).toBe(1);
-    expect(dispatches[3]).toBe(2);
+      ctx.dispatch = dispatch;
+      // A one-chunk cache is one split, normalised in place (no combine); a long one splits and combines.
+      expect(dispatches[0]).toBe(1);
+      expect(dispatches[3]).toBe(2);
+      // Lavapipe runs the lane form as its own kernel and the workgroup form as the other kind's.
+      if (ctx.info.adapter.isSoftware) {
+        const lanes = [...labels].some((label) => label.startsWith("attention decode lanes"));
+        expect(lanes).toBe(kind === "this adapter's");
+      }
+    });
   });
-});

@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Backend } from "../src/backend.js";
 import { createCpuBackend } from "../src/backends/cpu.js";
 import { createWebGpuBackend, type WebGpuBackend } from "../src/backends/webgpu.js";
+import { attentionTuning } from "../src/kernels/attention/tiles.js";
 import * as ops from "../src/ops/index.js";
 import { tensor } from "../src/runtime.js";
 import { randomArray, testContext } from "./helpers.js";
@@ -76,16 +77,26 @@ const cases: Case[] = [
 ];
 
 describe("decodeAttentionPacked", () => {
-  for (const [i, c] of cases.entries()) {
-    it(`gives ropeAppendPacked + decodeAttention's bits in one kernel on WebGPU: ${JSON.stringify(c)}`, async () => {
-      const gpu = createWebGpuBackend(await testContext());
-      const { fused, separate } = await bothWays(gpu, c, 10 * i + 1);
-      expect(fused.dispatches).toBe(separate.dispatches - 1);
-      expect(Array.from(fused.out)).toEqual(Array.from(separate.out));
-      expect(Array.from(fused.keys)).toEqual(Array.from(separate.keys));
-      expect(Array.from(fused.values)).toEqual(Array.from(separate.values));
+  // Lavapipe runs the lane form of the decoding kernel; the workgroup form (GPUs') is forced here as well.
+  for (const profile of ["auto", "hardware"] as const)
+    describe(profile === "auto" ? "this adapter's decoding kernel" : "the GPUs' decoding kernel", () => {
+      beforeEach(() => {
+        attentionTuning.profile = profile;
+      });
+      afterEach(() => {
+        attentionTuning.profile = "auto";
+      });
+      for (const [i, c] of cases.entries()) {
+        it(`gives ropeAppendPacked + decodeAttention's bits in one kernel on WebGPU: ${JSON.stringify(c)}`, async () => {
+          const gpu = createWebGpuBackend(await testContext());
+          const { fused, separate } = await bothWays(gpu, c, 10 * i + 1);
+          expect(fused.dispatches).toBe(separate.dispatches - 1);
+          expect(Array.from(fused.out)).toEqual(Array.from(separate.out));
+          expect(Array.from(fused.keys)).toEqual(Array.from(separate.keys));
+          expect(Array.from(fused.values)).toEqual(Array.from(separate.values));
+        });
+      }
     });
-  }
 
   it("runs the two ops where the kernel does not apply: the CPU backend, a head size off multiples of 8", async () => {
     const onCpu = await bothWays(createCpuBackend(), cases[1]!, 5);

@@ -12,8 +12,11 @@
 import { checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
 import { f32Bits, uniforms } from "../elementwise.js";
-import { rotationWgsl } from "../rope.js";
+import { textureLanes } from "../texture-lanes.js";
+import { decodeBindings } from "./decode-bindings.js";
+import { laneDecodeCode } from "./decode-lanes.js";
 import { cachedCode, checkHeadDim, each, MASKED, resolveScale } from "./shared.js";
+import { tileProfile } from "./tiles.js";
 
 export interface DecodeAttentionArgs {
   /** [batch, numHeads, headDim]: one new token per sequence. */
@@ -90,28 +93,7 @@ function decodeCode(group: number, d4: number, rope?: { headDim: number; theta: 
   const threads = DECODE_CHUNK;
   const slices = decodeSlices(d4);
   const heads = (f: (g: number) => string, separator = "\n") => each(group, f, separator);
-  const cache = rope ? "read_write" : "read";
-  return /* wgsl */ `
-struct Params {
-  kvLen: u32, capacity: u32, numHeads: u32, numKvHeads: u32,
-  keysPerSplit: u32, splits: u32, hasKvStart: u32,
-  // Loop bounds equal to baked-in constants, read at run time so that LLVM does not unroll them (JIT time).
-  d4: u32, chunk: u32, slices: u32, keysPerSlice: u32, queryElements: u32,
-  scale: f32,
-}
-@group(0) @binding(0) var<storage, read> q: array<vec4f>;
-@group(0) @binding(1) var<storage, ${cache}> kCache: array<vec4f>;
-@group(0) @binding(2) var<storage, ${cache}> vCache: array<vec4f>;
-@group(0) @binding(3) var<storage, read> kvStart: array<i32>;
-@group(0) @binding(4) var<storage, read_write> partOut: array<vec4f>;   // [batch, numHeads, splits, headDim]
-@group(0) @binding(5) var<storage, read_write> partStats: array<vec2f>; // [batch, numHeads, splits]: (max, sum)
-${
-  rope
-    ? `@group(0) @binding(6) var<storage, read> positions: array<i32>;
-@group(0) @binding(7) var<uniform> params: Params;
-${rotationWgsl(rope.headDim, rope.theta, 4)}`
-    : "@group(0) @binding(6) var<uniform> params: Params;"
-}
+  return /* wgsl */ `${decodeBindings(rope)}
 
 var<workgroup> qTile: array<vec4f, ${group * d4}>;        // scaled queries of the group's heads
 var<workgroup> pTile: array<f32, ${group * DECODE_CHUNK}>; // per head: scores, then probabilities
@@ -236,6 +218,14 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   }
 }`;
 
+/**
+ * The subgroup width of the lane form (decode-lanes.ts), which software adapters run; undefined: the
+ * workgroup form, which GPUs run (attentionTuning's profile can force either where both can run).
+ */
+function decodeLanes(ctx: GpuContext): number | undefined {
+  return tileProfile(ctx) === "software" ? textureLanes(ctx) : undefined;
+}
+
 /** Whether the fused RoPE form takes this head size (pairs rotated as whole vec4s). */
 export const ropedDecodeFits = (headDim: number): boolean => headDim % 8 === 0;
 
@@ -253,9 +243,10 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs, rope
     throw new RangeError(`decodeAttention: the fused RoPE needs headDim a multiple of 8, got ${headDim}`);
   const d4 = headDim / 4;
   const group = numHeads / numKvHeads;
+  const lanes = decodeLanes(ctx);
   const bytes = 16 * group * d4 + 4 * group * (DECODE_CHUNK + 2) + 16 * decodeSlices(d4) * d4;
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  if (bytes > limit) {
+  if (lanes === undefined && bytes > limit) {
     throw new RangeError(
       `decodeAttention: ${group} query heads per KV head of headDim ${headDim} need ${bytes} bytes of workgroup memory; this device has ${limit}`,
     );
@@ -269,14 +260,17 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs, rope
   const partOut =
     splits === 1 ? args.out : ctx.pool.acquire(rows * splits * headDim * 4, "decode partial outputs");
   const partStats = ctx.pool.acquire(rows * splits * 8, "decode partial stats");
-  const code = rope
-    ? cachedCode(`decode-rope:${group}:${d4}:${rope.theta}`, () =>
-        decodeCode(group, d4, { headDim, theta: rope.theta }),
-      )
-    : cachedCode(`decode:${group}:${d4}`, () => decodeCode(group, d4));
+  const ropeCode = rope && { headDim, theta: rope.theta };
+  const form = lanes === undefined ? "" : ` lanes ${lanes}`;
+  const code = cachedCode(`decode${form}:${group}:${d4}:${rope?.theta ?? "-"}`, () =>
+    lanes === undefined ? decodeCode(group, d4, ropeCode) : laneDecodeCode(lanes, group, d4, ropeCode),
+  );
   const bindings = [args.q, args.kCache, args.vCache, args.kvStart ?? args.q, partOut, partStats];
   ctx.dispatch(
-    ctx.pipeline(`attention decode${rope ? " with RoPE" : ""} (group ${group}, headDim ${headDim})`, code),
+    ctx.pipeline(
+      `attention decode${form}${rope ? " with RoPE" : ""} (group ${group}, headDim ${headDim})`,
+      code,
+    ),
     rope ? [...bindings, rope.positions] : bindings,
     uniforms(
       kvLen,

@@ -1,0 +1,30 @@
+/**
+ * What every decoding attention kernel binds (decode.ts's workgroup form, decode-lanes.ts's lane form):
+ * one parameter block and one binding layout, so that decodeAttention fills them the same way whichever
+ * kernel runs, and the fused RoPE form adds the positions and the rotation.
+ */
+import { rotationWgsl } from "../rope.js";
+
+export function decodeBindings(rope?: { headDim: number; theta: number }): string {
+  const cache = rope ? "read_write" : "read";
+  return /* wgsl */ `struct Params {
+  kvLen: u32, capacity: u32, numHeads: u32, numKvHeads: u32,
+  keysPerSplit: u32, splits: u32, hasKvStart: u32,
+  // Loop bounds equal to baked-in constants, read at run time so that LLVM does not unroll them (JIT time).
+  d4: u32, chunk: u32, slices: u32, keysPerSlice: u32, queryElements: u32,
+  scale: f32,
+}
+@group(0) @binding(0) var<storage, read> q: array<vec4f>;
+@group(0) @binding(1) var<storage, ${cache}> kCache: array<vec4f>;
+@group(0) @binding(2) var<storage, ${cache}> vCache: array<vec4f>;
+@group(0) @binding(3) var<storage, read> kvStart: array<i32>;
+@group(0) @binding(4) var<storage, read_write> partOut: array<vec4f>;   // [batch, numHeads, splits, headDim]
+@group(0) @binding(5) var<storage, read_write> partStats: array<vec2f>; // [batch, numHeads, splits]: (max, sum)
+${
+  rope
+    ? `@group(0) @binding(6) var<storage, read> positions: array<i32>;
+@group(0) @binding(7) var<uniform> params: Params;
+${rotationWgsl(rope.headDim, rope.theta, 4)}`
+    : "@group(0) @binding(6) var<uniform> params: Params;"
+}`;
+}

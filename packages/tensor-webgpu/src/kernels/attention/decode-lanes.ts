@@ -1,0 +1,136 @@
+/**
+ * The decoding attention of decode.ts for software adapters (lavapipe): one workgroup is one subgroup of
+ * L lanes serving one (KV split, KV head, sequence), and lane l owns vec4 columns l, l + L, ... of the
+ * head, so every cache row is read by one vector load per L columns. Per block of L keys, each key's
+ * score against each head of the group is the subgroup sum of the lanes' partial dot products, and lane i
+ * keeps key i's; the online softmax then runs on all L keys at once, and P·V takes each key's probability
+ * by shuffle. Nothing is staged in workgroup memory: lavapipe serves workgroup-memory loads lane by lane,
+ * and the 64-thread form (a barrier and one serial softmax thread per head for every 64 keys) ran at
+ * 1-1.4 GFLOP/s there. It writes what that form writes (partial outputs and their (max, sum), or the
+ * normalised output for a single split), with the same bindings, so the same combine follows it.
+ */
+import { decodeBindings } from "./decode-bindings.js";
+import { each, MASKED } from "./shared.js";
+
+/** WGSL: the fused form's query rotation into registers and, for the last split, the cache append. */
+function ropedLoads(group: number, d4: number, columns: number): string {
+  return /* wgsl */ `let position = u32(positions[b]);
+  let row = b * (params.numHeads + 2u * params.numKvHeads); // the new token's heads: q's, k's, v's
+  ${each(
+    group,
+    (g) =>
+      each(
+        columns,
+        (c) =>
+          `let q${g}_${c} = select(vec4f(0.0), rotatedHalf((row + kvHead * ${group}u + ${g}u) * ${d4}u, col${c}, position) * params.scale, owned${c});`,
+        "\n  ",
+      ),
+    "\n  ",
+  )}
+  if (split == params.splits - 1u) {
+    let slot = ((b * params.capacity + params.kvLen - 1u) * params.numKvHeads + kvHead) * ${d4}u;
+    ${each(
+      columns,
+      (c) => `if (owned${c}) {
+      kCache[slot + col${c}] = rotatedHalf((row + params.numHeads + kvHead) * ${d4}u, col${c}, position);
+      vCache[slot + col${c}] = q[(row + params.numHeads + params.numKvHeads + kvHead) * ${d4}u + col${c}];
+    }`,
+      "\n    ",
+    )}
+  }
+  // Each lane reads back only the columns it wrote; the barrier orders those writes before the reads.
+  storageBarrier();`;
+}
+
+/**
+ * WGSL: column `column` of the head whose first vec4 is q[head], rotated: rope.ts's rotation of its pair
+ * (the same arithmetic as ropeAppend's), keeping the column's half — the first below `pairs`, else the second.
+ */
+function rotatedHalfWgsl(pairs: number): string {
+  return /* wgsl */ `fn rotatedHalf(head: u32, column: u32, position: u32) -> vec4f {
+  let pair = column % ${pairs}u;
+  let r = rotate(q[head + pair], q[head + pair + ${pairs}u], position, pair);
+  return select(r.second, r.first, column < ${pairs}u);
+}`;
+}
+
+/**
+ * WGSL of the lane form for subgroups of `lanes`, `group` query heads per KV head and head size 4·d4;
+ * `rope`: the fused form (decode.ts's DecodeRope).
+ */
+export function laneDecodeCode(
+  lanes: number,
+  group: number,
+  d4: number,
+  rope?: { headDim: number; theta: number },
+): string {
+  const columns = Math.ceil(d4 / lanes);
+  const cols = (f: (c: number) => string, separator = "\n  ") => each(columns, f, separator);
+  const heads = (f: (g: number) => string, separator = "\n  ") => each(group, f, separator);
+  const loads = rope
+    ? ropedLoads(group, d4, columns)
+    : heads((g) =>
+        cols(
+          (c) =>
+            `let q${g}_${c} = select(vec4f(0.0), q[(headBase + ${g}u) * ${d4}u + col${c}] * params.scale, owned${c});`,
+        ),
+      );
+  return /* wgsl */ `enable subgroups;
+${decodeBindings(rope)}
+${rope ? rotatedHalfWgsl(d4 / 2) : ""}
+
+@compute @workgroup_size(${lanes})
+fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: vec3u) {
+  let split = wg.x;
+  let kvHead = wg.y;
+  let b = wg.z;
+  var kStart = 0u;
+  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
+  let jBegin = max(split * params.keysPerSplit, kStart);
+  let jEnd = min(split * params.keysPerSplit + params.keysPerSplit, params.kvLen);
+  let headBase = b * params.numHeads + kvHead * ${group}u;
+  ${cols((c) => `let owned${c} = lane + ${c * lanes}u < ${d4}u;\n  let col${c} = min(lane + ${c * lanes}u, ${d4 - 1}u);`)}
+  ${loads}
+  ${heads((g) => `var m${g} = ${MASKED};\n  var l${g} = 0.0;\n  ${cols((c) => `var acc${g}_${c} = vec4f(0.0);`, " ")}`)}
+  let stride = params.numKvHeads * ${d4}u; // between a head's rows of consecutive keys
+  let origin = (b * params.capacity * params.numKvHeads + kvHead) * ${d4}u;
+  let last = max(jEnd, 1u) - 1u;
+  for (var j0 = jBegin; j0 < jEnd; j0 += ${lanes}u) {
+    // Lane i ends with key j0 + i's score against each head (keys past the split repeat its last).
+    ${heads((g) => `var s${g} = 0.0;`, " ")}
+    for (var i = 0u; i < ${lanes}u; i++) {
+      let base = origin + min(j0 + i, last) * stride;
+      ${cols((c) => `let k${c} = kCache[base + col${c}];`, "\n      ")}
+      ${heads((g) => `s${g} = select(s${g}, subgroupAdd(${cols((c) => `dot(q${g}_${c}, k${c})`, " + ")}), lane == i);`, "\n      ")}
+    }
+    let valid = j0 + lane < jEnd;
+    ${heads(
+      (g) => `var p${g} = 0.0;
+    {
+      let top = max(m${g}, subgroupMax(select(${MASKED}, s${g}, valid)));
+      let alpha = exp(m${g} - top);
+      p${g} = select(0.0, exp(s${g} - top), valid);
+      l${g} = l${g} * alpha + subgroupAdd(p${g});
+      ${cols((c) => `acc${g}_${c} *= alpha;`, " ")}
+      m${g} = top;
+    }`,
+      "\n    ",
+    )}
+    for (var i = 0u; i < ${lanes}u; i++) {
+      let base = origin + min(j0 + i, last) * stride;
+      ${cols((c) => `let v${c} = vCache[base + col${c}];`, "\n      ")}
+      ${heads((g) => `{ let p = subgroupShuffle(p${g}, i); ${cols((c) => `acc${g}_${c} += p * v${c};`, " ")} }`, "\n      ")}
+    }
+  }
+  // A single split is the whole answer: normalised here (partOut is then the output), no combine runs.
+  ${heads(
+    (g) => `{
+    let scale = select(1.0, select(0.0, 1.0 / l${g}, l${g} > 0.0), params.splits == 1u);
+    let at = ((headBase + ${g}u) * params.splits + split) * ${d4}u;
+    ${cols((c) => `if (owned${c}) { partOut[at + col${c}] = acc${g}_${c} * scale; }`, "\n    ")}
+    if (lane == 0u) { partStats[(headBase + ${g}u) * params.splits + split] = vec2f(m${g}, l${g}); }
+  }`,
+  )}
+}
+`;
+}
