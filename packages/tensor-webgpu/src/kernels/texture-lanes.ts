@@ -1,8 +1,9 @@
 import type { GpuContext } from "../gpu/context.js";
 
 /**
- * The subgroup width the texture kernels (the "texture" matmul, the software attention kernels) are
- * generated for, or undefined where they cannot run: they need subgroups of a known, narrow width.
+ * The subgroup width the texture kernels (the "texture" matmul, the software attention kernels) and the
+ * lane form of decoding attention are generated for, or undefined where they cannot run: they need
+ * subgroups of a known, narrow width.
  */
 export function textureLanes(ctx: GpuContext): number | undefined {
   if (!ctx.info.features.subgroups) return undefined;

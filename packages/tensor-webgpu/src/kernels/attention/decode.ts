@@ -6,7 +6,8 @@
  * partial outputs with their (max, sum); a combine dispatch merges the splits of each head. Splits are
  * sized so that short caches use one or two and long ones fill the GPU; a single split normalises its
  * output itself and needs no combine. A fused form (DecodeRope) also does the step's rotary embedding and
- * cache append, reading q, k and v from the fused q/k/v projection's output.
+ * cache append, reading q, k and v from the fused q/k/v projection's output. This is the GPUs' form;
+ * software adapters run the lane form of decode-lanes.ts, which writes the same partials for the same combine.
  */
 
 import { checkAttentionDims } from "../../core/attention.js";
