@@ -26,7 +26,13 @@ import { listTile, tileProfile } from "../src/kernels/attention/tiles.js";
 import { disableKernelTuning, loadKernelTuning, saveKernelTuning } from "../src/kernels/kernel-tuning.js";
 import { REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
 import { attentionBackwardRef, attentionForwardRef, decodeAttentionRef } from "../src/reference/attention.js";
-import { expectClose, randomArray, testContext } from "./helpers.js";
+import {
+  ATTENTION_KERNEL_KINDS,
+  expectClose,
+  randomArray,
+  testContext,
+  useAttentionKernels,
+} from "./helpers.js";
 
 // Each distinct headDim (and tile choice) is a new shader: on lavapipe its first use costs a second or
 // more of JIT, so most cases share headDim 16 and the Qwen2.5-0.5B shape (14/2 heads, headDim 64).
@@ -103,16 +109,9 @@ const qwen = { numHeads: 14, numKvHeads: 2, headDim: 64 };
  * The adapter's own kernels, and then the other kind's code (hardware on lavapipe, software on a GPU):
  * their tiles and the forward's softmax differ, and each must match the reference.
  */
-for (const kind of ["this adapter's", "the other adapter kind's"] as const)
+for (const kind of ATTENTION_KERNEL_KINDS)
   describe(`attention forward and backward match the reference (${kind} kernels)`, () => {
-    beforeEach(async () => {
-      if (kind === "this adapter's") return;
-      const ctx = await testContext();
-      attentionTuning.profile = ctx.info.adapter.isSoftware ? "hardware" : "software";
-    });
-    afterEach(() => {
-      attentionTuning.profile = "auto";
-    });
+    useAttentionKernels(kind);
     const cases: [string, Case][] = [
       ["causal, GQA 4/2, seqLen 33", { ...small, seqLen: 33, kvLen: 33 }],
       ["causal, one row", { ...small, seqLen: 1, kvLen: 1 }],
@@ -387,16 +386,9 @@ describe("attention tiles measured per adapter", () => {
  * The adapter's own decoding kernel, then the other kind's: on lavapipe the lane form (decode-lanes.ts)
  * and the workgroup form; a GPU runs the workgroup form both times (its subgroups are too wide for lanes).
  */
-for (const kind of ["this adapter's", "the other adapter kind's"] as const)
+for (const kind of ATTENTION_KERNEL_KINDS)
   describe(`decodeAttention (${kind} kernel)`, () => {
-    beforeEach(async () => {
-      if (kind === "this adapter's") return;
-      const ctx = await testContext();
-      attentionTuning.profile = ctx.info.adapter.isSoftware ? "hardware" : "software";
-    });
-    afterEach(() => {
-      attentionTuning.profile = "auto";
-    });
+    useAttentionKernels(kind);
     it("matches the forward reference at the last position (short, long and split-straddling caches), deterministically", async () => {
       const ctx = await testContext();
       type Heads = { numHeads: number; numKvHeads: number; headDim: number };

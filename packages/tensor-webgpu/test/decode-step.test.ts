@@ -1,11 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Backend } from "../src/backend.js";
 import { createCpuBackend } from "../src/backends/cpu.js";
 import { createWebGpuBackend, type WebGpuBackend } from "../src/backends/webgpu.js";
-import { attentionTuning } from "../src/kernels/attention/tiles.js";
 import * as ops from "../src/ops/index.js";
 import { tensor } from "../src/runtime.js";
-import { randomArray, testContext } from "./helpers.js";
+import { ATTENTION_KERNEL_KINDS, randomArray, testContext, useAttentionKernels } from "./helpers.js";
 
 interface Case {
   batch: number;
@@ -77,15 +76,10 @@ const cases: Case[] = [
 ];
 
 describe("decodeAttentionPacked", () => {
-  // Lavapipe runs the lane form of the decoding kernel; the workgroup form (GPUs') is forced here as well.
-  for (const profile of ["auto", "hardware"] as const)
-    describe(profile === "auto" ? "this adapter's decoding kernel" : "the GPUs' decoding kernel", () => {
-      beforeEach(() => {
-        attentionTuning.profile = profile;
-      });
-      afterEach(() => {
-        attentionTuning.profile = "auto";
-      });
+  // Lavapipe runs the lane form of the decoding kernel, and the workgroup form (GPUs') as the other kind's.
+  for (const kind of ATTENTION_KERNEL_KINDS)
+    describe(`${kind} decoding kernel`, () => {
+      useAttentionKernels(kind);
       for (const [i, c] of cases.entries()) {
         it(`gives ropeAppendPacked + decodeAttention's bits in one kernel on WebGPU: ${JSON.stringify(c)}`, async () => {
           const gpu = createWebGpuBackend(await testContext());

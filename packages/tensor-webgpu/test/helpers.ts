@@ -1,5 +1,6 @@
-import { expect } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
 import { GpuContext } from "../src/gpu/context.js";
+import { attentionTuning } from "../src/kernels/attention/tiles.js";
 
 let shared: Promise<GpuContext> | undefined;
 
@@ -7,6 +8,24 @@ let shared: Promise<GpuContext> | undefined;
 export function testContext(): Promise<GpuContext> {
   shared ??= GpuContext.create();
   return shared;
+}
+
+/** The attention kernels a describe block runs: the adapter's own, or the other kind's (GPU or software). */
+export const ATTENTION_KERNEL_KINDS = ["this adapter's", "the other adapter kind's"] as const;
+
+/**
+ * Run the enclosing describe block's tests on `kind`'s attention kernels: the other kind's forces the GPU
+ * code on a software adapter and the software code on a GPU (attentionTuning.profile), reset after each.
+ */
+export function useAttentionKernels(kind: (typeof ATTENTION_KERNEL_KINDS)[number]): void {
+  beforeEach(async () => {
+    if (kind === "this adapter's") return;
+    const ctx = await testContext();
+    attentionTuning.profile = ctx.info.adapter.isSoftware ? "hardware" : "software";
+  });
+  afterEach(() => {
+    attentionTuning.profile = "auto";
+  });
 }
 
 /** Deterministic pseudo-random floats in [-scale, scale). */

@@ -1,7 +1,7 @@
 /**
- * What every decoding attention kernel binds (decode.ts's workgroup form, decode-lanes.ts's lane form):
+ * What every decoding attention kernel shares (decode.ts's workgroup form, decode-lanes.ts's lane form):
  * one parameter block and one binding layout, so that decodeAttention fills them the same way whichever
- * kernel runs, and the fused RoPE form adds the positions and the rotation.
+ * kernel runs (the fused RoPE form adds the positions and the rotation), and which keys a workgroup takes.
  */
 import { rotationWgsl } from "../rope.js";
 
@@ -27,4 +27,20 @@ ${
 ${rotationWgsl(rope.headDim, rope.theta, 4)}`
     : "@group(0) @binding(6) var<uniform> params: Params;"
 }`;
+}
+
+/**
+ * WGSL opening `main` (after wg, the workgroup id): the workgroup's split, KV head and sequence b, its keys
+ * jBegin..jEnd-1 (the split's, from the sequence's first unmasked key), and headBase, the index of the
+ * group's first query head in [batch, numHeads].
+ */
+export function decodeWorkgroup(group: number): string {
+  return /* wgsl */ `let split = wg.x;
+  let kvHead = wg.y;
+  let b = wg.z;
+  var kStart = 0u;
+  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
+  let jBegin = max(split * params.keysPerSplit, kStart);
+  let jEnd = min(split * params.keysPerSplit + params.keysPerSplit, params.kvLen);
+  let headBase = b * params.numHeads + kvHead * ${group}u;`;
 }

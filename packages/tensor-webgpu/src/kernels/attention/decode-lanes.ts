@@ -9,7 +9,7 @@
  * 1-1.4 GFLOP/s there. It writes what that form writes (partial outputs and their (max, sum), or the
  * normalised output for a single split), with the same bindings, so the same combine follows it.
  */
-import { decodeBindings } from "./decode-bindings.js";
+import { decodeBindings, decodeWorkgroup } from "./decode-bindings.js";
 import { each, MASKED } from "./shared.js";
 
 /** WGSL: the fused form's query rotation into registers and, for the last split, the cache append. */
@@ -81,14 +81,7 @@ ${rope ? rotatedHalfWgsl(d4 / 2) : ""}
 
 @compute @workgroup_size(${lanes})
 fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: vec3u) {
-  let split = wg.x;
-  let kvHead = wg.y;
-  let b = wg.z;
-  var kStart = 0u;
-  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
-  let jBegin = max(split * params.keysPerSplit, kStart);
-  let jEnd = min(split * params.keysPerSplit + params.keysPerSplit, params.kvLen);
-  let headBase = b * params.numHeads + kvHead * ${group}u;
+  ${decodeWorkgroup(group)}
   ${cols((c) => `let owned${c} = lane + ${c * lanes}u < ${d4}u;\n  let col${c} = min(lane + ${c * lanes}u, ${d4 - 1}u);`)}
   ${loads}
   ${heads((g) => `var m${g} = ${MASKED};\n  var l${g} = 0.0;\n  ${cols((c) => `var acc${g}_${c} = vec4f(0.0);`, " ")}`)}

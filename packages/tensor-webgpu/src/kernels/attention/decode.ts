@@ -14,7 +14,7 @@ import { checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
 import { f32Bits, uniforms } from "../elementwise.js";
 import { textureLanes } from "../texture-lanes.js";
-import { decodeBindings } from "./decode-bindings.js";
+import { decodeBindings, decodeWorkgroup } from "./decode-bindings.js";
 import { laneDecodeCode } from "./decode-lanes.js";
 import { cachedCode, checkHeadDim, each, MASKED, resolveScale } from "./shared.js";
 import { tileProfile } from "./tiles.js";
@@ -104,14 +104,7 @@ var<workgroup> headSums: array<f32, ${group}>;             // each head's softma
 
 @compute @workgroup_size(${threads})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
-  let split = wg.x;
-  let kvHead = wg.y;
-  let b = wg.z;
-  var kStart = 0u;
-  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
-  let jBegin = max(split * params.keysPerSplit, kStart);
-  let jEnd = min(split * params.keysPerSplit + params.keysPerSplit, params.kvLen);
-  let headBase = b * params.numHeads + kvHead * ${group}u;
+  ${decodeWorkgroup(group)}
   ${
     rope
       ? ropedLoads(group, d4)
