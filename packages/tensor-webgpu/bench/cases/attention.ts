@@ -107,4 +107,6 @@ export const cases: BenchCase[] = [
   ),
   decodeCase(QWEN_05B, 8, 256),
   decodeCase(QWEN_05B, 8, 2048),
+  // The Quest job's rollouts in an episode's last turns (32 sequences of the embedded model).
+  decodeCase(SMALL, 32, 1024),
 ];
