@@ -5,12 +5,14 @@
  */
 import { rotationWgsl } from "../rope.js";
 
+/** WGSL: the Params block and the bindings; with `rope`, the positions binding and rope.ts's rotation too. */
 export function decodeBindings(rope?: { headDim: number; theta: number }): string {
   const cache = rope ? "read_write" : "read";
   return /* wgsl */ `struct Params {
   kvLen: u32, capacity: u32, numHeads: u32, numKvHeads: u32,
   keysPerSplit: u32, splits: u32, hasKvStart: u32,
-  // Loop bounds equal to baked-in constants, read at run time so that LLVM does not unroll them (JIT time).
+  // The workgroup form's loop bounds: equal to baked-in constants, read at run time so that LLVM does not
+  // unroll them (JIT time). The lane form ignores them.
   d4: u32, chunk: u32, slices: u32, keysPerSlice: u32, queryElements: u32,
   scale: f32,
 }

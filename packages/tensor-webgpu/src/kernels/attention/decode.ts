@@ -238,12 +238,14 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs, rope
   const d4 = headDim / 4;
   const group = numHeads / numKvHeads;
   const lanes = decodeLanes(ctx);
-  const bytes = 16 * group * d4 + 4 * group * (DECODE_CHUNK + 2) + 16 * decodeSlices(d4) * d4;
-  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  if (lanes === undefined && bytes > limit) {
-    throw new RangeError(
-      `decodeAttention: ${group} query heads per KV head of headDim ${headDim} need ${bytes} bytes of workgroup memory; this device has ${limit}`,
-    );
+  if (lanes === undefined) {
+    // The workgroup form stages the group's queries and scores; the lane form keeps them in registers.
+    const bytes = 16 * group * d4 + 4 * group * (DECODE_CHUNK + 2) + 16 * decodeSlices(d4) * d4;
+    const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+    if (bytes > limit)
+      throw new RangeError(
+        `decodeAttention: ${group} query heads per KV head of headDim ${headDim} need ${bytes} bytes of workgroup memory; this device has ${limit}`,
+      );
   }
   const chunks = Math.ceil(kvLen / DECODE_CHUNK);
   const wanted = Math.ceil(decodeTargetWorkgroups(ctx) / (batch * numKvHeads));
