@@ -63,7 +63,19 @@ export {
   textureSizeClass,
 } from "./gpu/texture-pool.js";
 export { blockFor, waitForGpu } from "./gpu/wait.js";
-// Kernels measured per adapter: matmul kernels and attention tiles, their tables and tuners
+// Kernels measured per adapter: matmul kernels, attention tiles and backward forms, their tables and tuners
+export { timeBackwardForms, tuneBackwardForms } from "./kernels/attention/backward-form-tuning.js";
+export {
+  BACKWARD_FORMS,
+  type BackwardForm,
+  type BackwardFormTable,
+  type BackwardProblem,
+  backwardForms,
+  disableBackwardFormTuning,
+  enableBackwardFormTuning,
+  parseBackwardFormEntries,
+  type TunedBackwardForm,
+} from "./kernels/attention/backward-forms.js";
 export {
   type AttentionTileTable,
   attentionTiles,
@@ -76,7 +88,8 @@ export {
   tileName,
 } from "./kernels/attention/tile-choices.js";
 export { timeAttentionTiles, tuneAttentionTiles } from "./kernels/attention/tile-tuning.js";
-// Which attention kernels run (tile lists by adapter kind, the texture kernels on software adapters)
+// Which attention kernels run (tile lists by adapter kind, the texture kernels on software adapters, the
+// backward's form)
 export { attentionTuning } from "./kernels/attention/tiles.js";
 export {
   disableKernelTuning,

@@ -1,14 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from "vitest";
-import { type AttentionDims, EMPTY_ROW_LSE } from "../src/core/attention.js";
-import type { GpuContext } from "../src/gpu/context.js";
+import { EMPTY_ROW_LSE } from "../src/core/attention.js";
 import { KV_GRAD_KERNEL, KV_GRAD_PER_HEAD_KERNEL, Q_GRAD_KERNEL } from "../src/kernels/attention/backward.js";
 import { FORWARD_KERNEL } from "../src/kernels/attention/forward.js";
-import {
-  attentionBackward,
-  attentionForward,
-  attentionTuning,
-  decodeAttention,
-} from "../src/kernels/attention/index.js";
+import { attentionForward, attentionTuning, decodeAttention } from "../src/kernels/attention/index.js";
 import {
   limitTextureRowsForTesting,
   textureAttentionLanes,
@@ -25,7 +19,17 @@ import { tuneAttentionTiles } from "../src/kernels/attention/tile-tuning.js";
 import { listTile, tileProfile } from "../src/kernels/attention/tiles.js";
 import { disableKernelTuning, loadKernelTuning, saveKernelTuning } from "../src/kernels/kernel-tuning.js";
 import { REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
-import { attentionBackwardRef, attentionForwardRef, decodeAttentionRef } from "../src/reference/attention.js";
+import { attentionForwardRef, decodeAttentionRef } from "../src/reference/attention.js";
+import {
+  type Case,
+  checkAgainstReference,
+  inputs,
+  qwen,
+  type Results,
+  readF32,
+  runGpu,
+  small,
+} from "./attention-cases.js";
 import {
   ATTENTION_KERNEL_KINDS,
   expectClose,
@@ -37,81 +41,25 @@ import {
 // Each distinct headDim (and tile choice) is a new shader: on lavapipe its first use costs a second or
 // more of JIT, so most cases share headDim 16 and the Qwen2.5-0.5B shape (14/2 heads, headDim 64).
 
-interface Case extends AttentionDims {
-  kvStart?: number[];
+/** Run the enclosing describe block's backward in the matmul form (backward-matmul.ts), reset after each. */
+function useMatmulBackward(): void {
+  beforeEach(() => {
+    attentionTuning.backward = "matmul";
+  });
+  afterEach(() => {
+    attentionTuning.backward = "auto";
+  });
 }
-
-function inputs(c: Case, seed: number) {
-  const capacity = c.kvCapacity ?? c.kvLen;
-  return {
-    q: randomArray(c.batch * c.seqLen * c.numHeads * c.headDim, seed, 1.5),
-    k: randomArray(c.batch * capacity * c.numKvHeads * c.headDim, seed + 1, 1.5),
-    v: randomArray(c.batch * capacity * c.numKvHeads * c.headDim, seed + 2),
-    dOut: randomArray(c.batch * c.seqLen * c.numHeads * c.headDim, seed + 3),
-    kvStart: c.kvStart ? Int32Array.from(c.kvStart) : undefined,
-  };
-}
-
-async function readF32(ctx: GpuContext, buffer: GPUBuffer, length: number): Promise<Float32Array> {
-  return new Float32Array(await ctx.read(buffer, length * 4));
-}
-
-type Results = Record<"out" | "lse" | "dQ" | "dK" | "dV", Float32Array>;
-
-/** Run the GPU forward and backward on `c` and read everything back. */
-async function runGpu(ctx: GpuContext, c: Case, x: ReturnType<typeof inputs>): Promise<Results> {
-  const qb = ctx.upload(x.q);
-  const kb = ctx.upload(x.k);
-  const vb = ctx.upload(x.v);
-  const dOut = ctx.upload(x.dOut);
-  const kvStart = x.kvStart ? ctx.upload(x.kvStart) : undefined;
-  const kvSize = c.batch * c.kvLen * c.numKvHeads * c.headDim;
-  const rows = c.batch * c.numHeads * c.seqLen;
-  const out = ctx.pool.acquire(x.q.byteLength);
-  const lse = ctx.pool.acquire(rows * 4);
-  const dQ = ctx.pool.acquire(x.q.byteLength);
-  const dK = ctx.pool.acquire(kvSize * 4);
-  const dV = ctx.pool.acquire(kvSize * 4);
-  attentionForward(ctx, { ...c, q: qb, k: kb, v: vb, out, lse, kvStart });
-  attentionBackward(ctx, { ...c, q: qb, k: kb, v: vb, out, dOut, lse, dQ, dK, dV, kvStart });
-  const results: Results = {
-    out: await readF32(ctx, out, x.q.length),
-    lse: await readF32(ctx, lse, rows),
-    dQ: await readF32(ctx, dQ, x.q.length),
-    dK: await readF32(ctx, dK, kvSize),
-    dV: await readF32(ctx, dV, kvSize),
-  };
-  for (const buffer of [qb, kb, vb, dOut, out, lse, dQ, dK, dV, ...(kvStart ? [kvStart] : [])]) {
-    ctx.pool.release(buffer);
-  }
-  return results;
-}
-
-async function checkAgainstReference(c: Case, seed: number): Promise<Results> {
-  const ctx = await testContext();
-  const x = inputs(c, seed);
-  const gpu = await runGpu(ctx, c, x);
-  for (const values of Object.values(gpu)) expect(values.every(Number.isFinite)).toBe(true);
-  const ref = attentionForwardRef({ ...c, ...x });
-  expectClose(gpu.out, ref.out, 2e-5, 1e-4);
-  expectClose(gpu.lse, ref.lse, 2e-5, 1e-5);
-  const grads = attentionBackwardRef({ ...c, ...x });
-  expectClose(gpu.dQ, grads.dQ, 5e-5, 2e-4);
-  expectClose(gpu.dK, grads.dK, 5e-5, 2e-4);
-  expectClose(gpu.dV, grads.dV, 5e-5, 2e-4);
-  return gpu;
-}
-
-const small = { batch: 1, numHeads: 4, numKvHeads: 2, headDim: 16 };
-const qwen = { numHeads: 14, numKvHeads: 2, headDim: 64 };
 
 /**
- * The adapter's own kernels, and then the other kind's code (hardware on lavapipe, software on a GPU):
- * their tiles and the forward's softmax differ, and each must match the reference.
+ * The adapter's own kernels, then the other kind's code (hardware on lavapipe, software on a GPU), then
+ * the matmul form of the backward: their tiles, the forward's softmax and the backward's sums differ, and
+ * each must match the reference.
  */
-for (const kind of ATTENTION_KERNEL_KINDS)
+for (const kind of [...ATTENTION_KERNEL_KINDS, "matmul-form backward"] as const)
   describe(`attention forward and backward match the reference (${kind} kernels)`, () => {
-    useAttentionKernels(kind);
+    if (kind === "matmul-form backward") useMatmulBackward();
+    else useAttentionKernels(kind);
     const cases: [string, Case][] = [
       ["causal, GQA 4/2, seqLen 33", { ...small, seqLen: 33, kvLen: 33 }],
       ["causal, one row", { ...small, seqLen: 1, kvLen: 1 }],

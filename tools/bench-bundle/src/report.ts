@@ -104,11 +104,17 @@ export function comparisonRows(
     }
   }
   for (const label of attentionLabels) {
-    for (const pass of ["fwd", "fwd+bwd"]) {
-      const k = engine(`attention ${pass} ${label}`);
+    // The backward's two forms: the tiled kernels ("auto" without tuning) and the matmul form, forced.
+    for (const [pass, form] of [
+      ["fwd", ""],
+      ["fwd+bwd", ""],
+      ["fwd+bwd", " [matmul backward]"],
+    ]) {
+      const k = engine(`attention ${pass} ${label}${form}`);
+      if (form && !k) continue;
       const p = peer?.attention.find((r) => r.label === label && r.pass === pass);
       add(
-        `attention ${pass} ${label}`,
+        `attention ${pass} ${label}${form}`,
         k?.gflops !== undefined ? k.gflops / 1000 : undefined,
         p?.tflops,
         "SDPA f32",

@@ -4,7 +4,13 @@
  * as 2.5x the forward, the usual convention (it recomputes the scores, so it does more).
  */
 import type { GpuContext } from "../../src/gpu/context.js";
-import { attentionBackward, attentionForward, decodeAttention } from "../../src/kernels/attention/index.js";
+import type { BackwardForm } from "../../src/kernels/attention/backward-forms.js";
+import {
+  attentionBackward,
+  attentionForward,
+  attentionTuning,
+  decodeAttention,
+} from "../../src/kernels/attention/index.js";
 import type { BenchCase } from "../case.js";
 
 interface Heads {
@@ -30,12 +36,16 @@ function randomData(length: number, seed: number): Float32Array<ArrayBuffer> {
   return data;
 }
 
-function prefillCase(heads: Heads, seqLen: number, backward: boolean): BenchCase {
+/**
+ * `form`: the backward's form, forced (the matmul form computes the masked half of the scores too, but its
+ * figure counts the same FLOPs, so that the two compare as times).
+ */
+function prefillCase(heads: Heads, seqLen: number, backward: boolean, form?: BackwardForm): BenchCase {
   const { batch, numHeads, numKvHeads, headDim } = heads;
   const forwardFlops = (4 * batch * numHeads * seqLen * seqLen * headDim) / 2;
   return {
     family: "attention",
-    name: `attention ${backward ? "fwd+bwd" : "fwd"} ${heads.label} T=${seqLen} ${numHeads}/${numKvHeads}x${headDim} b=${batch}`,
+    name: `attention ${backward ? "fwd+bwd" : "fwd"} ${heads.label} T=${seqLen} ${numHeads}/${numKvHeads}x${headDim} b=${batch}${form ? ` [${form} backward]` : ""}`,
     flops: backward ? forwardFlops * 3.5 : forwardFlops,
     setup(ctx: GpuContext) {
       const dims = { batch, seqLen, kvLen: seqLen, numHeads, numKvHeads, headDim };
@@ -50,12 +60,14 @@ function prefillCase(heads: Heads, seqLen: number, backward: boolean): BenchCase
       const dQ = ctx.pool.acquire(qSize * 4);
       const dK = ctx.pool.acquire(kvSize * 4);
       const dV = ctx.pool.acquire(kvSize * 4);
+      if (form) attentionTuning.backward = form;
       return {
         run() {
           attentionForward(ctx, { ...dims, q, k, v, out, lse });
           if (backward) attentionBackward(ctx, { ...dims, q, k, v, out, dOut, lse, dQ, dK, dV });
         },
         dispose() {
+          attentionTuning.backward = "auto";
           for (const buffer of [q, k, v, dOut, out, lse, dQ, dK, dV]) ctx.pool.release(buffer);
         },
       };
@@ -105,6 +117,9 @@ export const cases: BenchCase[] = [
   ...[QWEN_05B, SMALL].flatMap((heads) =>
     SEQ_LENS.flatMap((seqLen) => [prefillCase(heads, seqLen, false), prefillCase(heads, seqLen, true)]),
   ),
+  // The backward's matmul form beside the tiled kernels (which "auto" runs until tuning measures both).
+  ...[512, 1024].map((seqLen) => prefillCase(QWEN_05B, seqLen, true, "matmul")),
+  prefillCase(SMALL, 512, true, "matmul"),
   decodeCase(QWEN_05B, 8, 256),
   decodeCase(QWEN_05B, 8, 2048),
   // The Quest job's rollouts in an episode's last turns (32 sequences of the embedded model).

@@ -128,8 +128,14 @@ export class KernelTuner {
     }
     const seconds = (performance.now() - start) / 1000;
     const changed = tuned.matmul.find((t) => t.candidates.length > 1);
+    const forms = tuned.attentionBackward;
+    const matmulForms = forms.filter((t) => t.form === "matmul").length;
+    const backward =
+      forms.length > 0
+        ? `, ${forms.length} attention backward${forms.length === 1 ? "" : "s"} (${matmulForms} faster as matmuls)`
+        : "";
     this.say(
-      `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems in ${seconds.toFixed(1)} s${
+      `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems${backward} in ${seconds.toFixed(1)} s${
         tuned.pending > 0 ? ` (${tuned.pending} more before the next steps)` : ""
       }${
         changed
@@ -147,6 +153,6 @@ export class KernelTuner {
       this.say(
         `kernel tuning left out ${rejected.length} matmul kernel${rejected.length === 1 ? "" : "s"} that failed on this adapter, e.g. ${rejected[0]}`,
       );
-    return { problems: tuned.matmul.length + tuned.attention.length, seconds };
+    return { problems: tuned.matmul.length + tuned.attention.length + forms.length, seconds };
   }
 }

@@ -17,11 +17,14 @@
 
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
+import { type BackwardForm, backwardForms } from "./backward-forms.js";
+import { attentionBackwardByMatmul, matmulFormSequences } from "./backward-matmul.js";
 import { checkHeadDim, conflictFreeStride, each, roundUp } from "./shared.js";
 import { textureKvGradCode, textureKvGradKeys, textureQGradCode } from "./texture-backward.js";
 import { TEXTURE_ROWS } from "./texture-forward.js";
 import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
 import {
+  attentionTuning,
   commonWgsl,
   HAS_KV_START,
   loadKeyRows,
@@ -432,11 +435,30 @@ function textureBackward(
 }
 
 /**
+ * The form a backward runs in: the tiled kernels unless the matmul form fits and is forced
+ * (attentionTuning.backward) or was measured faster for this problem (backward-forms.ts).
+ */
+function backwardForm(ctx: GpuContext, args: AttentionBackwardArgs): BackwardForm {
+  if (matmulFormSequences(ctx, args) < 1) return "tiled";
+  if (attentionTuning.backward !== "auto") return attentionTuning.backward;
+  return backwardForms(ctx)?.lookup({ dims: args, hasKvStart: args.kvStart !== undefined }) ?? "tiled";
+}
+
+/**
  * Gradients of attentionForward: dQ (like q), dK and dV ([batch, kvLen, numKvHeads, headDim], summed over
  * each KV head's query heads), all written, not accumulated. `out` and `lse` are the forward's outputs for
  * the same inputs. Deterministic: no atomics, fixed summation order. Records work only.
  */
 export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs): void {
+  recordAttentionBackward(ctx, args, backwardForm(ctx, args));
+}
+
+/** attentionBackward in `form` (the matmul form only where matmulFormSequences allows it). */
+export function recordAttentionBackward(
+  ctx: GpuContext,
+  args: AttentionBackwardArgs,
+  form: BackwardForm,
+): void {
   checkAttentionDims(args);
   checkHeadDim(args.headDim);
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
@@ -451,8 +473,10 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
   const flags = args.kvStart ? HAS_KV_START : 0;
   const inputs = [args.q, args.k, args.v, args.dOut, stats, args.kvStart ?? args.q];
   const group = numHeads / numKvHeads;
-  const lanes = textureAttentionLanes(ctx, args);
-  if (lanes !== undefined) {
+  const lanes = form === "matmul" ? undefined : textureAttentionLanes(ctx, args);
+  if (form === "matmul") {
+    attentionBackwardByMatmul(ctx, args, stats);
+  } else if (lanes !== undefined) {
     textureBackward(ctx, args, lanes, flags, stats);
   } else if (group > 1 && tileProfile(ctx) === "hardware") {
     // Each query head's share of dK/dV, then their sum per KV head (KV_GRAD_PER_HEAD_KERNEL).
@@ -480,7 +504,7 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
       batch,
     ]);
   }
-  if (lanes === undefined) {
+  if (form === "tiled" && lanes === undefined) {
     recordTiled(ctx, Q_GRAD_KERNEL, args, flags, [...inputs, args.dQ], (tile) => [
       Math.ceil(seqLen / tile.bq),
       numHeads,

@@ -74,11 +74,19 @@ export const tileName = (t: Tile): string => `${t.bq}x${t.bk}/${t.rm}x${t.rn}`;
 
 const bucket = (x: number) => 2 ** Math.ceil(Math.log2(Math.max(1, x)));
 
-/** The group a dispatch belongs to. */
-export function attentionTileKey(kernel: TiledKernel, dims: AttentionDims): string {
+/**
+ * The group of an attention problem, after `prefix`: its heads, head size and mask, and batch, query and
+ * key lengths rounded up to powers of two.
+ */
+export function attentionProblemKey(prefix: string, dims: AttentionDims): string {
   const { numHeads, numKvHeads, headDim, batch, seqLen, kvLen } = dims;
   const causal = (dims.causal ?? true) ? "causal" : "full";
-  return `${kernel.key} ${numHeads}/${numKvHeads}x${headDim} ${causal} ${bucket(batch)}x${bucket(seqLen)}x${bucket(kvLen)}`;
+  return `${prefix} ${numHeads}/${numKvHeads}x${headDim} ${causal} ${bucket(batch)}x${bucket(seqLen)}x${bucket(kvLen)}`;
+}
+
+/** The group a dispatch belongs to. */
+export function attentionTileKey(kernel: TiledKernel, dims: AttentionDims): string {
+  return attentionProblemKey(kernel.key, dims);
 }
 
 /**
