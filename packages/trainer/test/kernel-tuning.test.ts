@@ -185,6 +185,7 @@ describe("kernel tuning in a run", () => {
           },
         ],
         attention: [],
+        attentionBackward: [],
         pending: 0,
       }),
     )!;

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import type { KernelResult } from "../../../packages/tensor-webgpu/bench/run-cases.js";
+import { comparisonRows, type PeerResults } from "../src/report.js";
+
+const label = "qwen0.5b T=512 14/2x64 b=1";
+const kernel = (name: string, gflops: number): KernelResult => ({
+  family: "attention",
+  name,
+  msPerIteration: 1,
+  msRange: [1, 1],
+  dispatchesPerIteration: 1,
+  gflops,
+});
+const peer: PeerResults = {
+  device: "cuda",
+  matmul: [],
+  attention: [
+    { label, pass: "fwd", ms: 1, tflops: 12 },
+    { label, pass: "fwd+bwd", ms: 1, tflops: 10 },
+  ],
+  model: [],
+};
+
+describe("the comparison table's attention rows", () => {
+  it("compare both forms of the backward with the same SDPA figure, when the matmul form ran", () => {
+    const kernels = [
+      kernel(`attention fwd ${label}`, 2400),
+      kernel(`attention fwd+bwd ${label}`, 1000),
+      kernel(`attention fwd+bwd ${label} [matmul backward]`, 4000),
+    ];
+    const rows = comparisonRows(kernels, undefined, peer, [], [label]);
+    expect(rows.map((r) => [r.case, r.peerMode, r.ratio?.toFixed(3)])).toEqual([
+      [`attention fwd ${label}`, "SDPA f32", "0.200"],
+      [`attention fwd+bwd ${label}`, "SDPA f32", "0.100"],
+      [`attention fwd+bwd ${label} [matmul backward]`, "SDPA f32", "0.400"],
+    ]);
+  });
+
+  it("leave the matmul form out where it did not run", () => {
+    const rows = comparisonRows([kernel(`attention fwd+bwd ${label}`, 1000)], undefined, peer, [], [label]);
+    expect(rows.map((r) => r.case)).toEqual([`attention fwd ${label}`, `attention fwd+bwd ${label}`]);
+  });
+});
