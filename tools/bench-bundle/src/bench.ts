@@ -54,7 +54,6 @@ import {
   type MatmulShape,
   matmulCandidates,
   measuredKernelProblems,
-  pendingKernelProblems,
   tileName,
   timeMatmulCandidates,
   tuneKernels,
@@ -570,22 +569,6 @@ function tuningOptions(): KernelTuningOptions {
   };
 }
 
-/**
- * A tuning pass, then more while the last one finished within its budget and left new problems: timing the
- * attention backward's matmul form meets products no step has met yet (at most three passes).
- */
-async function tunePasses(): Promise<KernelTuningPass> {
-  const all = await tuneKernels(ctx, tuningOptions());
-  for (let pass = 1; pass < 3 && all.pending === 0 && pendingKernelProblems(ctx) > 0; pass++) {
-    const more = await tuneKernels(ctx, tuningOptions());
-    all.matmul.push(...more.matmul);
-    all.attention.push(...more.attention);
-    all.attentionBackward.push(...more.attentionBackward);
-    all.pending = more.pending;
-  }
-  return all;
-}
-
 /** The count of what a pass measured, as "N matmul and M attention problems[, K backward forms]". */
 function measuredCount(pass: KernelTuningPass, more = ""): string {
   const forms = pass.attentionBackward.length;
@@ -611,7 +594,7 @@ async function measureTuned(
   await measureTraining(qwen, backend, { ...train, steps: 0 });
   await measureDecode(qwen, { ...decode, newTokens: 2 });
   const start = performance.now();
-  const tuned = await tunePasses();
+  const tuned = await tuneKernels(ctx, tuningOptions());
   const seconds = (performance.now() - start) / 1000;
   console.log(`\ntuned ${measuredCount(tuned)} of the model in ${seconds.toFixed(1)} s${leftOut(tuned)}:`);
   // Each problem's winner (the fastest, or the fixed rule's choice within the margin) and every time.
@@ -714,7 +697,7 @@ if (wants("starpo")) {
   printStep("seconds per phase", starpo);
   if (values.tune) {
     const start = performance.now();
-    const tuned = await tunePasses();
+    const tuned = await tuneKernels(ctx, tuningOptions());
     console.log(
       `tuned ${measuredCount(tuned, "more ")} in ${((performance.now() - start) / 1000).toFixed(1)} s${leftOut(tuned)}`,
     );

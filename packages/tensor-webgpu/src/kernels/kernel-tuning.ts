@@ -146,7 +146,11 @@ export async function tuneKernels(
     problems.push({
       work: attentionWork(problem),
       key: backwardFormKey(problem.dims),
-      tune: async () => pass.attentionBackward.push(...(await tuneBackwardForms(ctx, [problem], timing))),
+      tune: async () => {
+        const { forms, products } = await tuneBackwardForms(ctx, [problem], timing);
+        pass.attentionBackward.push(...forms);
+        pass.matmul.push(...products);
+      },
     });
   problems.sort((a, b) => b.work - a.work);
   for (const [done, problem] of problems.entries()) {

@@ -2,9 +2,14 @@
  * Measures which form of attention backward (backward-forms.ts) is fastest for each problem noted by the
  * context's table, and keeps the winner there. A noted problem is run again whole (the statistics, then
  * every dispatch of the form) on fresh zero-filled buffers of its sizes, each form in turn
- * (tuning-timer.ts); the fastest wins unless the tiled kernels are within REPLACE_MARGIN of it.
+ * (tuning-timer.ts); the fastest wins unless the tiled kernels are within REPLACE_MARGIN of it. The
+ * matmul form's products are matmul problems no step has met: with matmul tuning on they are measured
+ * first, so that the form is timed on the kernels it would then run (the tiled kernels' tiles, met in the
+ * step itself, are measured before their backward's form).
  */
 import type { GpuContext } from "../../gpu/context.js";
+import { matmulChoices, matmulShapeKey, type TunedMatmul } from "../matmul-choices.js";
+import { tuneMatmuls } from "../matmul-tuning.js";
 import {
   type CandidateTimes,
   chooseWinner,
@@ -25,12 +30,15 @@ import { matmulFormSequences } from "./backward-matmul.js";
 
 const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
 
-/** Each form that can run the problem, timed (fastest first); the rest, with why. */
+/**
+ * Each form that can run the problem, timed (fastest first); the rest, with why. `products`: the matmul
+ * form's products measured on the way (with matmul tuning on).
+ */
 export async function timeBackwardForms(
   ctx: GpuContext,
   { dims, hasKvStart }: BackwardProblem,
   options: TimingOptions = {},
-): Promise<CandidateTimes<BackwardForm>> {
+): Promise<CandidateTimes<BackwardForm> & { products: TunedMatmul[] }> {
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = dims;
   const buffer = (floats: number) =>
     ctx.device.createBuffer({
@@ -54,13 +62,18 @@ export async function timeBackwardForms(
     kvStart: hasKvStart ? buffer(batch) : undefined,
   };
   const forms = BACKWARD_FORMS.filter((form) => form === "tiled" || matmulFormSequences(ctx, dims) > 0);
+  const run = (form: BackwardForm) => recordAttentionBackward(ctx, { ...dims, ...buffers }, form);
   try {
-    return await timeCandidates(
-      ctx,
-      forms,
-      (form) => recordAttentionBackward(ctx, { ...dims, ...buffers }, form),
-      options,
-    );
+    const products: TunedMatmul[] = [];
+    const table = matmulChoices(ctx);
+    if (table && forms.includes("matmul")) {
+      const known = new Set(table.pendingShapes().map(matmulShapeKey));
+      run("matmul");
+      await ctx.sync();
+      const met = table.pendingShapes().filter((shape) => !known.has(matmulShapeKey(shape)));
+      products.push(...(await tuneMatmuls(ctx, met, options)));
+    }
+    return { ...(await timeCandidates(ctx, forms, run, options)), products };
   } finally {
     await ctx.sync().catch(() => undefined);
     for (const b of Object.values(buffers)) b?.destroy();
@@ -69,20 +82,22 @@ export async function timeBackwardForms(
 
 /**
  * Time the forms of each backward problem noted since tuning was turned on (or of `problems`) and keep
- * each winner in the context's table.
+ * each winner in the context's table; `products`: the matmul form's products measured on the way.
  */
 export async function tuneBackwardForms(
   ctx: GpuContext,
   problems?: readonly BackwardProblem[],
   options: TuningPassOptions = {},
-): Promise<TunedBackwardForm[]> {
+): Promise<{ forms: TunedBackwardForm[]; products: TunedMatmul[] }> {
   const table = enableBackwardFormTuning(ctx);
   const todo = problems ?? table.pendingProblems();
   const tuned: TunedBackwardForm[] = [];
+  const products: TunedMatmul[] = [];
   for (const [index, problem] of todo.entries()) {
     const key = backwardFormKey(problem.dims);
     options.onProblem?.(index, todo.length, key);
-    const { timed, rejected } = await timeBackwardForms(ctx, problem, options);
+    const { timed, rejected, products: measured } = await timeBackwardForms(ctx, problem, options);
+    products.push(...measured);
     const winner = chooseWinner(timed, (form) => form === "tiled");
     if (!winner)
       throw new Error(
@@ -96,5 +111,5 @@ export async function tuneBackwardForms(
     table.set(entry);
     tuned.push(entry);
   }
-  return tuned;
+  return { forms: tuned, products };
 }
