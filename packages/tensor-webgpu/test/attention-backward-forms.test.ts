@@ -9,7 +9,8 @@ import {
 } from "../src/kernels/attention/backward-forms.js";
 import {
   limitMatmulFormBytesForTesting,
-  matmulFormSequences,
+  MIN_BLOCK_ROWS,
+  matmulFormPlan,
 } from "../src/kernels/attention/backward-matmul.js";
 import { attentionTuning } from "../src/kernels/attention/index.js";
 import {
@@ -22,7 +23,7 @@ import {
 } from "../src/kernels/kernel-tuning.js";
 import { matmulChoices } from "../src/kernels/matmul-choices.js";
 import { REPLACE_MARGIN } from "../src/kernels/tuning-timer.js";
-import { type Case, checkAgainstReference, inputs, runGpu, small } from "./attention-cases.js";
+import { type Case, checkAgainstReference, inputs, qwen, runGpu, small } from "./attention-cases.js";
 import { testContext } from "./helpers.js";
 
 // The matmul form's own correctness over the attention cases is in attention.test.ts; here: its chunks,
@@ -50,24 +51,59 @@ afterEach(async () => {
 describe("the matmul form of attention backward", () => {
   // 3 sequences with left padding, so that each chunk must read its own sequences' kvStart and statistics.
   const c: Case = { ...small, batch: 3, seqLen: 21, kvLen: 21, kvStart: [0, 4, 17] };
-  const perSequence = c.numHeads * c.seqLen * c.kvLen * 4;
+  const perRow = (dims: Case) => dims.numHeads * dims.kvLen * 4; // bytes of one query row's scores
+  const perSequence = perRow(c) * c.seqLen;
 
   for (const sequences of [1, 2]) {
     it(`takes the batch in chunks of ${sequences} sequence(s) whose score matrices fit its budget`, async () => {
       const ctx = await testContext();
       attentionTuning.backward = "matmul";
       limitMatmulFormBytesForTesting(sequences * perSequence + 4);
-      expect(matmulFormSequences(ctx, c)).toBe(sequences);
+      expect(matmulFormPlan(ctx, c)).toEqual({ sequences, rows: c.seqLen });
       const labels = await dispatchesOf(ctx, () => checkAgainstReference(c, 3));
       expect(labels.filter((l) => l === SCORE_KERNEL)).toHaveLength(Math.ceil(c.batch / sequences));
     });
   }
 
-  it("leaves to the tiled kernels a problem of which one sequence does not fit", async () => {
+  // A sequence longer than the budget: blocks of query rows, the causal ones over the keys they see.
+  const blockCases: [string, Case, number][] = [
+    [
+      "causal, 70 rows in blocks of 30, kvStart",
+      { ...small, batch: 2, seqLen: 70, kvLen: 70, kvStart: [0, 9] },
+      30,
+    ],
+    [
+      "non-causal, 40 rows over 47 keys in blocks of 16",
+      { ...small, seqLen: 40, kvLen: 47, causal: false },
+      16,
+    ],
+    [
+      "prefill continuation: 37 rows after 13 cached, kvCapacity 64, in blocks of 20",
+      { ...small, seqLen: 37, kvLen: 50, kvCapacity: 64 },
+      20,
+    ],
+    [
+      "Qwen heads 14/2 x 64, 37 rows in blocks of 16, kvStart",
+      { ...qwen, batch: 2, seqLen: 37, kvLen: 37, kvStart: [5, 0] },
+      16,
+    ],
+  ];
+  for (const [name, dims, rows] of blockCases)
+    it(`takes a long sequence in blocks of query rows: ${name}`, async () => {
+      const ctx = await testContext();
+      attentionTuning.backward = "matmul";
+      limitMatmulFormBytesForTesting(rows * perRow(dims) + 4);
+      expect(matmulFormPlan(ctx, dims)).toEqual({ sequences: 1, rows });
+      const labels = await dispatchesOf(ctx, () => checkAgainstReference(dims, name.length));
+      const blocks = Math.ceil(dims.seqLen / rows);
+      expect(labels.filter((l) => l === SCORE_KERNEL)).toHaveLength(dims.batch * blocks);
+    });
+
+  it("leaves to the tiled kernels a problem whose blocks would be too small", async () => {
     const ctx = await testContext();
     attentionTuning.backward = "matmul";
-    limitMatmulFormBytesForTesting(perSequence - 4);
-    expect(matmulFormSequences(ctx, c)).toBe(0);
+    limitMatmulFormBytesForTesting((MIN_BLOCK_ROWS - 1) * perRow(c) + 4);
+    expect(matmulFormPlan(ctx, c)).toBeUndefined();
     const labels = await dispatchesOf(ctx, () => checkAgainstReference(c, 4));
     expect(labels).not.toContain(SCORE_KERNEL);
     expect(labels.some((l) => l.startsWith("attention backward dK/dV"))).toBe(true);

@@ -26,7 +26,7 @@ import {
   enableBackwardFormTuning,
   type TunedBackwardForm,
 } from "./backward-forms.js";
-import { matmulFormSequences } from "./backward-matmul.js";
+import { matmulFormPlan } from "./backward-matmul.js";
 
 const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
 
@@ -61,7 +61,7 @@ export async function timeBackwardForms(
     dV: buffer(gradientFloats),
     kvStart: hasKvStart ? buffer(batch) : undefined,
   };
-  const forms = BACKWARD_FORMS.filter((form) => form === "tiled" || matmulFormSequences(ctx, dims) > 0);
+  const forms = BACKWARD_FORMS.filter((form) => form === "tiled" || matmulFormPlan(ctx, dims) !== undefined);
   const run = (form: BackwardForm) => recordAttentionBackward(ctx, { ...dims, ...buffers }, form);
   try {
     const products: TunedMatmul[] = [];

@@ -1,10 +1,11 @@
 /**
  * The matmul form of attention backward: the score matrices materialised and the gradients taken by the
  * matmul kernels, for GPUs, where those may run many times faster than the tiled kernels' inner products in
- * workgroup memory (tuning measures both; backward-forms.ts). Per chunk of sequences:
+ * workgroup memory (tuning measures both; backward-forms.ts). Per block of query rows of a chunk of
+ * sequences:
  *
  *   S  = scale · Q·Kᵀ          dP = dOut·Vᵀ                       (two matmuls per KV head, its query
- *                                                                   heads' rows stacked: group·seqLen rows)
+ *                                                                   heads' rows stacked: group·rows rows)
  *   P  = exp(S - lse), masked   dS = P∘(dP - D)·scale              (one kernel, in place)
  *   dQ = dS·K                                                      (one matmul per KV head, stacked rows)
  *   dV = Pᵀ·dOut                dK = dSᵀ·Q                         (two matmuls per query head, whose
@@ -12,10 +13,14 @@
  *
  * dK and dV take one product per query head, not one per KV head over the group's stacked rows: with
  * Qwen2.5-0.5B's 7 heads a group that is 7 times the workgroups (448 rather than 64 at 4 × 512 tokens)
- * for products 7 times shorter. Q, K, V and dOut are first copied head-major ([batch, heads, rows,
- * headDim]); the group sum writes dK and dV in their own layout, and dQ is copied back. The two score
- * matrices take 2 · batch · numHeads · seqLen · kvLen floats: sequences are taken in chunks whose matrices
- * fit MATMUL_FORM_BYTES each, and a problem of which one sequence does not fit is left to the tiled
+ * for products 7 times shorter. Q, K, V and dOut are copied head-major ([batch, heads, rows, headDim]);
+ * the group sum adds each block's dK and dV into their own layout, and dQ is copied back.
+ *
+ * The two score matrices take 2 · numHeads · seqLen · kvLen floats a sequence. Whole sequences are taken
+ * in chunks whose matrices fit MATMUL_FORM_BYTES each; a longer sequence is taken in blocks of query rows
+ * that fit, and under the causal mask a block multiplies only the keys its rows see (a block of the first
+ * rows, fewer). The blocks run last first: the last sees every key, so its sums write dK and dV whole and
+ * the others' add to them. A problem whose blocks would be under MIN_BLOCK_ROWS rows stays on the tiled
  * kernels. It computes what they compute (sums in another order) and is deterministic.
  */
 import type { AttentionDims } from "../../core/attention.js";
@@ -31,6 +36,9 @@ import { resolveScale } from "./shared.js";
  */
 export const MATMUL_FORM_BYTES = 128 * 2 ** 20;
 
+/** Fewer query rows a block than this and the products are too small to beat the tiled kernels. */
+export const MIN_BLOCK_ROWS = 16;
+
 let testBytes: number | undefined;
 
 /** Tests: a smaller MATMUL_FORM_BYTES (undefined restores it), to chunk small problems or leave them out. */
@@ -38,9 +46,15 @@ export function limitMatmulFormBytesForTesting(bytes?: number): void {
   testBytes = bytes;
 }
 
-/** P = exp(S - lse) where visible, else 0, over S; dS = P∘(dP - D)·scale over dP. */
+/**
+ * P = exp(S - lse) where visible, else 0, over S; dS = P∘(dP - D)·scale over dP. S and dP are the
+ * block's [sequences, numHeads, rows, keys]: query rows q0.. of sequences batch0.., keys 0..keys-1.
+ */
 const SCORE_GRADIENT_CODE = /* wgsl */ `
-struct Params { count: u32, seqLen: u32, kvLen: u32, rowsBefore: u32, rowsPerSequence: u32, causal: u32, hasKvStart: u32, batch0: u32, scale: f32 }
+struct Params {
+  count: u32, keys: u32, rows: u32, q0: u32, numHeads: u32, seqLen: u32, kvLen: u32, batch0: u32,
+  causal: u32, hasKvStart: u32, scale: f32,
+}
 @group(0) @binding(0) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dScores: array<f32>;
 @group(0) @binding(2) var<storage, read> stats: array<vec2f>;
@@ -49,30 +63,27 @@ struct Params { count: u32, seqLen: u32, kvLen: u32, rowsBefore: u32, rowsPerSeq
 
 ${flatMain()}
   if (i >= params.count) { return; }
-  let key = i % params.kvLen;
-  let row = i / params.kvLen; // (sequence, head, position) within the chunk: the layout of lse
-  let position = row % params.seqLen;
+  let key = i % params.keys;
+  let row = i / params.keys; // (sequence, head, row) of the block
+  let position = params.q0 + row % params.rows;
+  let head = (row / params.rows) % params.numHeads;
+  let b = params.batch0 + row / (params.rows * params.numHeads);
   var kStart = 0u;
-  if (params.hasKvStart != 0u) {
-    kStart = u32(clamp(kvStart[params.batch0 + row / params.rowsPerSequence], 0, i32(params.kvLen)));
-  }
+  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
   let visible = key >= kStart && (params.causal == 0u || key + params.seqLen <= position + params.kvLen);
-  let stat = stats[params.rowsBefore + row];
+  let stat = stats[(b * params.numHeads + head) * params.seqLen + position]; // lse's layout
   let p = select(0.0, exp(scores[i] - stat.x), visible);
   scores[i] = p;
   dScores[i] = p * (dScores[i] - stat.y) * params.scale;
 }`;
 
-/** What the matmul form reads and writes: attentionBackward's arguments but out and lse (stats has them). */
-export type MatmulFormArgs = AttentionDims &
-  Record<"q" | "k" | "v" | "dOut" | "dQ" | "dK" | "dV", GPUBuffer> & { kvStart?: GPUBuffer };
-
 /**
- * dK and dV [batch, kvLen, numKvHeads, headDim] of a chunk = the sums over each KV head's query heads of
- * their shares [sequences, numHeads, kvLen, headDim], one invocation per vec4 of dK and of dV.
+ * dK and dV [batch, kvLen, numKvHeads, headDim] (keys 0..keys-1 of sequences batch0..) = the sums over
+ * each KV head's query heads of a block's shares [sequences, numHeads, keys, headDim], written or added
+ * (accumulate); one invocation per vec4 of dK and of dV.
  */
 const GROUP_SUM_CODE = /* wgsl */ `
-struct Params { count: u32, group: u32, d4: u32, kvLen: u32, numKvHeads: u32, outBase: u32 }
+struct Params { count: u32, group: u32, d4: u32, keys: u32, numKvHeads: u32, kvLen: u32, batch0: u32, accumulate: u32 }
 @group(0) @binding(0) var<storage, read> dKShares: array<vec4f>;
 @group(0) @binding(1) var<storage, read> dVShares: array<vec4f>;
 @group(0) @binding(2) var<storage, read_write> dK: array<vec4f>;
@@ -80,52 +91,71 @@ struct Params { count: u32, group: u32, d4: u32, kvLen: u32, numKvHeads: u32, ou
 @group(0) @binding(4) var<uniform> params: Params;
 
 ${flatMain()}
-  if (i >= params.count) { return; } // i: vec4 of the chunk's [sequences, kvLen, numKvHeads, headDim]
+  if (i >= params.count) { return; } // i: vec4 of the block's [sequences, keys, numKvHeads, headDim]
   let c = i % params.d4;
   let kvHead = (i / params.d4) % params.numKvHeads;
-  let key = (i / (params.d4 * params.numKvHeads)) % params.kvLen;
-  let sequence = i / (params.d4 * params.numKvHeads * params.kvLen);
+  let key = (i / (params.d4 * params.numKvHeads)) % params.keys;
+  let sequence = i / (params.d4 * params.numKvHeads * params.keys);
   // Query head kvHead·group + g of the sequence, at row key of its share.
-  let first = ((sequence * params.numKvHeads + kvHead) * params.group * params.kvLen + key) * params.d4 + c;
-  let headStride = params.kvLen * params.d4;
+  let first = ((sequence * params.numKvHeads + kvHead) * params.group * params.keys + key) * params.d4 + c;
+  let headStride = params.keys * params.d4;
   var dk = vec4f(0.0);
   var dv = vec4f(0.0);
   for (var g = 0u; g < params.group; g++) {
     dk += dKShares[first + g * headStride];
     dv += dVShares[first + g * headStride];
   }
-  dK[params.outBase + i] = dk;
-  dV[params.outBase + i] = dv;
+  let at = (((params.batch0 + sequence) * params.kvLen + key) * params.numKvHeads + kvHead) * params.d4 + c;
+  if (params.accumulate != 0u) {
+    dk += dK[at];
+    dv += dV[at];
+  }
+  dK[at] = dk;
+  dV[at] = dv;
 }`;
 
-/** Sequences per chunk of the matmul form, or 0 when one sequence's score matrix does not fit. */
-export function matmulFormSequences(ctx: GpuContext, dims: AttentionDims): number {
+/** What the matmul form reads and writes: attentionBackward's arguments but out and lse (stats has them). */
+export type MatmulFormArgs = AttentionDims &
+  Record<"q" | "k" | "v" | "dOut" | "dQ" | "dK" | "dV", GPUBuffer> & { kvStart?: GPUBuffer };
+
+/** How the matmul form takes a problem: sequences per chunk, and query rows per block of a chunk. */
+export interface MatmulFormPlan {
+  sequences: number;
+  rows: number;
+}
+
+/** The matmul form's chunks and blocks for a problem, or undefined when it does not take the problem. */
+export function matmulFormPlan(ctx: GpuContext, dims: AttentionDims): MatmulFormPlan | undefined {
   const { limits } = ctx.device;
   const budget = Math.min(
     testBytes ?? MATMUL_FORM_BYTES,
     limits.maxStorageBufferBindingSize,
     limits.maxBufferSize,
   );
-  const perSequence = dims.numHeads * dims.seqLen * dims.kvLen * 4;
-  return Math.min(dims.batch, Math.floor(budget / Math.max(perSequence, 1)));
+  const perRow = dims.numHeads * dims.kvLen * 4;
+  const sequences = Math.floor(budget / (perRow * dims.seqLen));
+  if (sequences >= 1) return { sequences: Math.min(dims.batch, sequences), rows: dims.seqLen };
+  const rows = Math.floor(budget / perRow);
+  return rows >= MIN_BLOCK_ROWS ? { sequences: 1, rows } : undefined;
 }
 
 /**
  * Records the gradients of `args` in the matmul form; `stats` holds each query row's (lse, D) as
- * attentionBackward computes them. The caller checks matmulFormSequences first.
+ * attentionBackward computes them. The caller checks matmulFormPlan first.
  */
 export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs, stats: GPUBuffer): void {
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
-  const chunk = matmulFormSequences(ctx, args);
-  if (chunk < 1) throw new RangeError("attention backward: the matmul form does not fit this problem");
+  const plan = matmulFormPlan(ctx, args);
+  if (!plan) throw new RangeError("attention backward: the matmul form does not take this problem");
   const capacity = args.kvCapacity ?? kvLen;
+  const causal = args.causal ?? true;
   const group = numHeads / numKvHeads;
   const scale = resolveScale(args);
   const acquire = (floats: number, label: string) => ctx.pool.acquire(floats * 4, `attention ${label}`);
-  const queryFloats = chunk * numHeads * seqLen * headDim;
-  const keyFloats = chunk * numKvHeads * kvLen * headDim;
-  const shareFloats = chunk * numHeads * kvLen * headDim;
-  const scoreFloats = chunk * numHeads * seqLen * kvLen;
+  const queryFloats = plan.sequences * numHeads * plan.rows * headDim;
+  const keyFloats = plan.sequences * numKvHeads * kvLen * headDim;
+  const shareFloats = plan.sequences * numHeads * kvLen * headDim;
+  const scoreFloats = plan.sequences * numHeads * plan.rows * kvLen;
   const qh = acquire(queryFloats, "q by head");
   const dOuth = acquire(queryFloats, "dOut by head");
   const dQh = acquire(queryFloats, "dQ by head");
@@ -138,85 +168,89 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
   const scoreGradients = ctx.pipeline("attention backward score gradients", SCORE_GRADIENT_CODE);
   const groupSum = ctx.pipeline("attention backward matmul-form group sum", GROUP_SUM_CODE);
 
-  for (let b0 = 0; b0 < batch; b0 += chunk) {
-    const sequences = Math.min(chunk, batch - b0);
-    // The chunk's [sequences, rows, heads, headDim] of a tensor stored [batch, stored rows, heads, headDim],
-    // as [sequences, heads, rows, headDim].
-    const byHead = (heads: number, rows: number, stored: number) => ({
+  for (let b0 = 0; b0 < batch; b0 += plan.sequences) {
+    const sequences = Math.min(plan.sequences, batch - b0);
+    // Rows r0.. of the chunk's sequences of a tensor stored [batch, stored rows, heads, headDim], as
+    // [sequences, heads, rows, headDim].
+    const byHead = (heads: number, r0: number, rows: number, stored: number) => ({
       shape: [sequences, heads, rows, headDim],
       strides: [stored * heads * headDim, headDim, heads * headDim, 1],
-      offset: b0 * stored * heads * headDim,
+      offset: (b0 * stored + r0) * heads * headDim,
     });
-    const queries = byHead(numHeads, seqLen, seqLen);
-    const keys = byHead(numKvHeads, kvLen, capacity);
-    const gather = (x: GPUBuffer, out: GPUBuffer, at: typeof queries) =>
+    const gather = (x: GPUBuffer, out: GPUBuffer, at: ReturnType<typeof byHead>) =>
       stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset });
-    gather(args.q, qh, queries);
-    gather(args.dOut, dOuth, queries);
+    const keys = byHead(numKvHeads, 0, kvLen, capacity);
     gather(args.k, kh, keys);
     gather(args.v, vh, keys);
 
-    // Per (sequence, KV head): its group's query rows stacked, group·seqLen of them.
-    const kvProducts = sequences * numKvHeads;
-    const stacked = group * seqLen;
-    const stackedStride = stacked * headDim;
-    const keysStride = kvLen * headDim;
-    const stackedScores = stacked * kvLen;
-    const scoresOf = { batch: kvProducts, m: stacked, n: kvLen, k: headDim, transB: true };
-    const ofKeys = { aBatchStride: stackedStride, bBatchStride: keysStride };
-    matmul(ctx, { ...scoresOf, ...ofKeys, a: qh, b: kh, out: scores, alpha: scale });
-    matmul(ctx, { ...scoresOf, ...ofKeys, a: dOuth, b: vh, out: dScores });
+    // The last block first: it sees every key, so its sums write dK and dV whole.
+    const blocks = Math.ceil(seqLen / plan.rows);
+    for (let block = blocks - 1; block >= 0; block--) {
+      const q0 = block * plan.rows;
+      const rows = Math.min(plan.rows, seqLen - q0);
+      // Keys the block's rows see: under the causal mask, up to its last row's.
+      const seen = causal ? Math.min(kvLen, q0 + rows + kvLen - seqLen) : kvLen;
+      const queries = byHead(numHeads, q0, rows, seqLen);
+      gather(args.q, qh, queries);
+      gather(args.dOut, dOuth, queries);
 
-    const count = sequences * numHeads * seqLen * kvLen;
-    ctx.dispatch(
-      scoreGradients,
-      [scores, dScores, stats, args.kvStart ?? stats],
-      uniforms(
-        count,
-        seqLen,
-        kvLen,
-        b0 * numHeads * seqLen,
-        numHeads * seqLen,
-        (args.causal ?? true) ? 1 : 0,
-        args.kvStart ? 1 : 0,
-        b0,
-        f32Bits(scale),
-      ),
-      workgroupsFor(count),
-    );
+      // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
+      const stacked = { batch: sequences * numKvHeads, m: group * rows };
+      const ofKeys = { aBatchStride: group * rows * headDim, bBatchStride: kvLen * headDim };
+      const scoresOf = { ...stacked, ...ofKeys, n: seen, k: headDim, transB: true };
+      matmul(ctx, { ...scoresOf, a: qh, b: kh, out: scores, alpha: scale });
+      matmul(ctx, { ...scoresOf, a: dOuth, b: vh, out: dScores });
+      const count = sequences * numHeads * rows * seen;
+      ctx.dispatch(
+        scoreGradients,
+        [scores, dScores, stats, args.kvStart ?? stats],
+        uniforms(
+          count,
+          seen,
+          rows,
+          q0,
+          numHeads,
+          seqLen,
+          kvLen,
+          b0,
+          causal ? 1 : 0,
+          args.kvStart ? 1 : 0,
+          f32Bits(scale),
+        ),
+        workgroupsFor(count),
+      );
+      matmul(ctx, {
+        ...stacked,
+        n: headDim,
+        k: seen,
+        a: dScores,
+        b: kh,
+        out: dQh,
+        aBatchStride: group * rows * seen,
+        bBatchStride: kvLen * headDim,
+      });
+      stridedCopy(ctx, {
+        x: dQh,
+        out: args.dQ,
+        shape: queries.shape,
+        xStrides: contiguousStrides(queries.shape),
+        outStrides: queries.strides,
+        outOffset: queries.offset,
+      });
 
-    matmul(ctx, {
-      batch: kvProducts,
-      m: stacked,
-      n: headDim,
-      k: kvLen,
-      a: dScores,
-      b: kh,
-      out: dQh,
-      aBatchStride: stackedScores,
-      bBatchStride: keysStride,
-    });
-    stridedCopy(ctx, {
-      x: dQh,
-      out: args.dQ,
-      shape: queries.shape,
-      xStrides: contiguousStrides(queries.shape),
-      outStrides: queries.strides,
-      outOffset: queries.offset,
-    });
-
-    // Per query head: its shares of dV = Pᵀ·dOut and dK = dSᵀ·Q, then their sums per KV head.
-    const perHead = { batch: sequences * numHeads, m: kvLen, n: headDim, k: seqLen, transA: true };
-    const ofRows = { aBatchStride: seqLen * kvLen, bBatchStride: seqLen * headDim };
-    matmul(ctx, { ...perHead, ...ofRows, a: scores, b: dOuth, out: dVShares });
-    matmul(ctx, { ...perHead, ...ofRows, a: dScores, b: qh, out: dKShares });
-    const vec4s = sequences * kvLen * numKvHeads * (headDim / 4);
-    ctx.dispatch(
-      groupSum,
-      [dKShares, dVShares, args.dK, args.dV],
-      uniforms(vec4s, group, headDim / 4, kvLen, numKvHeads, (b0 * kvLen * numKvHeads * headDim) / 4),
-      workgroupsFor(vec4s),
-    );
+      // Per query head: its shares of dV = Pᵀ·dOut and dK = dSᵀ·Q, then their sums per KV head.
+      const perHead = { batch: sequences * numHeads, m: seen, n: headDim, k: rows, transA: true };
+      const ofRows = { aBatchStride: rows * seen, bBatchStride: rows * headDim };
+      matmul(ctx, { ...perHead, ...ofRows, a: scores, b: dOuth, out: dVShares });
+      matmul(ctx, { ...perHead, ...ofRows, a: dScores, b: qh, out: dKShares });
+      const vec4s = sequences * seen * numKvHeads * (headDim / 4);
+      ctx.dispatch(
+        groupSum,
+        [dKShares, dVShares, args.dK, args.dV],
+        uniforms(vec4s, group, headDim / 4, seen, numKvHeads, kvLen, b0, block < blocks - 1 ? 1 : 0),
+        workgroupsFor(vec4s),
+      );
+    }
   }
   // Recorded: later users of these buffers are ordered after the dispatches that read them.
   for (const buffer of [qh, dOuth, dQh, kh, vh, dKShares, dVShares, scores, dScores])

@@ -18,7 +18,7 @@
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
 import { type BackwardForm, backwardForms } from "./backward-forms.js";
-import { attentionBackwardByMatmul, matmulFormSequences } from "./backward-matmul.js";
+import { attentionBackwardByMatmul, matmulFormPlan } from "./backward-matmul.js";
 import { checkHeadDim, conflictFreeStride, each, roundUp } from "./shared.js";
 import { textureKvGradCode, textureKvGradKeys, textureQGradCode } from "./texture-backward.js";
 import { TEXTURE_ROWS } from "./texture-forward.js";
@@ -439,7 +439,7 @@ function textureBackward(
  * (attentionTuning.backward) or was measured faster for this problem (backward-forms.ts).
  */
 function backwardForm(ctx: GpuContext, args: AttentionBackwardArgs): BackwardForm {
-  if (matmulFormSequences(ctx, args) < 1) return "tiled";
+  if (!matmulFormPlan(ctx, args)) return "tiled";
   if (attentionTuning.backward !== "auto") return attentionTuning.backward;
   return backwardForms(ctx)?.lookup({ dims: args, hasKvStart: args.kvStart !== undefined }) ?? "tiled";
 }
@@ -453,7 +453,7 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
   recordAttentionBackward(ctx, args, backwardForm(ctx, args));
 }
 
-/** attentionBackward in `form` (the matmul form only where matmulFormSequences allows it). */
+/** attentionBackward in `form` (the matmul form only where matmulFormPlan takes the problem). */
 export function recordAttentionBackward(
   ctx: GpuContext,
   args: AttentionBackwardArgs,
