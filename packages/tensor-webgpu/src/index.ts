@@ -63,19 +63,20 @@ export {
   textureSizeClass,
 } from "./gpu/texture-pool.js";
 export { blockFor, waitForGpu } from "./gpu/wait.js";
-// Kernels measured per adapter: matmul kernels, attention tiles and backward forms, their tables and tuners
-export { timeBackwardForms, tuneBackwardForms } from "./kernels/attention/backward-form-tuning.js";
+// Kernels measured per adapter: matmul kernels, attention tiles and forms, their tables and tuners
+export { timeAttentionForms, tuneAttentionForms } from "./kernels/attention/form-tuning.js";
 export {
-  BACKWARD_FORMS,
-  type BackwardForm,
-  type BackwardFormTable,
-  type BackwardProblem,
-  backwardForms,
-  disableBackwardFormTuning,
-  enableBackwardFormTuning,
-  parseBackwardFormEntries,
-  type TunedBackwardForm,
-} from "./kernels/attention/backward-forms.js";
+  ATTENTION_FORMS,
+  type AttentionForm,
+  type AttentionFormProblem,
+  type AttentionFormTable,
+  type AttentionPass,
+  attentionForms,
+  disableAttentionFormTuning,
+  enableAttentionFormTuning,
+  parseAttentionFormEntries,
+  type TunedAttentionForm,
+} from "./kernels/attention/forms.js";
 export {
   type AttentionTileTable,
   attentionTiles,
@@ -89,7 +90,7 @@ export {
 } from "./kernels/attention/tile-choices.js";
 export { timeAttentionTiles, tuneAttentionTiles } from "./kernels/attention/tile-tuning.js";
 // Which attention kernels run (tile lists by adapter kind, the texture kernels on software adapters, the
-// backward's form)
+// forward's and backward's forms)
 export { attentionTuning } from "./kernels/attention/tiles.js";
 export {
   disableKernelTuning,

@@ -41,24 +41,25 @@ import {
 // Each distinct headDim (and tile choice) is a new shader: on lavapipe its first use costs a second or
 // more of JIT, so most cases share headDim 16 and the Qwen2.5-0.5B shape (14/2 heads, headDim 64).
 
-/** Run the enclosing describe block's backward in the matmul form (backward-matmul.ts), reset after each. */
-function useMatmulBackward(): void {
+/** Run the enclosing describe block's `pass` in the matmul form (matmul-form.ts), reset after each. */
+function useMatmulForm(pass: "forward" | "backward"): void {
   beforeEach(() => {
-    attentionTuning.backward = "matmul";
+    attentionTuning[pass] = "matmul";
   });
   afterEach(() => {
-    attentionTuning.backward = "auto";
+    attentionTuning[pass] = "auto";
   });
 }
 
 /**
  * The adapter's own kernels, then the other kind's code (hardware on lavapipe, software on a GPU), then
- * the matmul form of the backward: their tiles, the forward's softmax and the backward's sums differ, and
- * each must match the reference.
+ * the matmul forms of the forward and of the backward: their tiles, the forward's softmax and the
+ * backward's sums differ, and each must match the reference.
  */
-for (const kind of [...ATTENTION_KERNEL_KINDS, "matmul-form backward"] as const)
+for (const kind of [...ATTENTION_KERNEL_KINDS, "matmul-form forward", "matmul-form backward"] as const)
   describe(`attention forward and backward match the reference (${kind} kernels)`, () => {
-    if (kind === "matmul-form backward") useMatmulBackward();
+    if (kind === "matmul-form forward") useMatmulForm("forward");
+    else if (kind === "matmul-form backward") useMatmulForm("backward");
     else useAttentionKernels(kind);
     const cases: [string, Case][] = [
       ["causal, GQA 4/2, seqLen 33", { ...small, seqLen: 33, kvLen: 33 }],

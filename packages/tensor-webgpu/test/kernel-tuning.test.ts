@@ -17,7 +17,10 @@ afterEach(async () => {
   disableKernelTuning(await testContext());
 });
 
-/** Notes three matmul problems of different sizes and one tiled attention forward. */
+/**
+ * Notes three matmul problems of different sizes, one tiled attention forward and that forward's form
+ * (tiled kernels or matmul form).
+ */
 function meetProblems(ctx: GpuContext): void {
   const buffer = ctx.pool.acquire(4 * 96 * 96);
   for (const [m, n, k] of [
@@ -37,23 +40,27 @@ describe("a kernel tuning pass", () => {
     const ctx = await testContext();
     enableKernelTuning(ctx);
     meetProblems(ctx);
-    expect(pendingKernelProblems(ctx)).toBe(4);
+    expect(pendingKernelProblems(ctx)).toBe(5);
     const seen: string[] = [];
     const pass = await tuneKernels(ctx, {
       repeats: 1,
       rounds: 1,
       onProblem: (done, total, key) => seen.push(`${done}/${total} ${key}`),
     });
-    // 2·96³ = 1.8M operations, attention 4·2·24·24·16 = 74k, 2·32·64·32 = 131k, 2·8·16·16 = 4k.
+    // 2·96³ = 1.8M operations, attention 4·2·24·24·16 = 74k (its tile, then its form: met in that
+    // order), 2·32·64·32 = 131k, 2·8·16·16 = 4k.
     expect(seen).toEqual([
-      "0/4 f32 NT 1x128x128x128",
-      "1/4 f32 NT 1x32x64x32",
-      "2/4 forward 2/1x16 causal 1x32x32",
-      "3/4 f32 NT 1x8x16x16",
-      "4/4 ",
+      "0/5 f32 NT 1x128x128x128",
+      "1/5 f32 NT 1x32x64x32",
+      "2/5 forward 2/1x16 causal 1x32x32",
+      "3/5 forward-form 2/1x16 causal 1x32x32",
+      "4/5 f32 NT 1x8x16x16",
+      "5/5 ",
     ]);
-    expect(pass.matmul).toHaveLength(3);
+    // The three matmuls met, and the matmul form's two products (the scores, then P·V) measured with it.
+    expect(pass.matmul).toHaveLength(5);
     expect(pass.attention).toHaveLength(1);
+    expect(pass.attentionForms).toHaveLength(1);
     expect(pass.pending).toBe(0);
     expect(pendingKernelProblems(ctx)).toBe(0);
   });
@@ -71,13 +78,14 @@ describe("a kernel tuning pass", () => {
     });
     expect(spent.matmul.map((t) => t.key)).toEqual(["f32 NT 1x128x128x128"]);
     expect(spent.attention).toEqual([]);
-    expect(spent.pending).toBe(3);
-    expect(seen).toEqual(["0/4", "1/4"]);
-    expect(pendingKernelProblems(ctx)).toBe(3);
+    expect(spent.pending).toBe(4);
+    expect(seen).toEqual(["0/5", "1/5"]);
+    expect(pendingKernelProblems(ctx)).toBe(4);
     expect(matmulChoices(ctx)!.size + attentionTiles(ctx)!.size).toBe(1);
 
     const next = await tuneKernels(ctx, { repeats: 1, rounds: 1, budgetSeconds: 600 });
-    expect(next.matmul.length + next.attention.length).toBe(3);
+    expect(next.attention.length + next.attentionForms.length).toBe(2);
+    expect(next.matmul.length).toBe(4); // two met, two of the matmul form
     expect(next.pending).toBe(0);
   });
 });

@@ -86,7 +86,7 @@ describe("kernel tuning in a run", () => {
       kernelChoices: store,
       say: (l) => again.push(l),
     });
-    const measured = file.matmul.length + file.attention.length + (file.attentionBackward?.length ?? 0);
+    const measured = file.matmul.length + file.attention.length + (file.attentionForms?.length ?? 0);
     expect(again.some((l) => l.includes(`${measured} measured kernel problems from memory`))).toBe(true);
     expect(second.rows.some((r) => r.metrics["timing_s/kernel_tuning"] !== undefined)).toBe(false);
   });
@@ -185,7 +185,7 @@ describe("kernel tuning in a run", () => {
           },
         ],
         attention: [],
-        attentionBackward: [],
+        attentionForms: [],
         pending: 0,
       }),
     )!;

@@ -569,10 +569,10 @@ function tuningOptions(): KernelTuningOptions {
   };
 }
 
-/** The count of what a pass measured, as "N matmul and M attention problems[, K backward forms]". */
+/** The count of what a pass measured, as "N matmul and M attention problems[ and K attention forms]". */
 function measuredCount(pass: KernelTuningPass, more = ""): string {
-  const forms = pass.attentionBackward.length;
-  return `${pass.matmul.length} ${more}matmul and ${pass.attention.length} attention problems${forms > 0 ? ` and ${forms} attention backward form${forms === 1 ? "" : "s"}` : ""}`;
+  const forms = pass.attentionForms.length;
+  return `${pass.matmul.length} ${more}matmul and ${pass.attention.length} attention problems${forms > 0 ? ` and ${forms} attention form${forms === 1 ? "" : "s"}` : ""}`;
 }
 
 /** What a budgeted pass left on the fixed rule, as a clause of its summary line. */
@@ -609,7 +609,7 @@ async function measureTuned(
       kernel: tileName(t.tile),
       times: t.candidates.map((c) => [c.tile, c.ms] as const),
     })),
-    ...tuned.attentionBackward.map((t) => ({
+    ...tuned.attentionForms.map((t) => ({
       key: t.key,
       kernel: t.form,
       times: t.candidates.map((c) => [c.form, c.ms] as const),

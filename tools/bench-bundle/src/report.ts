@@ -104,12 +104,11 @@ export function comparisonRows(
     }
   }
   for (const label of attentionLabels) {
-    // The backward's two forms: the tiled kernels ("auto" without tuning) and the matmul form, forced.
-    for (const [pass, form] of [
-      ["fwd", ""],
-      ["fwd+bwd", ""],
-      ["fwd+bwd", " [matmul backward]"],
-    ]) {
+    // Both forms: the tiled kernels ("auto" without tuning) and the matmul form, forced.
+    for (const [pass, form] of ["fwd", "fwd+bwd"].flatMap((p) => [
+      [p, ""],
+      [p, " [matmul form]"],
+    ])) {
       const k = engine(`attention ${pass} ${label}${form}`);
       if (form && !k) continue;
       const p = peer?.attention.find((r) => r.label === label && r.pass === pass);

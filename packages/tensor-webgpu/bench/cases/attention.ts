@@ -4,7 +4,7 @@
  * as 2.5x the forward, the usual convention (it recomputes the scores, so it does more).
  */
 import type { GpuContext } from "../../src/gpu/context.js";
-import type { BackwardForm } from "../../src/kernels/attention/backward-forms.js";
+import type { AttentionForm } from "../../src/kernels/attention/forms.js";
 import {
   attentionBackward,
   attentionForward,
@@ -37,15 +37,15 @@ function randomData(length: number, seed: number): Float32Array<ArrayBuffer> {
 }
 
 /**
- * `form`: the backward's form, forced (the matmul form computes the masked half of the scores too, but its
- * figure counts the same FLOPs, so that the two compare as times).
+ * `form`: the form of both passes, forced (the matmul form computes the masked half of the scores too, but
+ * its figure counts the same FLOPs, so that the two forms compare as times).
  */
-function prefillCase(heads: Heads, seqLen: number, backward: boolean, form?: BackwardForm): BenchCase {
+function prefillCase(heads: Heads, seqLen: number, backward: boolean, form?: AttentionForm): BenchCase {
   const { batch, numHeads, numKvHeads, headDim } = heads;
   const forwardFlops = (4 * batch * numHeads * seqLen * seqLen * headDim) / 2;
   return {
     family: "attention",
-    name: `attention ${backward ? "fwd+bwd" : "fwd"} ${heads.label} T=${seqLen} ${numHeads}/${numKvHeads}x${headDim} b=${batch}${form ? ` [${form} backward]` : ""}`,
+    name: `attention ${backward ? "fwd+bwd" : "fwd"} ${heads.label} T=${seqLen} ${numHeads}/${numKvHeads}x${headDim} b=${batch}${form ? ` [${form} form]` : ""}`,
     flops: backward ? forwardFlops * 3.5 : forwardFlops,
     setup(ctx: GpuContext) {
       const dims = { batch, seqLen, kvLen: seqLen, numHeads, numKvHeads, headDim };
@@ -60,13 +60,17 @@ function prefillCase(heads: Heads, seqLen: number, backward: boolean, form?: Bac
       const dQ = ctx.pool.acquire(qSize * 4);
       const dK = ctx.pool.acquire(kvSize * 4);
       const dV = ctx.pool.acquire(kvSize * 4);
-      if (form) attentionTuning.backward = form;
+      if (form) {
+        attentionTuning.forward = form;
+        attentionTuning.backward = form;
+      }
       return {
         run() {
           attentionForward(ctx, { ...dims, q, k, v, out, lse });
           if (backward) attentionBackward(ctx, { ...dims, q, k, v, out, dOut, lse, dQ, dK, dV });
         },
         dispose() {
+          attentionTuning.forward = "auto";
           attentionTuning.backward = "auto";
           for (const buffer of [q, k, v, dOut, out, lse, dQ, dK, dV]) ctx.pool.release(buffer);
         },
@@ -117,8 +121,10 @@ export const cases: BenchCase[] = [
   ...[QWEN_05B, SMALL].flatMap((heads) =>
     SEQ_LENS.flatMap((seqLen) => [prefillCase(heads, seqLen, false), prefillCase(heads, seqLen, true)]),
   ),
-  // The backward's matmul form beside the tiled kernels (which "auto" runs until tuning measures both).
-  ...[512, 1024].map((seqLen) => prefillCase(QWEN_05B, seqLen, true, "matmul")),
+  // The matmul forms beside the tiled kernels (which "auto" runs until tuning measures both).
+  ...[512, 1024].flatMap((seqLen) =>
+    [false, true].map((backward) => prefillCase(QWEN_05B, seqLen, backward, "matmul")),
+  ),
   prefillCase(SMALL, 512, true, "matmul"),
   decodeCase(QWEN_05B, 8, 256),
   decodeCase(QWEN_05B, 8, 2048),

@@ -1,8 +1,8 @@
 /**
  * Kernel tuning as one thing: the matmul kernels (matmul-choices.ts, matmul-tuning.ts), the attention
- * tiles (attention/tile-choices.ts, attention/tile-tuning.ts) and the attention backward's form
- * (attention/backward-forms.ts, attention/backward-form-tuning.ts) measured on this adapter for the
- * problems a program meets, and the measurements saved and loaded together as one JSON document per
+ * tiles (attention/tile-choices.ts, attention/tile-tuning.ts) and the attention forms, forward and
+ * backward (attention/forms.ts, attention/form-tuning.ts), measured on this adapter for the problems a
+ * program meets, and the measurements saved and loaded together as one JSON document per
  * adapter.
  *
  *   enableKernelTuning(ctx);          // kernels note the problems they meet
@@ -12,16 +12,16 @@
  *   loadKernelTuning(ctx, saved);     // in the next process, on the same adapter
  */
 import type { GpuContext } from "../gpu/context.js";
-import { tuneBackwardForms } from "./attention/backward-form-tuning.js";
+import { tuneAttentionForms } from "./attention/form-tuning.js";
 import {
-  type BackwardProblem,
-  backwardFormKey,
-  backwardForms,
-  disableBackwardFormTuning,
-  enableBackwardFormTuning,
-  parseBackwardFormEntries,
-  type TunedBackwardForm,
-} from "./attention/backward-forms.js";
+  type AttentionFormProblem,
+  attentionFormKey,
+  attentionForms,
+  disableAttentionFormTuning,
+  enableAttentionFormTuning,
+  parseAttentionFormEntries,
+  type TunedAttentionForm,
+} from "./attention/forms.js";
 import {
   attentionTileKey,
   attentionTiles,
@@ -54,15 +54,15 @@ export interface KernelTuningFile {
   adapter: string;
   matmul: TunedMatmul[];
   attention: TunedTile[];
-  /** Absent in files written before the backward had forms to choose from. */
-  attentionBackward?: TunedBackwardForm[];
+  /** Absent in files written before attention had forms to choose from. */
+  attentionForms?: TunedAttentionForm[];
 }
 
 /** What one tuning pass measured. */
 export interface KernelTuningPass {
   matmul: TunedMatmul[];
   attention: TunedTile[];
-  attentionBackward: TunedBackwardForm[];
+  attentionForms: TunedAttentionForm[];
   /** Problems the pass left unmeasured (its budget ran out); the next pass measures them. */
   pending: number;
 }
@@ -81,14 +81,14 @@ export interface KernelTuningOptions extends TuningPassOptions {
 export function enableKernelTuning(ctx: GpuContext): void {
   enableMatmulTuning(ctx);
   enableAttentionTuning(ctx);
-  enableBackwardFormTuning(ctx);
+  enableAttentionFormTuning(ctx);
 }
 
 /** Turn tuning off for a context: every kernel goes back to its fixed rule. */
 export function disableKernelTuning(ctx: GpuContext): void {
   disableMatmulTuning(ctx);
   disableAttentionTuning(ctx);
-  disableBackwardFormTuning(ctx);
+  disableAttentionFormTuning(ctx);
 }
 
 /** Problems noted and not yet measured (0 when tuning is off). */
@@ -96,13 +96,15 @@ export function pendingKernelProblems(ctx: GpuContext): number {
   return (
     (matmulChoices(ctx)?.pendingShapes().length ?? 0) +
     (attentionTiles(ctx)?.pendingDispatches().length ?? 0) +
-    (backwardForms(ctx)?.pendingProblems().length ?? 0)
+    (attentionForms(ctx)?.pendingProblems().length ?? 0)
   );
 }
 
 /** Measured problems (0 when tuning is off). */
 export function measuredKernelProblems(ctx: GpuContext): number {
-  return (matmulChoices(ctx)?.size ?? 0) + (attentionTiles(ctx)?.size ?? 0) + (backwardForms(ctx)?.size ?? 0);
+  return (
+    (matmulChoices(ctx)?.size ?? 0) + (attentionTiles(ctx)?.size ?? 0) + (attentionForms(ctx)?.size ?? 0)
+  );
 }
 
 /** Floating-point operations of one run of a problem: what orders a budgeted pass. */
@@ -110,7 +112,7 @@ function matmulWork(shape: MatmulShape): number {
   return 2 * shape.batch * shape.m * shape.n * shape.k;
 }
 
-function attentionWork({ dims }: TiledDispatch | BackwardProblem): number {
+function attentionWork({ dims }: TiledDispatch | AttentionFormProblem): number {
   return 4 * dims.batch * dims.numHeads * dims.seqLen * dims.kvLen * dims.headDim;
 }
 
@@ -128,7 +130,7 @@ export async function tuneKernels(
   const deadline = budgetSeconds === undefined ? Infinity : performance.now() + budgetSeconds * 1000;
   type Problem = { work: number; tune: () => Promise<unknown>; key: string };
   const problems: Problem[] = [];
-  const pass: KernelTuningPass = { matmul: [], attention: [], attentionBackward: [], pending: 0 };
+  const pass: KernelTuningPass = { matmul: [], attention: [], attentionForms: [], pending: 0 };
   for (const shape of matmulChoices(ctx)!.pendingShapes())
     problems.push({
       work: matmulWork(shape),
@@ -141,14 +143,15 @@ export async function tuneKernels(
       key: attentionTileKey(dispatch.kernel, dispatch.dims),
       tune: async () => pass.attention.push(...(await tuneAttentionTiles(ctx, [dispatch], timing))),
     });
-  // A whole backward counts as the work of one of its tiled dispatches; those, met first, are measured first.
-  for (const problem of backwardForms(ctx)!.pendingProblems())
+  // A whole forward or backward counts as the work of one of its tiled dispatches; those, met first, are
+  // measured first.
+  for (const problem of attentionForms(ctx)!.pendingProblems())
     problems.push({
       work: attentionWork(problem),
-      key: backwardFormKey(problem.dims),
+      key: attentionFormKey(problem.pass, problem.dims),
       tune: async () => {
-        const { forms, products } = await tuneBackwardForms(ctx, [problem], timing);
-        pass.attentionBackward.push(...forms);
+        const { forms, products } = await tuneAttentionForms(ctx, [problem], timing);
+        pass.attentionForms.push(...forms);
         pass.matmul.push(...products);
       },
     });
@@ -173,7 +176,7 @@ export function saveKernelTuning(ctx: GpuContext): KernelTuningFile {
     adapter: adapterKey(ctx),
     matmul: matmulChoices(ctx)?.entries() ?? [],
     attention: attentionTiles(ctx)?.entries() ?? [],
-    attentionBackward: backwardForms(ctx)?.entries() ?? [],
+    attentionForms: attentionForms(ctx)?.entries() ?? [],
   };
 }
 
@@ -194,12 +197,12 @@ export function loadKernelTuning(ctx: GpuContext, saved: unknown, where = "saved
   // Check everything before taking anything.
   const matmul = parseMatmulEntries(file.matmul, where);
   const attention = parseAttentionEntries(file.attention, where);
-  const backward =
-    file.attentionBackward === undefined ? [] : parseBackwardFormEntries(file.attentionBackward, where);
+  const forms =
+    file.attentionForms === undefined ? [] : parseAttentionFormEntries(file.attentionForms, where);
   if (file.adapter !== adapterKey(ctx)) return false;
   for (const entry of matmul) enableMatmulTuning(ctx).set(entry);
   for (const entry of attention) enableAttentionTuning(ctx).set(entry);
-  for (const entry of backward) enableBackwardFormTuning(ctx).set(entry);
+  for (const entry of forms) enableAttentionFormTuning(ctx).set(entry);
   enableKernelTuning(ctx);
   return true;
 }

@@ -128,11 +128,11 @@ export class KernelTuner {
     }
     const seconds = (performance.now() - start) / 1000;
     const changed = tuned.matmul.find((t) => t.candidates.length > 1);
-    const forms = tuned.attentionBackward;
+    const forms = tuned.attentionForms;
     const matmulForms = forms.filter((t) => t.form === "matmul").length;
     const backward =
       forms.length > 0
-        ? `, ${forms.length} attention backward${forms.length === 1 ? "" : "s"} (${matmulForms} faster as matmuls)`
+        ? `, ${forms.length} attention pass${forms.length === 1 ? "" : "es"} (${matmulForms} faster as matmuls)`
         : "";
     this.say(
       `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems${backward} in ${seconds.toFixed(1)} s${

@@ -1,8 +1,7 @@
 /**
  * The matmul form of attention backward: the score matrices materialised and the gradients taken by the
  * matmul kernels, for GPUs, where those may run many times faster than the tiled kernels' inner products in
- * workgroup memory (tuning measures both; backward-forms.ts). Per block of query rows of a chunk of
- * sequences:
+ * workgroup memory (tuning measures both; forms.ts). Per block of query rows (matmul-form.ts):
  *
  *   S  = scale · Q·Kᵀ          dP = dOut·Vᵀ                       (two matmuls per KV head, its query
  *                                                                   heads' rows stacked: group·rows rows)
@@ -13,38 +12,22 @@
  *
  * dK and dV take one product per query head, not one per KV head over the group's stacked rows: with
  * Qwen2.5-0.5B's 7 heads a group that is 7 times the workgroups (448 rather than 64 at 4 × 512 tokens)
- * for products 7 times shorter. Q, K, V and dOut are copied head-major ([batch, heads, rows, headDim]);
- * the group sum adds each block's dK and dV into their own layout, and dQ is copied back.
- *
- * The two score matrices take 2 · numHeads · seqLen · kvLen floats a sequence. Whole sequences are taken
- * in chunks whose matrices fit MATMUL_FORM_BYTES each; a longer sequence is taken in blocks of query rows
- * that fit, and under the causal mask a block multiplies only the keys its rows see (a block of the first
- * rows, fewer). The blocks run last first: the last sees every key, so its sums write dK and dV whole and
- * the others' add to them. A problem whose blocks would be under MIN_BLOCK_ROWS rows stays on the tiled
- * kernels. It computes what they compute (sums in another order) and is deterministic.
+ * for products 7 times shorter. The group sum writes each chunk's first block's dK and dV into their own
+ * layout and adds the later blocks' to them; dQ is copied back. It computes what the tiled kernels compute
+ * (sums in another order) and is deterministic.
  */
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { contiguousStrides, f32Bits, flatMain, uniforms, workgroupsFor } from "../elementwise.js";
-import { stridedCopy } from "../layout.js";
+import { f32Bits, flatMain, uniforms, workgroupsFor } from "../elementwise.js";
 import { matmul } from "../matmul.js";
+import {
+  gatherHeads,
+  matmulFormBlocks,
+  matmulFormPlan,
+  matmulFormSizes,
+  scatterHeads,
+} from "./matmul-form.js";
 import { resolveScale } from "./shared.js";
-
-/**
- * The most bytes one score matrix of a chunk may take (there are two, alive only during the backward of
- * one layer): 4 × 512 tokens of Qwen2.5-0.5B's 14 heads take 59 MB, one sequence of 1,500 tokens 126 MB.
- */
-export const MATMUL_FORM_BYTES = 128 * 2 ** 20;
-
-/** Fewer query rows a block than this and the products are too small to beat the tiled kernels. */
-export const MIN_BLOCK_ROWS = 16;
-
-let testBytes: number | undefined;
-
-/** Tests: a smaller MATMUL_FORM_BYTES (undefined restores it), to chunk small problems or leave them out. */
-export function limitMatmulFormBytesForTesting(bytes?: number): void {
-  testBytes = bytes;
-}
 
 /**
  * P = exp(S - lse) where visible, else 0, over S; dS = P∘(dP - D)·scale over dP. S and dP are the
@@ -118,139 +101,91 @@ ${flatMain()}
 export type MatmulFormArgs = AttentionDims &
   Record<"q" | "k" | "v" | "dOut" | "dQ" | "dK" | "dV", GPUBuffer> & { kvStart?: GPUBuffer };
 
-/** How the matmul form takes a problem: sequences per chunk, and query rows per block of a chunk. */
-export interface MatmulFormPlan {
-  sequences: number;
-  rows: number;
-}
-
-/** The matmul form's chunks and blocks for a problem, or undefined when it does not take the problem. */
-export function matmulFormPlan(ctx: GpuContext, dims: AttentionDims): MatmulFormPlan | undefined {
-  const { limits } = ctx.device;
-  const budget = Math.min(
-    testBytes ?? MATMUL_FORM_BYTES,
-    limits.maxStorageBufferBindingSize,
-    limits.maxBufferSize,
-  );
-  const perRow = dims.numHeads * dims.kvLen * 4;
-  const sequences = Math.floor(budget / (perRow * dims.seqLen));
-  if (sequences >= 1) return { sequences: Math.min(dims.batch, sequences), rows: dims.seqLen };
-  const rows = Math.floor(budget / perRow);
-  return rows >= MIN_BLOCK_ROWS ? { sequences: 1, rows } : undefined;
-}
-
 /**
  * Records the gradients of `args` in the matmul form; `stats` holds each query row's (lse, D) as
  * attentionBackward computes them. The caller checks matmulFormPlan first.
  */
 export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs, stats: GPUBuffer): void {
-  const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
+  const { seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
   const plan = matmulFormPlan(ctx, args);
   if (!plan) throw new RangeError("attention backward: the matmul form does not take this problem");
   const capacity = args.kvCapacity ?? kvLen;
-  const causal = args.causal ?? true;
   const group = numHeads / numKvHeads;
   const scale = resolveScale(args);
+  const sizes = matmulFormSizes(plan, args);
   const acquire = (floats: number, label: string) => ctx.pool.acquire(floats * 4, `attention ${label}`);
-  const queryFloats = plan.sequences * numHeads * plan.rows * headDim;
-  const keyFloats = plan.sequences * numKvHeads * kvLen * headDim;
-  const shareFloats = plan.sequences * numHeads * kvLen * headDim;
-  const scoreFloats = plan.sequences * numHeads * plan.rows * kvLen;
-  const qh = acquire(queryFloats, "q by head");
-  const dOuth = acquire(queryFloats, "dOut by head");
-  const dQh = acquire(queryFloats, "dQ by head");
-  const kh = acquire(keyFloats, "k by head");
-  const vh = acquire(keyFloats, "v by head");
-  const dKShares = acquire(shareFloats, "dK shares");
-  const dVShares = acquire(shareFloats, "dV shares");
-  const scores = acquire(scoreFloats, "scores");
-  const dScores = acquire(scoreFloats, "score gradients");
+  const qh = acquire(sizes.queries, "q by head");
+  const dOuth = acquire(sizes.queries, "dOut by head");
+  const dQh = acquire(sizes.queries, "dQ by head");
+  const kh = acquire(sizes.keys, "k by head");
+  const vh = acquire(sizes.keys, "v by head");
+  const dKShares = acquire(plan.sequences * numHeads * kvLen * headDim, "dK shares");
+  const dVShares = acquire(plan.sequences * numHeads * kvLen * headDim, "dV shares");
+  const scores = acquire(sizes.scores, "scores");
+  const dScores = acquire(sizes.scores, "score gradients");
   const scoreGradients = ctx.pipeline("attention backward score gradients", SCORE_GRADIENT_CODE);
   const groupSum = ctx.pipeline("attention backward matmul-form group sum", GROUP_SUM_CODE);
 
-  for (let b0 = 0; b0 < batch; b0 += plan.sequences) {
-    const sequences = Math.min(plan.sequences, batch - b0);
-    // Rows r0.. of the chunk's sequences of a tensor stored [batch, stored rows, heads, headDim], as
-    // [sequences, heads, rows, headDim].
-    const byHead = (heads: number, r0: number, rows: number, stored: number) => ({
-      shape: [sequences, heads, rows, headDim],
-      strides: [stored * heads * headDim, headDim, heads * headDim, 1],
-      offset: (b0 * stored + r0) * heads * headDim,
-    });
-    const gather = (x: GPUBuffer, out: GPUBuffer, at: ReturnType<typeof byHead>) =>
-      stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset });
-    const keys = byHead(numKvHeads, 0, kvLen, capacity);
-    gather(args.k, kh, keys);
-    gather(args.v, vh, keys);
-
-    // The last block first: it sees every key, so its sums write dK and dV whole.
-    const blocks = Math.ceil(seqLen / plan.rows);
-    for (let block = blocks - 1; block >= 0; block--) {
-      const q0 = block * plan.rows;
-      const rows = Math.min(plan.rows, seqLen - q0);
-      // Keys the block's rows see: under the causal mask, up to its last row's.
-      const seen = causal ? Math.min(kvLen, q0 + rows + kvLen - seqLen) : kvLen;
-      const queries = byHead(numHeads, q0, rows, seqLen);
-      gather(args.q, qh, queries);
-      gather(args.dOut, dOuth, queries);
-
-      // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
-      const stacked = { batch: sequences * numKvHeads, m: group * rows };
-      const ofKeys = { aBatchStride: group * rows * headDim, bBatchStride: kvLen * headDim };
-      const scoresOf = { ...stacked, ...ofKeys, n: seen, k: headDim, transB: true };
-      matmul(ctx, { ...scoresOf, a: qh, b: kh, out: scores, alpha: scale });
-      matmul(ctx, { ...scoresOf, a: dOuth, b: vh, out: dScores });
-      const count = sequences * numHeads * rows * seen;
-      ctx.dispatch(
-        scoreGradients,
-        [scores, dScores, stats, args.kvStart ?? stats],
-        uniforms(
-          count,
-          seen,
-          rows,
-          q0,
-          numHeads,
-          seqLen,
-          kvLen,
-          b0,
-          causal ? 1 : 0,
-          args.kvStart ? 1 : 0,
-          f32Bits(scale),
-        ),
-        workgroupsFor(count),
-      );
-      matmul(ctx, {
-        ...stacked,
-        n: headDim,
-        k: seen,
-        a: dScores,
-        b: kh,
-        out: dQh,
-        aBatchStride: group * rows * seen,
-        bBatchStride: kvLen * headDim,
-      });
-      stridedCopy(ctx, {
-        x: dQh,
-        out: args.dQ,
-        shape: queries.shape,
-        xStrides: contiguousStrides(queries.shape),
-        outStrides: queries.strides,
-        outOffset: queries.offset,
-      });
-
-      // Per query head: its shares of dV = Pᵀ·dOut and dK = dSᵀ·Q, then their sums per KV head.
-      const perHead = { batch: sequences * numHeads, m: seen, n: headDim, k: rows, transA: true };
-      const ofRows = { aBatchStride: rows * seen, bBatchStride: rows * headDim };
-      matmul(ctx, { ...perHead, ...ofRows, a: scores, b: dOuth, out: dVShares });
-      matmul(ctx, { ...perHead, ...ofRows, a: dScores, b: qh, out: dKShares });
-      const vec4s = sequences * seen * numKvHeads * (headDim / 4);
-      ctx.dispatch(
-        groupSum,
-        [dKShares, dVShares, args.dK, args.dV],
-        uniforms(vec4s, group, headDim / 4, seen, numKvHeads, kvLen, b0, block < blocks - 1 ? 1 : 0),
-        workgroupsFor(vec4s),
-      );
+  for (const block of matmulFormBlocks(plan, args)) {
+    const { b0, sequences, q0, rows, seen } = block;
+    if (block.first) {
+      const keys = block.byHead(numKvHeads, 0, kvLen, capacity);
+      gatherHeads(ctx, args.k, kh, keys);
+      gatherHeads(ctx, args.v, vh, keys);
     }
+    const queries = block.byHead(numHeads, q0, rows, seqLen);
+    gatherHeads(ctx, args.q, qh, queries);
+    gatherHeads(ctx, args.dOut, dOuth, queries);
+
+    // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
+    const stacked = { batch: sequences * numKvHeads, m: group * rows };
+    const ofKeys = { aBatchStride: group * rows * headDim, bBatchStride: kvLen * headDim };
+    const scoresOf = { ...stacked, ...ofKeys, n: seen, k: headDim, transB: true };
+    matmul(ctx, { ...scoresOf, a: qh, b: kh, out: scores, alpha: scale });
+    matmul(ctx, { ...scoresOf, a: dOuth, b: vh, out: dScores });
+    const count = sequences * numHeads * rows * seen;
+    ctx.dispatch(
+      scoreGradients,
+      [scores, dScores, stats, args.kvStart ?? stats],
+      uniforms(
+        count,
+        seen,
+        rows,
+        q0,
+        numHeads,
+        seqLen,
+        kvLen,
+        b0,
+        (args.causal ?? true) ? 1 : 0,
+        args.kvStart ? 1 : 0,
+        f32Bits(scale),
+      ),
+      workgroupsFor(count),
+    );
+    matmul(ctx, {
+      ...stacked,
+      n: headDim,
+      k: seen,
+      a: dScores,
+      b: kh,
+      out: dQh,
+      aBatchStride: group * rows * seen,
+      bBatchStride: kvLen * headDim,
+    });
+    scatterHeads(ctx, dQh, args.dQ, queries);
+
+    // Per query head: its shares of dV = Pᵀ·dOut and dK = dSᵀ·Q, then their sums per KV head.
+    const perHead = { batch: sequences * numHeads, m: seen, n: headDim, k: rows, transA: true };
+    const ofRows = { aBatchStride: rows * seen, bBatchStride: rows * headDim };
+    matmul(ctx, { ...perHead, ...ofRows, a: scores, b: dOuth, out: dVShares });
+    matmul(ctx, { ...perHead, ...ofRows, a: dScores, b: qh, out: dKShares });
+    const vec4s = sequences * seen * numKvHeads * (headDim / 4);
+    ctx.dispatch(
+      groupSum,
+      [dKShares, dVShares, args.dK, args.dV],
+      uniforms(vec4s, group, headDim / 4, seen, numKvHeads, kvLen, b0, block.first ? 0 : 1),
+      workgroupsFor(vec4s),
+    );
   }
   // Recorded: later users of these buffers are ordered after the dispatches that read them.
   for (const buffer of [qh, dOuth, dQh, kh, vh, dKShares, dVShares, scores, dScores])

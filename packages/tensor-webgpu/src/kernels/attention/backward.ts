@@ -17,14 +17,13 @@
 
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
-import { type BackwardForm, backwardForms } from "./backward-forms.js";
-import { attentionBackwardByMatmul, matmulFormPlan } from "./backward-matmul.js";
+import { attentionBackwardByMatmul } from "./backward-matmul.js";
+import { type AttentionForm, attentionForm } from "./form-choice.js";
 import { checkHeadDim, conflictFreeStride, each, roundUp } from "./shared.js";
 import { textureKvGradCode, textureKvGradKeys, textureQGradCode } from "./texture-backward.js";
 import { TEXTURE_ROWS } from "./texture-forward.js";
 import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
 import {
-  attentionTuning,
   commonWgsl,
   HAS_KV_START,
   loadKeyRows,
@@ -435,29 +434,19 @@ function textureBackward(
 }
 
 /**
- * The form a backward runs in: the tiled kernels unless the matmul form fits and is forced
- * (attentionTuning.backward) or was measured faster for this problem (backward-forms.ts).
- */
-function backwardForm(ctx: GpuContext, args: AttentionBackwardArgs): BackwardForm {
-  if (!matmulFormPlan(ctx, args)) return "tiled";
-  if (attentionTuning.backward !== "auto") return attentionTuning.backward;
-  return backwardForms(ctx)?.lookup({ dims: args, hasKvStart: args.kvStart !== undefined }) ?? "tiled";
-}
-
-/**
  * Gradients of attentionForward: dQ (like q), dK and dV ([batch, kvLen, numKvHeads, headDim], summed over
  * each KV head's query heads), all written, not accumulated. `out` and `lse` are the forward's outputs for
  * the same inputs. Deterministic: no atomics, fixed summation order. Records work only.
  */
 export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs): void {
-  recordAttentionBackward(ctx, args, backwardForm(ctx, args));
+  recordAttentionBackward(ctx, args, attentionForm(ctx, "backward", args));
 }
 
 /** attentionBackward in `form` (the matmul form only where matmulFormPlan takes the problem). */
 export function recordAttentionBackward(
   ctx: GpuContext,
   args: AttentionBackwardArgs,
-  form: BackwardForm,
+  form: AttentionForm,
 ): void {
   checkAttentionDims(args);
   checkHeadDim(args.headDim);

@@ -10,6 +10,8 @@
 
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
+import { type AttentionForm, attentionForm } from "./form-choice.js";
+import { attentionForwardByMatmul } from "./forward-matmul.js";
 import { checkHeadDim, conflictFreeStride, EMPTY_LSE, each, MASKED, roundUp } from "./shared.js";
 import { TEXTURE_ROWS, textureForwardCode, textureForwardTile } from "./texture-forward.js";
 import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
@@ -279,8 +281,21 @@ function scratchBuffer(ctx: GpuContext): GPUBuffer {
  * its scaled scores. Records work only.
  */
 export function attentionForward(ctx: GpuContext, args: AttentionForwardArgs): void {
+  recordAttentionForward(ctx, args, attentionForm(ctx, "forward", args));
+}
+
+/** attentionForward in `form` (the matmul form only where matmulFormPlan takes the problem). */
+export function recordAttentionForward(
+  ctx: GpuContext,
+  args: AttentionForwardArgs,
+  form: AttentionForm,
+): void {
   checkAttentionDims(args);
   checkHeadDim(args.headDim);
+  if (form === "matmul") {
+    attentionForwardByMatmul(ctx, args, scratchBuffer(ctx));
+    return;
+  }
   const flags = (args.kvStart ? HAS_KV_START : 0) | (args.lse ? WRITE_LSE : 0);
   const lanes = textureAttentionLanes(ctx, args);
   if (lanes !== undefined) {

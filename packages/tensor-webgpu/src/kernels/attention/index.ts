@@ -6,9 +6,9 @@
  * k and v [batch, kvCapacity, numKvHeads, headDim] of which the first kvLen rows are used; lse
  * [batch, numHeads, seqLen]; dK and dV [batch, kvLen, numKvHeads, headDim]. Query head h reads KV head
  * h / (numHeads / numKvHeads) by indexing: K/V are never copied per query head. Masking rules and the
- * value of lse for a row that sees no key are those of ../../reference/attention.ts. Only the backward's
- * matmul form (backward-matmul.ts, for GPUs, where tuning measures it faster) materialises the
- * seqLen x kvLen score matrices.
+ * value of lse for a row that sees no key are those of ../../reference/attention.ts. Only the matmul forms
+ * (matmul-form.ts, for GPUs, where tuning measures them faster) materialise the seqLen x kvLen score
+ * matrices.
  */
 export type { AttentionDims } from "../../core/attention.js";
 export { type AttentionBackwardArgs, attentionBackward } from "./backward.js";

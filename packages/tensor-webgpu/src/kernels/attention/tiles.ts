@@ -17,7 +17,7 @@
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { f32Bits, uniforms } from "../elementwise.js";
-import type { BackwardForm } from "./backward-forms.js";
+import type { AttentionForm } from "./forms.js";
 import { cachedCode, each, resolveScale } from "./shared.js";
 import {
   attentionTiles,
@@ -32,18 +32,20 @@ export type { Tile, TileChoices, TiledKernel, TileProfile } from "./tile-choices
 /**
  * Which kernels to use. `profile`: "auto" picks the tile lists by adapter (software adapters such as
  * lavapipe get larger per-thread tiles). `textures`: on the software profile, the texture kernels
- * (texture-*.ts) run instead of the tiled ones wherever they apply. `backward`: "auto" runs the form
- * measured fastest for the problem (backward-forms.ts), the tiled kernels without a measurement; a form
- * named runs wherever it fits. Tests and benchmarks may force any of them, to exercise or compare the
- * kernels on one machine.
+ * (texture-*.ts) run instead of the tiled ones wherever they apply. `forward`, `backward`: "auto" runs
+ * the form measured fastest for the problem (forms.ts), the tiled kernels without a measurement; a form
+ * named runs wherever it takes the problem. Tests and benchmarks may force any of them, to exercise or
+ * compare the kernels on one machine.
  */
 export const attentionTuning: {
   profile: "auto" | "hardware" | "software";
   textures: boolean;
-  backward: "auto" | BackwardForm;
+  forward: "auto" | AttentionForm;
+  backward: "auto" | AttentionForm;
 } = {
   profile: "auto",
   textures: true,
+  forward: "auto",
   backward: "auto",
 };
 

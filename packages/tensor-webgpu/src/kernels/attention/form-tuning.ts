@@ -1,11 +1,11 @@
 /**
- * Measures which form of attention backward (backward-forms.ts) is fastest for each problem noted by the
- * context's table, and keeps the winner there. A noted problem is run again whole (the statistics, then
- * every dispatch of the form) on fresh zero-filled buffers of its sizes, each form in turn
- * (tuning-timer.ts); the fastest wins unless the tiled kernels are within REPLACE_MARGIN of it. The
+ * Measures which form of attention (forms.ts) is fastest for each forward and backward problem noted by
+ * the context's table, and keeps the winner there. A noted problem is run again whole (a backward: the
+ * statistics, then every dispatch of the form) on fresh zero-filled buffers of its sizes, each form in
+ * turn (tuning-timer.ts); the fastest wins unless the tiled kernels are within REPLACE_MARGIN of it. The
  * matmul form's products are matmul problems no step has met: with matmul tuning on they are measured
  * first, so that the form is timed on the kernels it would then run (the tiled kernels' tiles, met in the
- * step itself, are measured before their backward's form).
+ * step itself, are measured before their problem's form).
  */
 import type { GpuContext } from "../../gpu/context.js";
 import { matmulChoices, matmulShapeKey, type TunedMatmul } from "../matmul-choices.js";
@@ -19,50 +19,62 @@ import {
 } from "../tuning-timer.js";
 import { recordAttentionBackward } from "./backward.js";
 import {
-  BACKWARD_FORMS,
-  type BackwardForm,
-  type BackwardProblem,
-  backwardFormKey,
-  enableBackwardFormTuning,
-  type TunedBackwardForm,
-} from "./backward-forms.js";
-import { matmulFormPlan } from "./backward-matmul.js";
+  ATTENTION_FORMS,
+  type AttentionForm,
+  type AttentionFormProblem,
+  attentionFormKey,
+  enableAttentionFormTuning,
+  type TunedAttentionForm,
+} from "./forms.js";
+import { recordAttentionForward } from "./forward.js";
+import { matmulFormPlan } from "./matmul-form.js";
 
-const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
+const STORAGE = 0x80 | 0x8 | 0x4; // STORAGE | COPY_DST | COPY_SRC (a copy may move head-major rows)
 
 /**
  * Each form that can run the problem, timed (fastest first); the rest, with why. `products`: the matmul
  * form's products measured on the way (with matmul tuning on).
  */
-export async function timeBackwardForms(
+export async function timeAttentionForms(
   ctx: GpuContext,
-  { dims, hasKvStart }: BackwardProblem,
+  { pass, dims, hasKvStart }: AttentionFormProblem,
   options: TimingOptions = {},
-): Promise<CandidateTimes<BackwardForm> & { products: TunedMatmul[] }> {
+): Promise<CandidateTimes<AttentionForm> & { products: TunedMatmul[] }> {
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = dims;
-  const buffer = (floats: number) =>
-    ctx.device.createBuffer({
+  const created: GPUBuffer[] = [];
+  const buffer = (floats: number) => {
+    const b = ctx.device.createBuffer({
       size: Math.max(floats, 1) * 4,
       usage: STORAGE,
       label: "attention tuning buffer",
     });
+    created.push(b);
+    return b;
+  };
   const qFloats = batch * seqLen * numHeads * headDim;
   const kvFloats = batch * (dims.kvCapacity ?? kvLen) * numKvHeads * headDim;
-  const gradientFloats = batch * kvLen * numKvHeads * headDim;
-  const buffers = {
+  const inputs = {
+    ...dims,
     q: buffer(qFloats),
     k: buffer(kvFloats),
     v: buffer(kvFloats),
     out: buffer(qFloats),
-    dOut: buffer(qFloats),
     lse: buffer(batch * numHeads * seqLen),
-    dQ: buffer(qFloats),
-    dK: buffer(gradientFloats),
-    dV: buffer(gradientFloats),
     kvStart: hasKvStart ? buffer(batch) : undefined,
   };
-  const forms = BACKWARD_FORMS.filter((form) => form === "tiled" || matmulFormPlan(ctx, dims) !== undefined);
-  const run = (form: BackwardForm) => recordAttentionBackward(ctx, { ...dims, ...buffers }, form);
+  let run: (form: AttentionForm) => void;
+  if (pass === "forward") run = (form) => recordAttentionForward(ctx, inputs, form);
+  else {
+    const gradientFloats = batch * kvLen * numKvHeads * headDim;
+    const gradients = {
+      dOut: buffer(qFloats),
+      dQ: buffer(qFloats),
+      dK: buffer(gradientFloats),
+      dV: buffer(gradientFloats),
+    };
+    run = (form) => recordAttentionBackward(ctx, { ...inputs, ...gradients }, form);
+  }
+  const forms = ATTENTION_FORMS.filter((form) => form === "tiled" || matmulFormPlan(ctx, dims) !== undefined);
   try {
     const products: TunedMatmul[] = [];
     const table = matmulChoices(ctx);
@@ -76,32 +88,32 @@ export async function timeBackwardForms(
     return { ...(await timeCandidates(ctx, forms, run, options)), products };
   } finally {
     await ctx.sync().catch(() => undefined);
-    for (const b of Object.values(buffers)) b?.destroy();
+    for (const b of created) b.destroy();
   }
 }
 
 /**
- * Time the forms of each backward problem noted since tuning was turned on (or of `problems`) and keep
- * each winner in the context's table; `products`: the matmul form's products measured on the way.
+ * Time the forms of each problem noted since tuning was turned on (or of `problems`) and keep each
+ * winner in the context's table; `products`: the matmul form's products measured on the way.
  */
-export async function tuneBackwardForms(
+export async function tuneAttentionForms(
   ctx: GpuContext,
-  problems?: readonly BackwardProblem[],
+  problems?: readonly AttentionFormProblem[],
   options: TuningPassOptions = {},
-): Promise<{ forms: TunedBackwardForm[]; products: TunedMatmul[] }> {
-  const table = enableBackwardFormTuning(ctx);
+): Promise<{ forms: TunedAttentionForm[]; products: TunedMatmul[] }> {
+  const table = enableAttentionFormTuning(ctx);
   const todo = problems ?? table.pendingProblems();
-  const tuned: TunedBackwardForm[] = [];
+  const tuned: TunedAttentionForm[] = [];
   const products: TunedMatmul[] = [];
   for (const [index, problem] of todo.entries()) {
-    const key = backwardFormKey(problem.dims);
+    const key = attentionFormKey(problem.pass, problem.dims);
     options.onProblem?.(index, todo.length, key);
-    const { timed, rejected, products: measured } = await timeBackwardForms(ctx, problem, options);
+    const { timed, rejected, products: measured } = await timeAttentionForms(ctx, problem, options);
     products.push(...measured);
     const winner = chooseWinner(timed, (form) => form === "tiled");
     if (!winner)
       throw new Error(
-        `attention tuning: no backward form could run ${key} on this adapter (${rejected.map((r) => `${r.candidate}: ${r.reason}`).join("; ")})`,
+        `attention tuning: no form could run ${key} on this adapter (${rejected.map((r) => `${r.candidate}: ${r.reason}`).join("; ")})`,
       );
     const entry = {
       key,

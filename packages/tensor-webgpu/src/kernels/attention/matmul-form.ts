@@ -1,0 +1,122 @@
+/**
+ * What the matmul forms of attention (forward-matmul.ts, backward-matmul.ts) share: how a problem is cut
+ * so that its score matrices fit, and the copies between the tensors' layout and the head-major one the
+ * products read.
+ *
+ * A problem's score matrix takes numHeads · seqLen · kvLen floats a sequence. Whole sequences are taken
+ * in chunks whose matrix fits MATMUL_FORM_BYTES; a longer sequence is taken in blocks of query rows that
+ * fit, and under the causal mask a block multiplies only the keys its rows see. Blocks run last first: the
+ * last sees every key, so what its products sum over keys is written whole and the other blocks add to it.
+ * A problem whose blocks would be under MIN_BLOCK_ROWS rows is left to the tiled kernels.
+ */
+import type { AttentionDims } from "../../core/attention.js";
+import type { GpuContext } from "../../gpu/context.js";
+import { contiguousStrides } from "../elementwise.js";
+import { stridedCopy } from "../layout.js";
+
+/**
+ * The most bytes one score matrix of a chunk may take (the backward holds two, the forward one, alive only
+ * during one layer's attention): 4 × 512 tokens of Qwen2.5-0.5B's 14 heads take 59 MB, one sequence of
+ * 1,500 tokens 126 MB.
+ */
+export const MATMUL_FORM_BYTES = 128 * 2 ** 20;
+
+/** Fewer query rows a block than this and the products are too small to beat the tiled kernels. */
+export const MIN_BLOCK_ROWS = 16;
+
+let testBytes: number | undefined;
+
+/** Tests: a smaller MATMUL_FORM_BYTES (undefined restores it), to chunk small problems or leave them out. */
+export function limitMatmulFormBytesForTesting(bytes?: number): void {
+  testBytes = bytes;
+}
+
+/** How a matmul form takes a problem: sequences per chunk, and query rows per block of a chunk. */
+export interface MatmulFormPlan {
+  sequences: number;
+  rows: number;
+}
+
+/** The matmul forms' chunks and blocks for a problem, or undefined when they do not take it. */
+export function matmulFormPlan(ctx: GpuContext, dims: AttentionDims): MatmulFormPlan | undefined {
+  const { limits } = ctx.device;
+  const budget = Math.min(
+    testBytes ?? MATMUL_FORM_BYTES,
+    limits.maxStorageBufferBindingSize,
+    limits.maxBufferSize,
+  );
+  const perRow = dims.numHeads * dims.kvLen * 4;
+  const sequences = Math.floor(budget / (perRow * dims.seqLen));
+  if (sequences >= 1) return { sequences: Math.min(dims.batch, sequences), rows: dims.seqLen };
+  const rows = Math.floor(budget / perRow);
+  return rows >= MIN_BLOCK_ROWS ? { sequences: 1, rows } : undefined;
+}
+
+/** Where a tensor's rows lie, seen head-major: [sequences, heads, rows, headDim] as strides of its layout. */
+export interface HeadMajor {
+  shape: number[];
+  strides: number[];
+  offset: number;
+}
+
+/** One block of a plan: query rows q0.. of sequences b0.., and the keys 0..seen-1 they see. */
+export interface MatmulFormBlock {
+  b0: number;
+  sequences: number;
+  q0: number;
+  rows: number;
+  seen: number;
+  /** The chunk's first block (its last rows): it sees every key, and its chunk's K and V are not yet copied. */
+  first: boolean;
+  /** Rows r0.. of `rows` rows of this block's sequences in a tensor [batch, stored rows, heads, headDim]. */
+  byHead(heads: number, r0: number, rows: number, stored: number): HeadMajor;
+}
+
+/** The blocks of `plan` in the order they run: chunk by chunk, each chunk's last rows first. */
+export function* matmulFormBlocks(plan: MatmulFormPlan, dims: AttentionDims): Generator<MatmulFormBlock> {
+  const { batch, seqLen, kvLen, headDim } = dims;
+  const causal = dims.causal ?? true;
+  const blocks = Math.ceil(seqLen / plan.rows);
+  for (let b0 = 0; b0 < batch; b0 += plan.sequences) {
+    const sequences = Math.min(plan.sequences, batch - b0);
+    const byHead = (heads: number, r0: number, rows: number, stored: number): HeadMajor => ({
+      shape: [sequences, heads, rows, headDim],
+      strides: [stored * heads * headDim, headDim, heads * headDim, 1],
+      offset: (b0 * stored + r0) * heads * headDim,
+    });
+    for (let block = blocks - 1; block >= 0; block--) {
+      const q0 = block * plan.rows;
+      const rows = Math.min(plan.rows, seqLen - q0);
+      // Under the causal mask, the keys up to the block's last row's.
+      const seen = causal ? Math.min(kvLen, q0 + rows + kvLen - seqLen) : kvLen;
+      yield { b0, sequences, q0, rows, seen, first: block === blocks - 1, byHead };
+    }
+  }
+}
+
+/** Copy `at` of x (a tensor in its own layout) into out, head-major and contiguous. */
+export function gatherHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: HeadMajor): void {
+  stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset });
+}
+
+/** Copy x (head-major and contiguous) back to `at` of out (a tensor in its own layout). */
+export function scatterHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: HeadMajor): void {
+  stridedCopy(ctx, {
+    x,
+    out,
+    shape: at.shape,
+    xStrides: contiguousStrides(at.shape),
+    outStrides: at.strides,
+    outOffset: at.offset,
+  });
+}
+
+/** What both forms' scratch buffers hold at most: floats of the head-major tensors and score matrices. */
+export function matmulFormSizes(plan: MatmulFormPlan, dims: AttentionDims) {
+  const { numHeads, numKvHeads, kvLen, headDim } = dims;
+  return {
+    queries: plan.sequences * numHeads * plan.rows * headDim,
+    keys: plan.sequences * numKvHeads * kvLen * headDim,
+    scores: plan.sequences * numHeads * plan.rows * kvLen,
+  };
+}
