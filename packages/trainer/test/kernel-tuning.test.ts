@@ -74,6 +74,12 @@ describe("kernel tuning in a run", () => {
     expect(new Set(file.attention.map((e) => e.key.split(" ")[0]))).toEqual(
       new Set(["forward", "dkdv", "dq"]),
     );
+    // Each attention forward (the prefills' too) and backward, timed whole in both forms.
+    expect(new Set(file.attentionForms!.map((e) => e.key.split(" ")[0]))).toEqual(
+      new Set(["forward-form", "backward-form"]),
+    );
+    for (const entry of file.attentionForms!)
+      expect(entry.candidates.map((c) => c.form).sort()).toEqual(["matmul", "tiled"]);
     expect(said.some((l) => /kernel tuning: measured \d+ matmul and \d+ attention problems/.test(l))).toBe(
       true,
     );
