@@ -177,6 +177,14 @@ describe("the attention forms measured per adapter", () => {
     expect(attentionForms(ctx)!.pendingProblems()).toEqual([]);
   });
 
+  it("notes no problem whose dimensions are wrong: the pass stops at them first", async () => {
+    const ctx = await testContext();
+    const table = enableAttentionFormTuning(ctx);
+    const bad = { ...c, seqLen: 0 };
+    await expect(runGpu(ctx, bad, inputs(c, 1))).rejects.toThrow(/seqLen must be a positive integer, got 0/);
+    expect(table.pendingProblems()).toEqual([]);
+  });
+
   it("offers only the tiled kernels for a problem the matmul form cannot take", async () => {
     const ctx = await testContext();
     limitMatmulFormBytesForTesting(16);

@@ -3,7 +3,7 @@
  * its problem (forms.ts), else the tiled kernels; the matmul form only where matmulFormPlan takes the
  * problem.
  */
-import type { AttentionDims } from "../../core/attention.js";
+import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { type AttentionForm, type AttentionPass, attentionForms } from "./forms.js";
 import { matmulFormPlan } from "./matmul-form.js";
@@ -16,6 +16,7 @@ export function attentionForm(
   pass: AttentionPass,
   args: AttentionDims & { kvStart?: GPUBuffer },
 ): AttentionForm {
+  checkAttentionDims(args); // before a bad problem is noted for tuning
   if (!matmulFormPlan(ctx, args)) return "tiled";
   const forced = attentionTuning[pass];
   if (forced !== "auto") return forced;
