@@ -22,7 +22,7 @@ import { f32Bits, flatMain, uniforms, workgroupsFor } from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
   gatherHeads,
-  matmulFormBlocks,
+  headMajorBlocks,
   matmulFormPlan,
   matmulFormSizes,
   scatterHeads,
@@ -109,7 +109,6 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
   const { seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
   const plan = matmulFormPlan(ctx, args);
   if (!plan) throw new RangeError("attention backward: the matmul form does not take this problem");
-  const capacity = args.kvCapacity ?? kvLen;
   const group = numHeads / numKvHeads;
   const scale = resolveScale(args);
   const sizes = matmulFormSizes(plan, args);
@@ -126,14 +125,8 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
   const scoreGradients = ctx.pipeline("attention backward score gradients", SCORE_GRADIENT_CODE);
   const groupSum = ctx.pipeline("attention backward matmul-form group sum", GROUP_SUM_CODE);
 
-  for (const block of matmulFormBlocks(plan, args)) {
-    const { b0, sequences, q0, rows, seen } = block;
-    if (block.first) {
-      const keys = block.byHead(numKvHeads, 0, kvLen, capacity);
-      gatherHeads(ctx, args.k, kh, keys);
-      gatherHeads(ctx, args.v, vh, keys);
-    }
-    const queries = block.byHead(numHeads, q0, rows, seqLen);
+  for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
+    const { b0, sequences, q0, rows, seen, queries } = block;
     gatherHeads(ctx, args.q, qh, queries);
     gatherHeads(ctx, args.dOut, dOuth, queries);
 

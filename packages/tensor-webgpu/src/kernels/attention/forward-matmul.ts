@@ -17,7 +17,7 @@ import { uniforms } from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
   gatherHeads,
-  matmulFormBlocks,
+  headMajorBlocks,
   matmulFormPlan,
   matmulFormSizes,
   scatterHeads,
@@ -99,7 +99,6 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
   const { seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
   const plan = matmulFormPlan(ctx, args);
   if (!plan) throw new RangeError("attention forward: the matmul form does not take this problem");
-  const capacity = args.kvCapacity ?? kvLen;
   const group = numHeads / numKvHeads;
   const sizes = matmulFormSizes(plan, args);
   const acquire = (floats: number, label: string) => ctx.pool.acquire(floats * 4, `attention ${label}`);
@@ -110,14 +109,8 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
   const scores = acquire(sizes.scores, "scores");
   const softmax = ctx.pipeline("attention forward row softmax", ROW_SOFTMAX_CODE);
 
-  for (const block of matmulFormBlocks(plan, args)) {
-    const { b0, sequences, q0, rows, seen } = block;
-    if (block.first) {
-      const keys = block.byHead(numKvHeads, 0, kvLen, capacity);
-      gatherHeads(ctx, args.k, kh, keys);
-      gatherHeads(ctx, args.v, vh, keys);
-    }
-    const queries = block.byHead(numHeads, q0, rows, seqLen);
+  for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
+    const { b0, sequences, q0, rows, seen, queries } = block;
     gatherHeads(ctx, args.q, qh, queries);
 
     // Per (sequence, KV head): its group's query rows stacked, group·rows of them.

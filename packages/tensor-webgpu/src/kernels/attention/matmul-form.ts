@@ -94,6 +94,29 @@ export function* matmulFormBlocks(plan: MatmulFormPlan, dims: AttentionDims): Ge
   }
 }
 
+/**
+ * The blocks of `plan` in order, each with its query rows' place in q-like tensors; at each chunk's first
+ * block its sequences' K and V are copied head-major into kh and vh ([sequences, numKvHeads, kvLen,
+ * headDim]) first.
+ */
+export function* headMajorBlocks(
+  ctx: GpuContext,
+  plan: MatmulFormPlan,
+  args: AttentionDims & { k: GPUBuffer; v: GPUBuffer },
+  kh: GPUBuffer,
+  vh: GPUBuffer,
+): Generator<MatmulFormBlock & { queries: HeadMajor }> {
+  const { seqLen, kvLen, numHeads, numKvHeads } = args;
+  for (const block of matmulFormBlocks(plan, args)) {
+    if (block.first) {
+      const keys = block.byHead(numKvHeads, 0, kvLen, args.kvCapacity ?? kvLen);
+      gatherHeads(ctx, args.k, kh, keys);
+      gatherHeads(ctx, args.v, vh, keys);
+    }
+    yield { ...block, queries: block.byHead(numHeads, block.q0, block.rows, seqLen) };
+  }
+}
+
 /** Copy `at` of x (a tensor in its own layout) into out, head-major and contiguous. */
 export function gatherHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: HeadMajor): void {
   stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset });
