@@ -21,6 +21,8 @@ import type { GpuContext } from "../../gpu/context.js";
 import { f32Bits, flatMain, uniforms, workgroupsFor } from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
+  BLOCK_WGSL,
+  blockParams,
   gatherHeads,
   headMajorBlocks,
   matmulFormPlan,
@@ -34,27 +36,21 @@ import { resolveScale } from "./shared.js";
  * block's [sequences, numHeads, rows, keys]: query rows q0.. of sequences batch0.., keys 0..keys-1.
  */
 const SCORE_GRADIENT_CODE = /* wgsl */ `
-struct Params {
-  count: u32, keys: u32, rows: u32, q0: u32, numHeads: u32, seqLen: u32, kvLen: u32, batch0: u32,
-  causal: u32, hasKvStart: u32, scale: f32,
-}
+struct Params { count: u32, ${BLOCK_WGSL.params}, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dScores: array<f32>;
 @group(0) @binding(2) var<storage, read> stats: array<vec2f>;
 @group(0) @binding(3) var<storage, read> kvStart: array<i32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
+${BLOCK_WGSL.row}
+
 ${flatMain()}
   if (i >= params.count) { return; }
   let key = i % params.keys;
-  let row = i / params.keys; // (sequence, head, row) of the block
-  let position = params.q0 + row % params.rows;
-  let head = (row / params.rows) % params.numHeads;
-  let b = params.batch0 + row / (params.rows * params.numHeads);
-  var kStart = 0u;
-  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
-  let visible = key >= kStart && (params.causal == 0u || key + params.seqLen <= position + params.kvLen);
-  let stat = stats[(b * params.numHeads + head) * params.seqLen + position]; // lse's layout
+  let at = blockRow(i / params.keys);
+  let visible = key >= at.kStart && (params.causal == 0u || key + params.seqLen <= at.position + params.kvLen);
+  let stat = stats[(at.b * params.numHeads + at.head) * params.seqLen + at.position]; // lse's layout
   let p = select(0.0, exp(scores[i] - stat.x), visible);
   scores[i] = p;
   dScores[i] = p * (dScores[i] - stat.y) * params.scale;
@@ -106,7 +102,7 @@ export type MatmulFormArgs = AttentionDims &
  * attentionBackward computes them. The caller checks matmulFormPlan first.
  */
 export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs, stats: GPUBuffer): void {
-  const { seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
+  const { kvLen, numHeads, numKvHeads, headDim } = args;
   const plan = matmulFormPlan(ctx, args);
   if (!plan) throw new RangeError("attention backward: the matmul form does not take this problem");
   const group = numHeads / numKvHeads;
@@ -126,7 +122,7 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
   const groupSum = ctx.pipeline("attention backward matmul-form group sum", GROUP_SUM_CODE);
 
   for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
-    const { b0, sequences, q0, rows, seen, queries } = block;
+    const { b0, sequences, rows, seen, queries } = block;
     gatherHeads(ctx, args.q, qh, queries);
     gatherHeads(ctx, args.dOut, dOuth, queries);
 
@@ -140,19 +136,7 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
     ctx.dispatch(
       scoreGradients,
       [scores, dScores, stats, args.kvStart ?? stats],
-      uniforms(
-        count,
-        seen,
-        rows,
-        q0,
-        numHeads,
-        seqLen,
-        kvLen,
-        b0,
-        (args.causal ?? true) ? 1 : 0,
-        args.kvStart ? 1 : 0,
-        f32Bits(scale),
-      ),
+      uniforms(count, ...blockParams(block, args), f32Bits(scale)),
       workgroupsFor(count),
     );
     matmul(ctx, {

@@ -16,6 +16,8 @@ import type { GpuContext } from "../../gpu/context.js";
 import { uniforms } from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
+  BLOCK_WGSL,
+  blockParams,
   gatherHeads,
   headMajorBlocks,
   matmulFormPlan,
@@ -33,16 +35,15 @@ const ROW_THREADS = 64;
  * workgroup memory.
  */
 const ROW_SOFTMAX_CODE = /* wgsl */ `
-struct Params {
-  rows: u32, keys: u32, blockRows: u32, q0: u32, numHeads: u32, seqLen: u32, kvLen: u32, batch0: u32,
-  causal: u32, hasKvStart: u32, writeLse: u32,
-}
+struct Params { count: u32, ${BLOCK_WGSL.params}, writeLse: u32 }
 @group(0) @binding(0) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(1) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(2) var<storage, read> kvStart: array<i32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
 var<workgroup> partial: array<f32, ${ROW_THREADS}>;
+
+${BLOCK_WGSL.row}
 
 // The workgroup's total of each thread's value (max or sum), after a barrier every thread may read.
 fn reduce(t: u32, value: f32, isMax: bool) -> f32 {
@@ -63,14 +64,11 @@ fn reduce(t: u32, value: f32, isMax: bool) -> f32 {
 @compute @workgroup_size(${ROW_THREADS})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) groups: vec3u) {
   let row = wg.x + wg.y * groups.x; // (sequence, head, row) of the block
-  if (row >= params.rows) { return; }
-  let position = params.q0 + row % params.blockRows;
-  let head = (row / params.blockRows) % params.numHeads;
-  let b = params.batch0 + row / (params.blockRows * params.numHeads);
-  var kStart = 0u;
-  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
+  if (row >= params.count) { return; }
+  let at = blockRow(row);
+  let kStart = at.kStart;
   var end = params.keys; // one past the row's last visible key
-  if (params.causal != 0u) { end = min(end, position + params.kvLen - params.seqLen + 1u); }
+  if (params.causal != 0u) { end = min(end, at.position + params.kvLen - params.seqLen + 1u); }
   let base = row * params.keys;
   var top = ${MASKED};
   for (var j = kStart + t; j < end; j += ${ROW_THREADS}u) { top = max(top, scores[base + j]); }
@@ -83,7 +81,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     scores[base + j] = select(0.0, exp(scores[base + j] - rowLse), j >= kStart && j < end);
   }
   if (t == 0u && params.writeLse != 0u) {
-    lse[(b * params.numHeads + head) * params.seqLen + position] = rowLse; // lse's layout
+    lse[(at.b * params.numHeads + at.head) * params.seqLen + at.position] = rowLse; // lse's layout
   }
 }`;
 
@@ -96,7 +94,7 @@ export type ForwardMatmulArgs = AttentionDims &
  * caller checks matmulFormPlan first.
  */
 export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArgs, scratch: GPUBuffer): void {
-  const { seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
+  const { kvLen, numHeads, numKvHeads, headDim } = args;
   const plan = matmulFormPlan(ctx, args);
   if (!plan) throw new RangeError("attention forward: the matmul form does not take this problem");
   const group = numHeads / numKvHeads;
@@ -110,7 +108,7 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
   const softmax = ctx.pipeline("attention forward row softmax", ROW_SOFTMAX_CODE);
 
   for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
-    const { b0, sequences, q0, rows, seen, queries } = block;
+    const { sequences, rows, seen, queries } = block;
     gatherHeads(ctx, args.q, qh, queries);
 
     // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
@@ -130,19 +128,7 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
     ctx.dispatch(
       softmax,
       [scores, args.lse ?? scratch, args.kvStart ?? args.q],
-      uniforms(
-        rowCount,
-        seen,
-        rows,
-        q0,
-        numHeads,
-        seqLen,
-        kvLen,
-        b0,
-        (args.causal ?? true) ? 1 : 0,
-        args.kvStart ? 1 : 0,
-        args.lse ? 1 : 0,
-      ),
+      uniforms(rowCount, ...blockParams(block, args), args.lse ? 1 : 0),
       gridOf(ctx, rowCount),
     );
     matmul(ctx, {

@@ -95,6 +95,31 @@ export function* matmulFormBlocks(plan: MatmulFormPlan, dims: AttentionDims): Ge
 }
 
 /**
+ * WGSL: the Params fields both forms' row kernels share (after their leading count; blockParams fills
+ * them), and where a row of a block's scores [sequences, numHeads, rows, keys] lies: its position in the
+ * sequence, its head, its sequence and that sequence's first unmasked key.
+ */
+export const BLOCK_WGSL = {
+  params:
+    "keys: u32, rows: u32, q0: u32, numHeads: u32, seqLen: u32, kvLen: u32, batch0: u32, causal: u32, hasKvStart: u32",
+  row: /* wgsl */ `struct BlockRow { position: u32, head: u32, b: u32, kStart: u32 }
+
+fn blockRow(row: u32) -> BlockRow {
+  let b = params.batch0 + row / (params.rows * params.numHeads);
+  var kStart = 0u;
+  if (params.hasKvStart != 0u) { kStart = u32(clamp(kvStart[b], 0, i32(params.kvLen))); }
+  return BlockRow(params.q0 + row % params.rows, (row / params.rows) % params.numHeads, b, kStart);
+}`,
+};
+
+/** The words of BLOCK_WGSL.params for `block` of a problem. */
+export function blockParams(block: MatmulFormBlock, dims: AttentionDims & { kvStart?: GPUBuffer }): number[] {
+  const { seen, rows, q0, b0 } = block;
+  const causal = (dims.causal ?? true) ? 1 : 0;
+  return [seen, rows, q0, dims.numHeads, dims.seqLen, dims.kvLen, b0, causal, dims.kvStart ? 1 : 0];
+}
+
+/**
  * The blocks of `plan` in order, each with its query rows' place in q-like tensors; at each chunk's first
  * block its sequences' K and V are copied head-major into kh and vh ([sequences, numKvHeads, kvLen,
  * headDim]) first.
