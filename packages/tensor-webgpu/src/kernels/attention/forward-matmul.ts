@@ -12,7 +12,7 @@
  * measures both forms (forms.ts); the results agree with the tiled kernels' within rounding.
  */
 import type { AttentionDims } from "../../core/attention.js";
-import type { GpuContext } from "../../gpu/context.js";
+import { type GpuContext, grid } from "../../gpu/context.js";
 import { uniforms } from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
@@ -129,7 +129,7 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
       softmax,
       [scores, args.lse ?? scratch, args.kvStart ?? args.q],
       uniforms(rowCount, ...blockParams(block, args), args.lse ? 1 : 0),
-      gridOf(ctx, rowCount),
+      grid(rowCount, ctx.device.limits.maxComputeWorkgroupsPerDimension),
     );
     matmul(ctx, {
       ...stacked,
@@ -144,12 +144,4 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
   }
   // Recorded: later users of these buffers are ordered after the dispatches that read them.
   for (const buffer of [qh, outh, kh, vh, scores]) ctx.pool.release(buffer);
-}
-
-/** One workgroup per row, over x and y past the per-dimension limit. */
-function gridOf(ctx: GpuContext, rows: number): [number, number] {
-  const max = ctx.device.limits.maxComputeWorkgroupsPerDimension;
-  if (rows <= max) return [rows, 1];
-  const y = Math.ceil(rows / max);
-  return [Math.ceil(rows / y), y];
 }
