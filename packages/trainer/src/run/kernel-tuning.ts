@@ -130,12 +130,12 @@ export class KernelTuner {
     const changed = tuned.matmul.find((t) => t.candidates.length > 1);
     const forms = tuned.attentionForms;
     const matmulForms = forms.filter((t) => t.form === "matmul").length;
-    const backward =
+    const formsClause =
       forms.length > 0
         ? `, ${forms.length} attention pass${forms.length === 1 ? "" : "es"} (${matmulForms} faster as matmuls)`
         : "";
     this.say(
-      `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems${backward} in ${seconds.toFixed(1)} s${
+      `kernel tuning: measured ${tuned.matmul.length} matmul and ${tuned.attention.length} attention problems${formsClause} in ${seconds.toFixed(1)} s${
         tuned.pending > 0 ? ` (${tuned.pending} more before the next steps)` : ""
       }${
         changed

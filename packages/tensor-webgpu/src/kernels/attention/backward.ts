@@ -15,7 +15,7 @@
  * score phase (P and dS of a tile); they differ in which block stays and what they accumulate.
  */
 
-import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
+import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
 import { attentionBackwardByMatmul } from "./backward-matmul.js";
 import { type AttentionForm, attentionForm } from "./form-choice.js";
@@ -442,13 +442,15 @@ export function attentionBackward(ctx: GpuContext, args: AttentionBackwardArgs):
   recordAttentionBackward(ctx, args, attentionForm(ctx, "backward", args));
 }
 
-/** attentionBackward in `form` (the matmul form only where matmulFormPlan takes the problem). */
+/**
+ * attentionBackward in `form` (the matmul form only where matmulFormPlan takes the problem), on
+ * dimensions already checked (attentionForm checks them).
+ */
 export function recordAttentionBackward(
   ctx: GpuContext,
   args: AttentionBackwardArgs,
   form: AttentionForm,
 ): void {
-  checkAttentionDims(args);
   checkHeadDim(args.headDim);
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
   const rows = batch * numHeads * seqLen;
@@ -462,10 +464,13 @@ export function recordAttentionBackward(
   const flags = args.kvStart ? HAS_KV_START : 0;
   const inputs = [args.q, args.k, args.v, args.dOut, stats, args.kvStart ?? args.q];
   const group = numHeads / numKvHeads;
-  const lanes = form === "matmul" ? undefined : textureAttentionLanes(ctx, args);
   if (form === "matmul") {
     attentionBackwardByMatmul(ctx, args, stats);
-  } else if (lanes !== undefined) {
+    ctx.pool.release(stats);
+    return;
+  }
+  const lanes = textureAttentionLanes(ctx, args);
+  if (lanes !== undefined) {
     textureBackward(ctx, args, lanes, flags, stats);
   } else if (group > 1 && tileProfile(ctx) === "hardware") {
     // Each query head's share of dK/dV, then their sum per KV head (KV_GRAD_PER_HEAD_KERNEL).
@@ -493,7 +498,7 @@ export function recordAttentionBackward(
       batch,
     ]);
   }
-  if (form === "tiled" && lanes === undefined) {
+  if (lanes === undefined) {
     recordTiled(ctx, Q_GRAD_KERNEL, args, flags, [...inputs, args.dQ], (tile) => [
       Math.ceil(seqLen / tile.bq),
       numHeads,

@@ -1,7 +1,7 @@
 /**
  * Which form a forward or backward runs: the one attentionTuning forces, else the one measured fastest for
  * its problem (forms.ts), else the tiled kernels; the matmul form only where matmulFormPlan takes the
- * problem.
+ * problem. The problem's dimensions are checked here, once per pass, before anything is noted for tuning.
  */
 import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
@@ -16,12 +16,15 @@ export function attentionForm(
   pass: AttentionPass,
   args: AttentionDims & { kvStart?: GPUBuffer },
 ): AttentionForm {
-  checkAttentionDims(args); // before a bad problem is noted for tuning
-  if (!matmulFormPlan(ctx, args)) return "tiled";
+  checkAttentionDims(args);
   const forced = attentionTuning[pass];
+  const table = attentionForms(ctx);
+  // The usual case, untuned and unforced, costs nothing more.
+  if (forced === "auto" && !table) return "tiled";
+  if (!matmulFormPlan(ctx, args)) return "tiled";
   if (forced !== "auto") return forced;
   const { batch, seqLen, kvLen, kvCapacity, numHeads, numKvHeads, headDim, causal, scale } = args;
   // The dimensions only: a noted problem outlives the buffers it was met with.
   const dims = { batch, seqLen, kvLen, kvCapacity, numHeads, numKvHeads, headDim, causal, scale };
-  return attentionForms(ctx)?.lookup({ pass, dims, hasKvStart: args.kvStart !== undefined }) ?? "tiled";
+  return table?.lookup({ pass, dims, hasKvStart: args.kvStart !== undefined }) ?? "tiled";
 }

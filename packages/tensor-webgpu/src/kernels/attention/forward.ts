@@ -8,7 +8,7 @@
  * last-first so the longest start first.
  */
 
-import { type AttentionDims, checkAttentionDims } from "../../core/attention.js";
+import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { type AttentionForm, attentionForm } from "./form-choice.js";
 import { attentionForwardByMatmul } from "./forward-matmul.js";
@@ -284,13 +284,15 @@ export function attentionForward(ctx: GpuContext, args: AttentionForwardArgs): v
   recordAttentionForward(ctx, args, attentionForm(ctx, "forward", args));
 }
 
-/** attentionForward in `form` (the matmul form only where matmulFormPlan takes the problem). */
+/**
+ * attentionForward in `form` (the matmul form only where matmulFormPlan takes the problem), on dimensions
+ * already checked (attentionForm checks them).
+ */
 export function recordAttentionForward(
   ctx: GpuContext,
   args: AttentionForwardArgs,
   form: AttentionForm,
 ): void {
-  checkAttentionDims(args);
   checkHeadDim(args.headDim);
   if (form === "matmul") {
     attentionForwardByMatmul(ctx, args, scratchBuffer(ctx));

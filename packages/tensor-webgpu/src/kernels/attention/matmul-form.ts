@@ -66,32 +66,10 @@ export interface MatmulFormBlock {
   q0: number;
   rows: number;
   seen: number;
-  /** The chunk's first block (its last rows): it sees every key, and its chunk's K and V are not yet copied. */
+  /** The chunk's first block (its last rows): it sees every key, so its sums over keys write, not add. */
   first: boolean;
-  /** Rows r0.. of `rows` rows of this block's sequences in a tensor [batch, stored rows, heads, headDim]. */
-  byHead(heads: number, r0: number, rows: number, stored: number): HeadMajor;
-}
-
-/** The blocks of `plan` in the order they run: chunk by chunk, each chunk's last rows first. */
-export function* matmulFormBlocks(plan: MatmulFormPlan, dims: AttentionDims): Generator<MatmulFormBlock> {
-  const { batch, seqLen, kvLen, headDim } = dims;
-  const causal = dims.causal ?? true;
-  const blocks = Math.ceil(seqLen / plan.rows);
-  for (let b0 = 0; b0 < batch; b0 += plan.sequences) {
-    const sequences = Math.min(plan.sequences, batch - b0);
-    const byHead = (heads: number, r0: number, rows: number, stored: number): HeadMajor => ({
-      shape: [sequences, heads, rows, headDim],
-      strides: [stored * heads * headDim, headDim, heads * headDim, 1],
-      offset: (b0 * stored + r0) * heads * headDim,
-    });
-    for (let block = blocks - 1; block >= 0; block--) {
-      const q0 = block * plan.rows;
-      const rows = Math.min(plan.rows, seqLen - q0);
-      // Under the causal mask, the keys up to the block's last row's.
-      const seen = causal ? Math.min(kvLen, q0 + rows + kvLen - seqLen) : kvLen;
-      yield { b0, sequences, q0, rows, seen, first: block === blocks - 1, byHead };
-    }
-  }
+  /** Where the block's query rows lie in q-like tensors [batch, seqLen, numHeads, headDim]. */
+  queries: HeadMajor;
 }
 
 /**
@@ -120,9 +98,9 @@ export function blockParams(block: MatmulFormBlock, dims: AttentionDims & { kvSt
 }
 
 /**
- * The blocks of `plan` in order, each with its query rows' place in q-like tensors; at each chunk's first
- * block its sequences' K and V are copied head-major into kh and vh ([sequences, numKvHeads, kvLen,
- * headDim]) first.
+ * The blocks of `plan` in the order they run: chunk by chunk, each chunk's last rows first. At each
+ * chunk's first block its sequences' K and V are copied head-major into kh and vh ([sequences,
+ * numKvHeads, kvLen, headDim]) first.
  */
 export function* headMajorBlocks(
   ctx: GpuContext,
@@ -130,15 +108,29 @@ export function* headMajorBlocks(
   args: AttentionDims & { k: GPUBuffer; v: GPUBuffer },
   kh: GPUBuffer,
   vh: GPUBuffer,
-): Generator<MatmulFormBlock & { queries: HeadMajor }> {
-  const { seqLen, kvLen, numHeads, numKvHeads } = args;
-  for (const block of matmulFormBlocks(plan, args)) {
-    if (block.first) {
-      const keys = block.byHead(numKvHeads, 0, kvLen, args.kvCapacity ?? kvLen);
-      gatherHeads(ctx, args.k, kh, keys);
-      gatherHeads(ctx, args.v, vh, keys);
+): Generator<MatmulFormBlock> {
+  const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
+  const causal = args.causal ?? true;
+  const blocks = Math.ceil(seqLen / plan.rows);
+  for (let b0 = 0; b0 < batch; b0 += plan.sequences) {
+    const sequences = Math.min(plan.sequences, batch - b0);
+    // Rows r0.. of `rows` rows of the chunk's sequences in a tensor [batch, stored rows, heads, headDim].
+    const byHead = (heads: number, r0: number, rows: number, stored: number): HeadMajor => ({
+      shape: [sequences, heads, rows, headDim],
+      strides: [stored * heads * headDim, headDim, heads * headDim, 1],
+      offset: (b0 * stored + r0) * heads * headDim,
+    });
+    const keys = byHead(numKvHeads, 0, kvLen, args.kvCapacity ?? kvLen);
+    gatherHeads(ctx, args.k, kh, keys);
+    gatherHeads(ctx, args.v, vh, keys);
+    for (let block = blocks - 1; block >= 0; block--) {
+      const q0 = block * plan.rows;
+      const rows = Math.min(plan.rows, seqLen - q0);
+      // Under the causal mask, the keys up to the block's last row's.
+      const seen = causal ? Math.min(kvLen, q0 + rows + kvLen - seqLen) : kvLen;
+      const queries = byHead(numHeads, q0, rows, seqLen);
+      yield { b0, sequences, q0, rows, seen, first: block === blocks - 1, queries };
     }
-    yield { ...block, queries: block.byHead(numHeads, block.q0, block.rows, seqLen) };
   }
 }
 
