@@ -125,12 +125,11 @@ export {
 export type { BlockedTile, MatrixTile } from "./kernels/matmul-gpu.js";
 export {
   matmulCandidates,
-  RESULT_TOLERANCE,
-  resultMismatch,
   type TuneOptions,
   timeMatmulCandidates,
   tuneMatmuls,
 } from "./kernels/matmul-tuning.js";
+export { RESULT_TOLERANCE, resultMismatch } from "./kernels/tuning-check.js";
 export {
   type CandidateTimes,
   REPLACE_MARGIN,

@@ -147,8 +147,8 @@ describe("the attention forms measured per adapter", () => {
       ["matmul", "tiled"],
       ["tiled", "matmul"],
     ] as const) {
-      table.set({ key: attentionFormKey("forward", c), form: forward, candidates: [] });
-      table.set({ key: attentionFormKey("backward", c), form: backward, candidates: [] });
+      table.set({ key: attentionFormKey("forward", c), form: forward, candidates: [], rejected: [] });
+      table.set({ key: attentionFormKey("backward", c), form: backward, candidates: [], rejected: [] });
       const labels = await dispatchesOf(ctx, () => checkAgainstReference(c, 2));
       expect(labels.includes(SOFTMAX_KERNEL)).toBe(forward === "matmul");
       expect(labels.includes(SCORE_KERNEL)).toBe(backward === "matmul");
@@ -173,6 +173,7 @@ describe("the attention forms measured per adapter", () => {
       const chosen = entry.candidates.find((t) => t.form === entry.form)!;
       expect(chosen.ms).toBeLessThanOrEqual(fastest!.ms * (1 + REPLACE_MARGIN));
       if (chosen !== fastest) expect(entry.form).toBe("tiled");
+      expect(entry.rejected).toEqual([]); // both forms compute what the tiled kernels compute
     }
     expect(attentionForms(ctx)!.pendingProblems()).toEqual([]);
   });
@@ -222,6 +223,7 @@ describe("the attention forms measured per adapter", () => {
       key: attentionFormKey("backward", c),
       form: "matmul" as const,
       candidates: [{ form: "matmul" as const, ms: 1 }],
+      rejected: [],
     };
     table.set(entry);
     const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));

@@ -154,7 +154,7 @@ describe("attention with other head sizes and tiles", () => {
     ]);
     // Its tuned tile (a tuning-only one) runs and computes the same.
     const tile = KV_GRAD_PER_HEAD_KERNEL.tiles.tuning[0]!;
-    table.set({ key: attentionTileKey(KV_GRAD_PER_HEAD_KERNEL, c), tile, candidates: [] });
+    table.set({ key: attentionTileKey(KV_GRAD_PER_HEAD_KERNEL, c), tile, candidates: [], rejected: [] });
     await checkAgainstReference(c, 22);
     disableAttentionTuning(ctx);
   });
@@ -267,7 +267,7 @@ describe("attention tiles measured per adapter", () => {
       for (const kernel of kernels) {
         const tile = kernel.tiles.tuning[round]!;
         expect(kernel.bytes(tile, c.headDim / 4, tileProfile(ctx))).toBeLessThanOrEqual(limit);
-        table.set({ key: attentionTileKey(kernel, c), tile, candidates: [] });
+        table.set({ key: attentionTileKey(kernel, c), tile, candidates: [], rejected: [] });
       }
       const before = ctx.stats.pipelines;
       await checkAgainstReference(c, 11 + round);
@@ -299,6 +299,7 @@ describe("attention tiles measured per adapter", () => {
       expect(chosen.ms).toBeLessThanOrEqual(entry.candidates[0]!.ms * (1 + REPLACE_MARGIN));
       if (chosen !== entry.candidates[0])
         expect(entry.tile).toEqual(listTile(ctx, kernels[i]!, dims.headDim / 4));
+      expect(entry.rejected).toEqual([]); // every tile computes what the list's tile computes
     }
     expect(table.pendingDispatches()).toEqual([]);
 
@@ -326,6 +327,7 @@ describe("attention tiles measured per adapter", () => {
       key: attentionTileKey(FORWARD_KERNEL, dims),
       tile: { bq: 24, bk: 8, rm: 3, rn: 1 },
       candidates: [],
+      rejected: [],
     });
     await checkAgainstReference(dims, 2); // falls back to the list's tile
   });

@@ -67,7 +67,10 @@ export interface CandidateTime {
   ms: number;
 }
 
-/** A kernel tuning left out of a group, and why (the driver refused it, or its product was wrong). */
+/**
+ * A kernel tuning left out of a group, and why (the driver refused it, or its result was wrong): a matmul
+ * kernel's name, an attention tile's or an attention form's.
+ */
 export interface RejectedKernel {
   kernel: string;
   reason: string;
@@ -211,15 +214,27 @@ export function parseMatmulEntries(x: unknown, where: string): TunedMatmul[] {
         throw new KernelTuningFileError(at, "a candidate is not {kernel, ms}");
       return { kernel: c.kernel, ms: c.ms };
     });
-    // Files written before tuning checked products have no list of rejected kernels.
-    if (e.rejected !== undefined && !Array.isArray(e.rejected))
-      throw new KernelTuningFileError(at, "rejected is not an array");
-    const rejected = (e.rejected ?? []).map((r: unknown) => {
-      if (!isRecord(r) || typeof r.kernel !== "string" || typeof r.reason !== "string")
-        throw new KernelTuningFileError(at, "a rejected kernel is not {kernel, reason}");
-      return { kernel: r.kernel, reason: r.reason };
-    });
-    return { key, shape, choice: parseChoice(e.choice, at), candidates, rejected };
+    return {
+      key,
+      shape,
+      choice: parseChoice(e.choice, at),
+      candidates,
+      rejected: parseRejected(e.rejected, at),
+    };
+  });
+}
+
+/**
+ * A saved entry's kernels left out by tuning's check, field by field. Files written before tuning checked
+ * results have none.
+ */
+export function parseRejected(saved: unknown, at: string): RejectedKernel[] {
+  if (saved === undefined) return [];
+  if (!Array.isArray(saved)) throw new KernelTuningFileError(at, "rejected is not an array");
+  return saved.map((r: unknown) => {
+    if (!isRecord(r) || typeof r.kernel !== "string" || typeof r.reason !== "string")
+      throw new KernelTuningFileError(at, "a rejected kernel is not {kernel, reason}");
+    return { kernel: r.kernel, reason: r.reason };
   });
 }
 

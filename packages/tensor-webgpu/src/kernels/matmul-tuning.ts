@@ -1,10 +1,9 @@
 /**
  * Measures which matmul kernel is fastest for a problem on this adapter and keeps the winner in the
  * context's table (matmul-choices.ts), so that `matmul` runs it from then on. Every variant and "blocked"
- * tile that can run the problem is timed (tuning-timer.ts) on operands filled with a fixed pattern of
- * small values: data changes a GPU's power draw, and zeros would flatter every kernel. Before it is timed,
- * each candidate's product is compared with the plain "buffer" kernel's (resultMismatch): a kernel that
- * computes wrongly on this driver is left out, whatever its speed. The fastest of the rest wins, unless
+ * tile that can run the problem is timed (tuning-timer.ts) on operands filled with tuning-check.ts's
+ * pattern. Before it is timed, each candidate's product is compared with the plain "buffer" kernel's
+ * (resultMismatch): a kernel that computes wrongly on this driver is left out, whatever its speed. The fastest of the rest wins, unless
  * the fixed rule's kernel is within REPLACE_MARGIN of it.
  */
 import { float16ArrayToFloat32 } from "../core/half-float.js";
@@ -30,6 +29,7 @@ import {
   pipelinedDepth,
   pipelinedFits,
 } from "./matmul-gpu.js";
+import { patternBuffer, poison, resultMismatch } from "./tuning-check.js";
 import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
 
 /** The batch strides of a problem's operands stored densely, as tuning runs it. */
@@ -76,59 +76,6 @@ export interface TuneOptions extends TuningPassOptions {
   candidates?: (shape: MatmulShape) => MatmulChoice[];
 }
 
-const STORAGE = 0x80 | 0x8 | 0x4; // STORAGE | COPY_DST | COPY_SRC (the product is read back)
-/** Bytes written per call while filling an operand. */
-const FILL_CHUNK = 1 << 22;
-
-function filledBuffer(ctx: GpuContext, elements: number, dtype: MatmulShape["dtype"]): GPUBuffer {
-  const bytes = Math.max(4, Math.ceil((elements * (dtype === "f16" ? 2 : 4)) / 4) * 4);
-  const buffer = ctx.device.createBuffer({ size: bytes, usage: STORAGE, label: "matmul tuning operand" });
-  // A fixed pattern: f32 values in [-0.5, 0.5), or two halves in [0.5, 1) per 32-bit word.
-  const words = new Uint32Array(Math.min(bytes, FILL_CHUNK) / 4);
-  const f32 = new Float32Array(words.buffer);
-  for (let i = 0; i < words.length; i++) {
-    const value = ((i * 7919) % 1000) / 1000 - 0.5;
-    if (dtype === "f32") f32[i] = value;
-    else words[i] = 0x3800_3800 ^ (i & 0x03ff_03ff); // pairs of halves in [0.5, 1), varying mantissas
-  }
-  for (let offset = 0; offset < bytes; offset += words.byteLength) {
-    const size = Math.min(words.byteLength, bytes - offset);
-    ctx.device.queue.writeBuffer(buffer, offset, words, 0, size / 4);
-  }
-  return buffer;
-}
-
-/**
- * How far a candidate's product may stray from the reference kernel's: this fraction of the product's
- * largest magnitude. Kernels sum in different orders (f32 rounding over k terms, one f16 rounding of
- * the result); a wrong tile edge, a missed k-step or an unwritten block is off by the values themselves.
- */
-export const RESULT_TOLERANCE = 1e-2;
-
-/** What is wrong with `result` against `reference` (same length), or undefined when it agrees. */
-export function resultMismatch(
-  reference: Float32Array,
-  result: Float32Array,
-  tolerance = RESULT_TOLERANCE,
-): string | undefined {
-  let scale = 0;
-  for (const value of reference) scale = Math.max(scale, Math.abs(value));
-  let worst = 0;
-  let at = -1;
-  for (let i = 0; i < reference.length; i++) {
-    // NaN (an element never written: the output starts as NaN) counts as the worst difference.
-    const difference = Math.abs(result[i]! - reference[i]!);
-    const distance = Number.isNaN(difference) ? Number.POSITIVE_INFINITY : difference;
-    if (distance > worst) {
-      worst = distance;
-      at = i;
-    }
-  }
-  const allowed = tolerance * scale;
-  if (worst <= allowed) return undefined;
-  return `wrong product: element ${at} is ${result[at]}, the reference kernel's ${reference[at]} (allowed difference ${allowed.toPrecision(3)})`;
-}
-
 /**
  * Most output elements a check reads back. A larger product (a language-model head: 2,048 rows of 151,936
  * logits, 1.2 GB) is checked on a smaller problem of its kind instead: the same kernel code, element type
@@ -150,9 +97,9 @@ const describe = (s: MatmulShape) => `${s.batch > 1 ? `${s.batch} x ` : ""}${s.m
 function problemBuffers(ctx: GpuContext, shape: MatmulShape) {
   const { batch, m, n, k, dtype } = shape;
   const buffers = {
-    a: filledBuffer(ctx, batch * m * k, dtype),
-    b: filledBuffer(ctx, batch * k * n, dtype),
-    out: filledBuffer(ctx, batch * m * n, dtype),
+    a: patternBuffer(ctx, batch * m * k, { dtype, label: "matmul tuning operand" }),
+    b: patternBuffer(ctx, batch * k * n, { dtype, label: "matmul tuning operand" }),
+    out: patternBuffer(ctx, batch * m * n, { dtype, label: "matmul tuning output" }),
   };
   const args = { ...buffers, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
   const destroy = () => {
@@ -174,10 +121,8 @@ export async function timeMatmulCandidates(
   const run = (choice: MatmulChoice) => matmul(ctx, { ...timing.args, ...choice });
   const { out, batch, m, n, dtype } = checking.args;
   const outBytes = batch * m * n * (dtype === "f16" ? 2 : 4);
-  // All bits set: NaN in f32 and in f16, so an element the kernel never writes shows.
-  const unwritten = new Uint8Array(Math.ceil(outBytes / 4) * 4).fill(0xff);
   const product = async (choice: MatmulChoice) => {
-    ctx.write(out, unwritten);
+    poison(ctx, out, Math.ceil(outBytes / 4) * 4);
     matmul(ctx, { ...checking.args, ...choice });
     const bytes = await ctx.read(out, outBytes);
     return dtype === "f16" ? float16ArrayToFloat32(new Uint16Array(bytes)) : new Float32Array(bytes);

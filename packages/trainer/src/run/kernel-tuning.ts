@@ -146,12 +146,12 @@ export class KernelTuner {
           : ""
       }${kept}`,
     );
-    const rejected = tuned.matmul.flatMap((t) =>
+    const rejected = [...tuned.matmul, ...tuned.attention, ...forms].flatMap((t) =>
       t.rejected.map((r) => `${r.kernel} on ${t.key}: ${r.reason}`),
     );
     if (rejected.length > 0)
       this.say(
-        `kernel tuning left out ${rejected.length} matmul kernel${rejected.length === 1 ? "" : "s"} that failed on this adapter, e.g. ${rejected[0]}`,
+        `kernel tuning left out ${rejected.length} kernel${rejected.length === 1 ? "" : "s"} that failed or computed wrongly on this adapter, e.g. ${rejected[0]}`,
       );
     return { problems: tuned.matmul.length + tuned.attention.length + forms.length, seconds };
   }

@@ -26,6 +26,7 @@ import { dispatchTextureAttention, textureAttentionLanes } from "./texture-stagi
 import {
   commonWgsl,
   HAS_KV_START,
+  KV_START_BINDING,
   loadKeyRows,
   loadQueryRows,
   qIndex,
@@ -33,6 +34,7 @@ import {
   storeColumns,
   type Tile,
   type TiledKernel,
+  type TiledOutput,
   type TileLoad,
   tileChoices,
   tileProfile,
@@ -87,7 +89,7 @@ function gradientBindings(outputs: string[]): string {
 @group(0) @binding(4) var<storage, read> stats: array<vec2f>;
 ${written.join("\n")}
 @group(0) @binding(${6 + outputs.length}) var<uniform> params: Params;
-${commonWgsl(5)}`;
+${commonWgsl(KV_START_BINDING)}`;
 }
 
 /**
@@ -241,9 +243,19 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 `;
 }
 
+/** dK and dV, [batch, kvLen, heads, headDim]: per KV head, or each query head's share. */
+function kvGradOutputs(dims: AttentionDims, heads: number): TiledOutput[] {
+  const bytes = dims.batch * dims.kvLen * heads * dims.headDim * 4;
+  return [
+    { binding: 6, bytes },
+    { binding: 7, bytes },
+  ];
+}
+
 export const KV_GRAD_KERNEL: TiledKernel = {
   name: "backward dK/dV",
   key: "dkdv",
+  outputs: (_, dims) => kvGradOutputs(dims, dims.numKvHeads),
   tiles: tileChoices(
     { bq: 16, bk: 32, rm: 4, rn: 4 },
     [
@@ -277,6 +289,7 @@ export const KV_GRAD_PER_HEAD_KERNEL: TiledKernel = {
   ...KV_GRAD_KERNEL,
   name: "backward dK/dV per head",
   key: "dkdv-head",
+  outputs: (_, dims) => kvGradOutputs(dims, dims.numHeads),
   code: (tile, d4) => kvGradCode(tile, d4, true),
 };
 
@@ -374,6 +387,9 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 export const Q_GRAD_KERNEL: TiledKernel = {
   name: "backward dQ",
   key: "dq",
+  outputs: (_, { batch, seqLen, numHeads, headDim }) => [
+    { binding: 6, bytes: batch * seqLen * numHeads * headDim * 4 }, // dQ
+  ],
   tiles: tileChoices(
     { bq: 32, bk: 16, rm: 4, rn: 4 },
     [

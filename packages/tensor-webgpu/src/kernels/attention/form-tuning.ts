@@ -1,8 +1,10 @@
 /**
  * Measures which form of attention (forms.ts) is fastest for each forward and backward problem noted by
  * the context's table, and keeps the winner there. A noted problem is run again whole (a backward: the
- * statistics, then every dispatch of the form) on fresh zero-filled buffers of its sizes, each form in
- * turn (tuning-timer.ts); the fastest wins unless the tiled kernels are within REPLACE_MARGIN of it. The
+ * statistics, then every dispatch of the form) on fresh buffers of its sizes, its inputs filled with
+ * tuning-check.ts's pattern, each form in turn (tuning-timer.ts). A form whose outputs differ from the
+ * tiled kernels' (those that run without tuning) is left out, whatever its speed; the fastest of the rest
+ * wins unless the tiled kernels are within REPLACE_MARGIN of it. The
  * matmul form's products are matmul problems no step has met: with matmul tuning on they are measured
  * first, so that the form is timed on the kernels it would then run (the tiled kernels' tiles, met in the
  * step itself, are measured before their problem's form).
@@ -10,6 +12,7 @@
 import type { GpuContext } from "../../gpu/context.js";
 import { matmulChoices, matmulShapeKey, type TunedMatmul } from "../matmul-choices.js";
 import { tuneMatmuls } from "../matmul-tuning.js";
+import { CHECKED_USAGE, patternBuffer, poison, RESULT_TOLERANCE, resultMismatch } from "../tuning-check.js";
 import {
   type CandidateTimes,
   chooseWinner,
@@ -28,12 +31,12 @@ import {
 } from "./forms.js";
 import { recordAttentionForward } from "./forward.js";
 import { matmulFormPlan } from "./matmul-form.js";
-
-const STORAGE = 0x80 | 0x8 | 0x4; // STORAGE | COPY_DST | COPY_SRC (a copy may move head-major rows)
+import { ATTENTION_PATTERN_AMPLITUDE } from "./shared.js";
 
 /**
- * Each form that can run the problem, timed (fastest first); the rest, with why. `products`: the matmul
- * form's products measured on the way (with matmul tuning on).
+ * Each form that can run the problem and computes it as the tiled kernels do, timed (fastest first); the
+ * rest, with why. `products`: the matmul form's products measured on the way (with matmul tuning on).
+ * Each form's first run is checked: its outputs (out and lse; dQ, dK and dV) against the tiled kernels'.
  */
 export async function timeAttentionForms(
   ctx: GpuContext,
@@ -42,12 +45,12 @@ export async function timeAttentionForms(
 ): Promise<CandidateTimes<AttentionForm> & { products: TunedMatmul[] }> {
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = dims;
   const created: GPUBuffer[] = [];
-  const buffer = (floats: number) => {
-    const b = ctx.device.createBuffer({
-      size: Math.max(floats, 1) * 4,
-      usage: STORAGE,
-      label: "attention tuning buffer",
-    });
+  const buffer = (floats: number, filled = false) => {
+    // Each input starts at its own place in the pattern, so that Q, K, V and dOut differ.
+    const phase = 257 * created.length;
+    const b = filled
+      ? patternBuffer(ctx, floats, { amplitude: ATTENTION_PATTERN_AMPLITUDE, phase })
+      : ctx.device.createBuffer({ size: Math.max(floats, 1) * 4, usage: CHECKED_USAGE });
     created.push(b);
     return b;
   };
@@ -55,25 +58,40 @@ export async function timeAttentionForms(
   const kvFloats = batch * (dims.kvCapacity ?? kvLen) * numKvHeads * headDim;
   const inputs = {
     ...dims,
-    q: buffer(qFloats),
-    k: buffer(kvFloats),
-    v: buffer(kvFloats),
+    q: buffer(qFloats, true),
+    k: buffer(kvFloats, true),
+    v: buffer(kvFloats, true),
     out: buffer(qFloats),
     lse: buffer(batch * numHeads * seqLen),
+    // Zeros: every key visible from the start, so every row has keys and lse stays on the outputs' scale.
     kvStart: hasKvStart ? buffer(batch) : undefined,
   };
   let run: (form: AttentionForm) => void;
-  if (pass === "forward") run = (form) => recordAttentionForward(ctx, inputs, form);
-  else {
+  let outputs: Record<string, GPUBuffer>;
+  if (pass === "forward") {
+    run = (form) => recordAttentionForward(ctx, inputs, form);
+    outputs = { out: inputs.out, lse: inputs.lse };
+  } else {
     const gradientFloats = batch * kvLen * numKvHeads * headDim;
     const gradients = {
-      dOut: buffer(qFloats),
+      dOut: buffer(qFloats, true),
       dQ: buffer(qFloats),
       dK: buffer(gradientFloats),
       dV: buffer(gradientFloats),
     };
+    // The backward reads the forward's outputs for the same inputs.
+    recordAttentionForward(ctx, inputs, "tiled");
     run = (form) => recordAttentionBackward(ctx, { ...inputs, ...gradients }, form);
+    outputs = { dQ: gradients.dQ, dK: gradients.dK, dV: gradients.dV };
   }
+  const results = async (form: AttentionForm) => {
+    for (const output of Object.values(outputs)) poison(ctx, output, output.size);
+    run(form);
+    const read = Object.entries(outputs).map(async ([name, output]) => {
+      return [name, new Float32Array(await ctx.read(output, output.size))] as const;
+    });
+    return Promise.all(read);
+  };
   const forms = ATTENTION_FORMS.filter((form) => form === "tiled" || matmulFormPlan(ctx, dims) !== undefined);
   try {
     const products: TunedMatmul[] = [];
@@ -85,7 +103,15 @@ export async function timeAttentionForms(
       const met = table.pendingShapes().filter((shape) => !known.has(matmulShapeKey(shape)));
       products.push(...(await tuneMatmuls(ctx, met, options)));
     }
-    return { ...(await timeCandidates(ctx, forms, run, options)), products };
+    const reference = new Map(await results("tiled"));
+    const check = async (form: AttentionForm) => {
+      for (const [name, result] of await results(form)) {
+        const problem = resultMismatch(reference.get(name)!, result, RESULT_TOLERANCE, name);
+        if (problem) return problem;
+      }
+      return undefined;
+    };
+    return { ...(await timeCandidates(ctx, forms, run, options, check)), products };
   } finally {
     await ctx.sync().catch(() => undefined);
     for (const b of created) b.destroy();
@@ -119,6 +145,7 @@ export async function tuneAttentionForms(
       key,
       form: winner,
       candidates: timed.map(({ candidate, ms }) => ({ form: candidate, ms })),
+      rejected: rejected.map(({ candidate, reason }) => ({ kernel: candidate, reason })),
     };
     table.set(entry);
     tuned.push(entry);

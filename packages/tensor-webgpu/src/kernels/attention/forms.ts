@@ -8,7 +8,7 @@
  */
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { KernelTuningFileError } from "../matmul-choices.js";
+import { KernelTuningFileError, parseRejected, type RejectedKernel } from "../matmul-choices.js";
 import { PerContext } from "../per-context.js";
 import { attentionProblemKey } from "./tile-choices.js";
 
@@ -25,11 +25,12 @@ export interface AttentionFormProblem {
   hasKvStart: boolean;
 }
 
-/** A measured group: the winner and each form's GPU time per run (median of the rounds). */
+/** A measured group: the winner, each form's GPU time per run (median of the rounds), forms left out. */
 export interface TunedAttentionForm {
   key: string;
   form: AttentionForm;
   candidates: { form: AttentionForm; ms: number }[];
+  rejected: RejectedKernel[];
 }
 
 /** The group a problem belongs to: "forward-form ..." or "backward-form ...". */
@@ -90,6 +91,7 @@ export function parseAttentionFormEntries(saved: unknown, where: string): TunedA
       key: entry.key,
       form: entry.form,
       candidates: entry.candidates.map(({ form, ms }) => ({ form, ms })),
+      rejected: parseRejected(entry.rejected, at),
     };
   });
 }

@@ -18,6 +18,7 @@ import { dispatchTextureAttention, textureAttentionLanes } from "./texture-stagi
 import {
   commonWgsl,
   HAS_KV_START,
+  KV_START_BINDING,
   loadKeyRows,
   loadQueryRows,
   qIndex,
@@ -174,7 +175,7 @@ var<workgroup> rowState: array<vec2f, ${bq}>;        // per row: running max and
 @group(0) @binding(3) var<storage, read_write> out: array<vec4f>;
 @group(0) @binding(4) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;
-${commonWgsl(5)}
+${commonWgsl(KV_START_BINDING)}
 
 var<workgroup> qTile: array<vec4f, ${bq * strides.q}>; // scaled queries, row stride ${strides.q}
 var<workgroup> kvTile: array<vec4f, ${bk * stride}>; // K, then V, of the current key block
@@ -241,6 +242,11 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 export const FORWARD_KERNEL: TiledKernel = {
   name: "forward",
   key: "forward",
+  outputs: (flags, { batch, seqLen, numHeads, headDim }) => {
+    const rows = batch * seqLen * numHeads;
+    const out = { binding: 3, bytes: rows * headDim * 4 };
+    return flags & WRITE_LSE ? [out, { binding: 4, bytes: rows * 4 }] : [out];
+  },
   tiles: tileChoices(
     { bq: 32, bk: 32, rm: 8, rn: 4 },
     [

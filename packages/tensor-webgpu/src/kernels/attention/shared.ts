@@ -43,3 +43,10 @@ export const EMPTY_LSE = EMPTY_ROW_LSE.toExponential();
 
 /** Scores of masked keys before the softmax: below any real score, and exp() of it minus a real max is 0. */
 export const MASKED = "-1e30";
+
+/**
+ * Half the range of the values tuning fills attention inputs with (tuning-check.ts's pattern): Q and K in
+ * [-2, 2) give scores of about unit spread at head size 64, so that the softmax is far from uniform and a
+ * wrong scale, mask or row shows in the outputs (in [-0.5, 0.5) each row is nearly a plain mean of V).
+ */
+export const ATTENTION_PATTERN_AMPLITUDE = 2;

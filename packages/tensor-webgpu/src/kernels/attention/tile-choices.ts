@@ -11,7 +11,7 @@
  */
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { KernelTuningFileError } from "../matmul-choices.js";
+import { KernelTuningFileError, parseRejected, type RejectedKernel } from "../matmul-choices.js";
 import { PerContext } from "../per-context.js";
 
 /** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
@@ -49,8 +49,19 @@ export interface TiledKernel {
   /** Prefix of the kernel's keys in the code cache. */
   key: string;
   tiles: TileChoices;
+  /**
+   * What it writes with these flags: each output's binding and the bytes of it a dispatch fills (a pooled
+   * buffer may be larger). The other bindings it reads.
+   */
+  outputs(flags: number, dims: AttentionDims): TiledOutput[];
   bytes(tile: Tile, d4: number, profile: TileProfile): number;
   code(tile: Tile, d4: number, profile: TileProfile): string;
+}
+
+/** A binding a tiled kernel writes, and how many of its bytes. */
+export interface TiledOutput {
+  binding: number;
+  bytes: number;
 }
 
 /** One dispatch of a tiled kernel, as tuning runs it again on buffers of its own. */
@@ -63,11 +74,15 @@ export interface TiledDispatch {
   workgroups: (tile: Tile) => [number, number, number];
 }
 
-/** A measured group: the winner and every candidate's GPU time per dispatch (median of the rounds). */
+/**
+ * A measured group: the winner, every candidate's GPU time per dispatch (median of the rounds), and the
+ * tiles left out (`kernel`: the tile's name).
+ */
 export interface TunedTile {
   key: string;
   tile: Tile;
   candidates: { tile: string; ms: number }[];
+  rejected: RejectedKernel[];
 }
 
 export const tileName = (t: Tile): string => `${t.bq}x${t.bk}/${t.rm}x${t.rn}`;
@@ -171,10 +186,19 @@ export function parseAttentionEntries(saved: unknown, where: string): TunedTile[
     for (const field of ["bq", "bk", "rm", "rn"])
       if (!Number.isInteger(tile?.[field]) || (tile[field] as number) < 1)
         throw new KernelTuningFileError(at, `tile.${field} is not a positive integer`);
-    if (!Array.isArray(entry.candidates) || entry.candidates.some((c) => typeof c?.ms !== "number"))
+    if (
+      !Array.isArray(entry.candidates) ||
+      entry.candidates.some((c) => typeof c?.tile !== "string" || typeof c?.ms !== "number")
+    )
       throw new KernelTuningFileError(at, "candidates is not a list of {tile, ms}");
     const { bq, bk, rm, rn } = entry.tile;
-    return { key: entry.key, tile: { bq, bk, rm, rn }, candidates: entry.candidates };
+    const candidates = entry.candidates.map(({ tile, ms }) => ({ tile, ms }));
+    return {
+      key: entry.key,
+      tile: { bq, bk, rm, rn },
+      candidates,
+      rejected: parseRejected(entry.rejected, at),
+    };
   });
 }
 

@@ -1,11 +1,13 @@
 /**
  * Measures which tile is fastest for each tiled attention dispatch (prefill forward, dK/dV, dQ) noted by
  * the context's table (tile-choices.ts), and keeps the winner there. A noted dispatch is run again on
- * fresh zero-filled buffers of its bindings' sizes (timing does not depend on the values: every score is
- * computed, masked or not), with each candidate tile in turn (tuning-timer.ts). The fastest wins, unless
- * the list's tile is within REPLACE_MARGIN of it.
+ * fresh buffers of its bindings' sizes, its inputs filled with tuning-check.ts's pattern, with each
+ * candidate tile in turn (tuning-timer.ts). A tile whose outputs differ from the list's tile's (the one
+ * that runs without tuning) is left out, whatever its speed; the fastest of the rest wins, unless the
+ * list's tile is within REPLACE_MARGIN of it.
  */
 import type { GpuContext } from "../../gpu/context.js";
+import { CHECKED_USAGE, patternBuffer, poison, RESULT_TOLERANCE, resultMismatch } from "../tuning-check.js";
 import {
   type CandidateTimes,
   chooseWinner,
@@ -13,6 +15,7 @@ import {
   type TuningPassOptions,
   timeCandidates,
 } from "../tuning-timer.js";
+import { ATTENTION_PATTERN_AMPLITUDE } from "./shared.js";
 import {
   attentionTileKey,
   enableAttentionTuning,
@@ -22,35 +25,54 @@ import {
   tileCandidates,
   tileName,
 } from "./tile-choices.js";
-import { dispatchTiled, listTile, tileProfile } from "./tiles.js";
+import { dispatchTiled, KV_START_BINDING, listTile, tileProfile } from "./tiles.js";
 
-const STORAGE = 0x80 | 0x8; // STORAGE | COPY_DST
-
-/** Every candidate tile of one dispatch: those that run, timed (fastest first); the rest, with why. */
+/**
+ * Every candidate tile of one dispatch that computes it as the list's tile does, timed (fastest first);
+ * the rest, with why. Each candidate's first run is checked: every binding it writes against the list's
+ * tile's on the same inputs.
+ */
 export async function timeAttentionTiles(
   ctx: GpuContext,
   dispatch: TiledDispatch,
   options: TimingOptions = {},
 ): Promise<CandidateTimes<Tile>> {
   const { kernel, dims, flags, bindingSizes, workgroups } = dispatch;
+  const d4 = dims.headDim / 4;
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  const candidates = tileCandidates(
-    kernel,
-    dims.headDim / 4,
-    limit,
-    tileProfile(ctx),
-    ctx.info.adapter.isSoftware,
+  const candidates = tileCandidates(kernel, d4, limit, tileProfile(ctx), ctx.info.adapter.isSoftware);
+  const outputs = kernel.outputs(flags, dims);
+  const written = new Set(outputs.map((o) => o.binding));
+  // Inputs hold the pattern; kvStart zeros (every key visible from the start); outputs are written.
+  const buffers = bindingSizes.map((size, binding) =>
+    written.has(binding) || binding === KV_START_BINDING
+      ? ctx.device.createBuffer({ size, usage: CHECKED_USAGE, label: "attention tuning buffer" })
+      : patternBuffer(ctx, size / 4, {
+          amplitude: ATTENTION_PATTERN_AMPLITUDE,
+          phase: 257 * binding,
+          label: "attention tuning buffer",
+        }),
   );
-  const buffers = bindingSizes.map((size) =>
-    ctx.device.createBuffer({ size, usage: STORAGE, label: "attention tuning buffer" }),
-  );
-  try {
-    return await timeCandidates(
-      ctx,
-      candidates,
-      (tile) => dispatchTiled(ctx, kernel, tile, dims, flags, buffers, workgroups),
-      options,
+  const run = (tile: Tile) => dispatchTiled(ctx, kernel, tile, dims, flags, buffers, workgroups);
+  const results = async (tile: Tile) => {
+    for (const { binding, bytes } of outputs) poison(ctx, buffers[binding]!, bytes);
+    run(tile);
+    const read = outputs.map(
+      async ({ binding, bytes }) => new Float32Array(await ctx.read(buffers[binding]!, bytes)),
     );
+    return Promise.all(read);
+  };
+  try {
+    const reference = await results(listTile(ctx, kernel, d4) ?? candidates[0]!);
+    const check = async (tile: Tile) => {
+      for (const [i, result] of (await results(tile)).entries()) {
+        const what = `binding ${outputs[i]!.binding}`;
+        const problem = resultMismatch(reference[i]!, result, RESULT_TOLERANCE, what);
+        if (problem) return problem;
+      }
+      return undefined;
+    };
+    return await timeCandidates(ctx, candidates, run, options, check);
   } finally {
     await ctx.sync().catch(() => undefined);
     for (const buffer of buffers) buffer.destroy();
@@ -80,7 +102,8 @@ export async function tuneAttentionTiles(
         `attention tuning: no tile could run ${key} on this adapter (${rejected.map((r) => `${tileName(r.candidate)}: ${r.reason}`).join("; ")})`,
       );
     const candidates = timed.map(({ candidate, ms }) => ({ tile: tileName(candidate), ms }));
-    const entry = { key, tile: winner, candidates };
+    const left = rejected.map(({ candidate, reason }) => ({ kernel: tileName(candidate), reason }));
+    const entry = { key, tile: winner, candidates, rejected: left };
     table.set(entry);
     tuned.push(entry);
   }

@@ -27,7 +27,7 @@ import {
   type TileProfile,
 } from "./tile-choices.js";
 
-export type { Tile, TileChoices, TiledKernel, TileProfile } from "./tile-choices.js";
+export type { Tile, TileChoices, TiledKernel, TiledOutput, TileProfile } from "./tile-choices.js";
 
 /**
  * Which kernels to use. `profile`: "auto" picks the tile lists by adapter (software adapters such as
@@ -94,6 +94,9 @@ export const WRITE_LSE = 2;
  * always bound (a read-only stand-in when absent, never read: flags say so), which halves the number of
  * shader variants; on lavapipe each variant costs seconds of JIT on first use.
  */
+/** The binding of kvStart in every tiled kernel (commonWgsl's argument). */
+export const KV_START_BINDING = 5;
+
 export function commonWgsl(kvStartBinding: number): string {
   return /* wgsl */ `
 struct Params {
