@@ -622,6 +622,9 @@ async function measureTuned(
         .map(([name, ms]) => `${name} ${ms.toFixed(3)}`)
         .join(", ")} ms`,
     );
+  // Kernels whose result differed from the untuned kernel's on this adapter (or that the driver refused).
+  for (const t of [...tuned.matmul, ...tuned.attention, ...tuned.attentionForms])
+    for (const r of t.rejected) console.log(`  left out ${r.kernel} on ${t.key}: ${r.reason}`);
   const result: NonNullable<ModelResult["tuned"]> = {
     trainTokensPerSecond: [],
     decodeTokensPerSecond: [],

@@ -89,3 +89,38 @@ export function resultMismatch(
   if (worst <= allowed) return undefined;
   return `wrong ${what}: element ${at} is ${result[at]}, the reference kernel's ${reference[at]} (allowed difference ${allowed.toPrecision(3)})`;
 }
+
+/** An f32 output a check compares: the first `bytes` of `buffer`, named `name` in messages. */
+export interface CheckedOutput {
+  name: string;
+  buffer: GPUBuffer;
+  bytes: number;
+}
+
+/**
+ * Runs `reference` once and returns a check (for timeCandidates) that runs a candidate the same way and
+ * says which of `outputs` differs from the reference's, if one does. Outputs are set to NaN before each run.
+ */
+export async function outputsCheck<T>(
+  ctx: GpuContext,
+  outputs: readonly CheckedOutput[],
+  run: (candidate: T) => void,
+  reference: T,
+): Promise<(candidate: T) => Promise<string | undefined>> {
+  const results = async (candidate: T) => {
+    for (const { buffer, bytes } of outputs) poison(ctx, buffer, bytes);
+    run(candidate);
+    return Promise.all(
+      outputs.map(async ({ buffer, bytes }) => new Float32Array(await ctx.read(buffer, bytes))),
+    );
+  };
+  const expected = await results(reference);
+  return async (candidate) => {
+    const actual = await results(candidate);
+    for (const [i, { name }] of outputs.entries()) {
+      const problem = resultMismatch(expected[i]!, actual[i]!, RESULT_TOLERANCE, name);
+      if (problem) return problem;
+    }
+    return undefined;
+  };
+}

@@ -12,7 +12,7 @@
 import type { GpuContext } from "../../gpu/context.js";
 import { matmulChoices, matmulShapeKey, type TunedMatmul } from "../matmul-choices.js";
 import { tuneMatmuls } from "../matmul-tuning.js";
-import { CHECKED_USAGE, patternBuffer, poison, RESULT_TOLERANCE, resultMismatch } from "../tuning-check.js";
+import { CHECKED_USAGE, type CheckedOutput, outputsCheck, patternBuffer } from "../tuning-check.js";
 import {
   type CandidateTimes,
   chooseWinner,
@@ -66,11 +66,12 @@ export async function timeAttentionForms(
     // Zeros: every key visible from the start, so every row has keys and lse stays on the outputs' scale.
     kvStart: hasKvStart ? buffer(batch) : undefined,
   };
+  const checked = (name: string, buffer: GPUBuffer) => ({ name, buffer, bytes: buffer.size });
   let run: (form: AttentionForm) => void;
-  let outputs: Record<string, GPUBuffer>;
+  let outputs: CheckedOutput[];
   if (pass === "forward") {
     run = (form) => recordAttentionForward(ctx, inputs, form);
-    outputs = { out: inputs.out, lse: inputs.lse };
+    outputs = [checked("out", inputs.out), checked("lse", inputs.lse)];
   } else {
     const gradientFloats = batch * kvLen * numKvHeads * headDim;
     const gradients = {
@@ -82,16 +83,8 @@ export async function timeAttentionForms(
     // The backward reads the forward's outputs for the same inputs.
     recordAttentionForward(ctx, inputs, "tiled");
     run = (form) => recordAttentionBackward(ctx, { ...inputs, ...gradients }, form);
-    outputs = { dQ: gradients.dQ, dK: gradients.dK, dV: gradients.dV };
+    outputs = [checked("dQ", gradients.dQ), checked("dK", gradients.dK), checked("dV", gradients.dV)];
   }
-  const results = async (form: AttentionForm) => {
-    for (const output of Object.values(outputs)) poison(ctx, output, output.size);
-    run(form);
-    const read = Object.entries(outputs).map(async ([name, output]) => {
-      return [name, new Float32Array(await ctx.read(output, output.size))] as const;
-    });
-    return Promise.all(read);
-  };
   const forms = ATTENTION_FORMS.filter((form) => form === "tiled" || matmulFormPlan(ctx, dims) !== undefined);
   try {
     const products: TunedMatmul[] = [];
@@ -103,14 +96,7 @@ export async function timeAttentionForms(
       const met = table.pendingShapes().filter((shape) => !known.has(matmulShapeKey(shape)));
       products.push(...(await tuneMatmuls(ctx, met, options)));
     }
-    const reference = new Map(await results("tiled"));
-    const check = async (form: AttentionForm) => {
-      for (const [name, result] of await results(form)) {
-        const problem = resultMismatch(reference.get(name)!, result, RESULT_TOLERANCE, name);
-        if (problem) return problem;
-      }
-      return undefined;
-    };
+    const check = await outputsCheck<AttentionForm>(ctx, outputs, run, "tiled");
     return { ...(await timeCandidates(ctx, forms, run, options, check)), products };
   } finally {
     await ctx.sync().catch(() => undefined);

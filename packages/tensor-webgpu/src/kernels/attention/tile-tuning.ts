@@ -7,7 +7,7 @@
  * list's tile is within REPLACE_MARGIN of it.
  */
 import type { GpuContext } from "../../gpu/context.js";
-import { CHECKED_USAGE, patternBuffer, poison, RESULT_TOLERANCE, resultMismatch } from "../tuning-check.js";
+import { CHECKED_USAGE, outputsCheck, patternBuffer } from "../tuning-check.js";
 import {
   type CandidateTimes,
   chooseWinner,
@@ -54,24 +54,13 @@ export async function timeAttentionTiles(
         }),
   );
   const run = (tile: Tile) => dispatchTiled(ctx, kernel, tile, dims, flags, buffers, workgroups);
-  const results = async (tile: Tile) => {
-    for (const { binding, bytes } of outputs) poison(ctx, buffers[binding]!, bytes);
-    run(tile);
-    const read = outputs.map(
-      async ({ binding, bytes }) => new Float32Array(await ctx.read(buffers[binding]!, bytes)),
-    );
-    return Promise.all(read);
-  };
   try {
-    const reference = await results(listTile(ctx, kernel, d4) ?? candidates[0]!);
-    const check = async (tile: Tile) => {
-      for (const [i, result] of (await results(tile)).entries()) {
-        const what = `binding ${outputs[i]!.binding}`;
-        const problem = resultMismatch(reference[i]!, result, RESULT_TOLERANCE, what);
-        if (problem) return problem;
-      }
-      return undefined;
-    };
+    const checked = outputs.map(({ binding, bytes }) => ({
+      name: `binding ${binding}`,
+      buffer: buffers[binding]!,
+      bytes,
+    }));
+    const check = await outputsCheck(ctx, checked, run, listTile(ctx, kernel, d4) ?? candidates[0]!);
     return await timeCandidates(ctx, candidates, run, options, check);
   } finally {
     await ctx.sync().catch(() => undefined);
