@@ -130,6 +130,7 @@ export {
   tuneMatmuls,
 } from "./kernels/matmul-tuning.js";
 export { RESULT_TOLERANCE, resultMismatch } from "./kernels/tuning-check.js";
+export type { TuningTable } from "./kernels/tuning-table.js";
 export {
   type CandidateTimes,
   REPLACE_MARGIN,

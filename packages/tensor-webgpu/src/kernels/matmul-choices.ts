@@ -15,6 +15,7 @@ import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
 import { type BlockedTile, blockedTileProblem, MATRIX_TILES, type MatrixTile } from "./matmul-gpu.js";
 import { PerContext } from "./per-context.js";
+import { TuningTable } from "./tuning-table.js";
 
 export type MatmulVariant =
   | "texture"
@@ -118,39 +119,19 @@ export class KernelTuningFileError extends Error {
   }
 }
 
-export class MatmulChoiceTable {
-  private readonly tuned = new Map<string, TunedMatmul>();
-  private readonly pending = new Map<string, MatmulShape>();
-
+export class MatmulChoiceTable extends TuningTable<MatmulShape, TunedMatmul> {
   /** The measured choice for this problem's group; an unmeasured group is noted as pending. */
   lookup(shape: MatmulShape): MatmulChoice | undefined {
-    const key = matmulShapeKey(shape);
-    const entry = this.tuned.get(key);
-    if (entry) return entry.choice;
-    if (!this.pending.has(key)) this.pending.set(key, { ...shape });
-    return undefined;
+    return this.find(matmulShapeKey(shape), () => ({ ...shape }))?.choice;
   }
 
   /** One problem of each group seen but not yet measured, in the order first seen. */
   pendingShapes(): MatmulShape[] {
-    return [...this.pending.values()];
-  }
-
-  set(entry: TunedMatmul): void {
-    this.tuned.set(entry.key, entry);
-    this.pending.delete(entry.key);
+    return this.pendingProblemList();
   }
 
   get(shape: MatmulShape): TunedMatmul | undefined {
-    return this.tuned.get(matmulShapeKey(shape));
-  }
-
-  get size(): number {
-    return this.tuned.size;
-  }
-
-  entries(): TunedMatmul[] {
-    return [...this.tuned.values()];
+    return this.measured(matmulShapeKey(shape));
   }
 }
 

@@ -10,6 +10,7 @@ import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { KernelTuningFileError, parseRejected, type RejectedKernel } from "../matmul-choices.js";
 import { PerContext } from "../per-context.js";
+import { TuningTable } from "../tuning-table.js";
 import { attentionProblemKey } from "./tile-choices.js";
 
 export const ATTENTION_FORMS = ["tiled", "matmul"] as const;
@@ -37,34 +38,15 @@ export interface TunedAttentionForm {
 export const attentionFormKey = (pass: AttentionPass, dims: AttentionDims): string =>
   attentionProblemKey(`${pass}-form`, dims);
 
-export class AttentionFormTable {
-  private readonly tuned = new Map<string, TunedAttentionForm>();
-  private readonly pending = new Map<string, AttentionFormProblem>();
-
+export class AttentionFormTable extends TuningTable<AttentionFormProblem, TunedAttentionForm> {
   /** The measured form of this problem's group; an unmeasured group is noted as pending. */
   lookup(problem: AttentionFormProblem): AttentionForm | undefined {
-    const key = attentionFormKey(problem.pass, problem.dims);
-    const entry = this.tuned.get(key);
-    if (!entry && !this.pending.has(key)) this.pending.set(key, problem);
-    return entry?.form;
+    return this.find(attentionFormKey(problem.pass, problem.dims), () => problem)?.form;
   }
 
   /** One problem of each group met but not yet measured, in the order first met. */
   pendingProblems(): AttentionFormProblem[] {
-    return [...this.pending.values()];
-  }
-
-  set(entry: TunedAttentionForm): void {
-    this.tuned.set(entry.key, entry);
-    this.pending.delete(entry.key);
-  }
-
-  get size(): number {
-    return this.tuned.size;
-  }
-
-  entries(): TunedAttentionForm[] {
-    return [...this.tuned.values()];
+    return this.pendingProblemList();
   }
 }
 

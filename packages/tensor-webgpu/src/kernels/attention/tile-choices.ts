@@ -13,6 +13,7 @@ import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { KernelTuningFileError, parseRejected, type RejectedKernel } from "../matmul-choices.js";
 import { PerContext } from "../per-context.js";
+import { TuningTable } from "../tuning-table.js";
 
 /** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
 export interface Tile {
@@ -129,9 +130,7 @@ export function tileCandidates(
   });
 }
 
-export class AttentionTileTable {
-  private readonly tuned = new Map<string, TunedTile>();
-  private readonly pending = new Map<string, TiledDispatch>();
+export class AttentionTileTable extends TuningTable<TiledDispatch, TunedTile> {
   /** Measured groups whose tile was checked against the kernel's own: the tile, or undefined if not one. */
   private readonly checked = new Map<string, Tile | undefined>();
 
@@ -139,11 +138,8 @@ export class AttentionTileTable {
   lookup(dispatch: TiledDispatch, workgroupBytes: number, profile: TileProfile): Tile | undefined {
     const key = attentionTileKey(dispatch.kernel, dispatch.dims);
     if (this.checked.has(key)) return this.checked.get(key);
-    const entry = this.tuned.get(key);
-    if (!entry) {
-      if (!this.pending.has(key)) this.pending.set(key, dispatch);
-      return undefined;
-    }
+    const entry = this.find(key, () => dispatch);
+    if (!entry) return undefined;
     const name = tileName(entry.tile);
     const d4 = dispatch.dims.headDim / 4;
     // Any tile of the kernel's lists may have been measured best, whatever the adapter kind. Checked
@@ -157,21 +153,12 @@ export class AttentionTileTable {
 
   /** One dispatch of each group met but not yet measured, in the order first met. */
   pendingDispatches(): TiledDispatch[] {
-    return [...this.pending.values()];
+    return this.pendingProblemList();
   }
 
-  set(entry: TunedTile): void {
-    this.tuned.set(entry.key, entry);
-    this.pending.delete(entry.key);
+  override set(entry: TunedTile): void {
+    super.set(entry);
     this.checked.delete(entry.key);
-  }
-
-  get size(): number {
-    return this.tuned.size;
-  }
-
-  entries(): TunedTile[] {
-    return [...this.tuned.values()];
   }
 }
 
