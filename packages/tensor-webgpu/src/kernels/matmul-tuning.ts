@@ -30,7 +30,7 @@ import {
   pipelinedFits,
 } from "./matmul-gpu.js";
 import { patternBuffer, poison, resultMismatch } from "./tuning-check.js";
-import { chooseWinner, type TimingOptions, type TuningPassOptions, timeCandidates } from "./tuning-timer.js";
+import { type TimingOptions, type TuningPassOptions, timeCandidates, winnerOrFail } from "./tuning-timer.js";
 
 /** The batch strides of a problem's operands stored densely, as tuning runs it. */
 const packedLayout = (shape: MatmulShape) => ({
@@ -167,14 +167,13 @@ export async function tuneMatmuls(
     const candidates = options.candidates?.(shape) ?? matmulCandidates(ctx, shape);
     const { timed, rejected } = await timeMatmulCandidates(ctx, shape, candidates, options);
     const fixed = choiceName(fixedRuleChoice(ctx, shape));
-    const choice = chooseWinner(
+    const choice = winnerOrFail(
       timed.map((t) => ({ candidate: t.choice, ms: t.ms })),
       (c) => choiceName(c) === fixed,
+      "matmul tuning: no kernel",
+      key,
+      rejected,
     );
-    if (!choice)
-      throw new Error(
-        `matmul tuning: no kernel could run ${key} on this adapter (${rejected.map((r) => `${r.kernel}: ${r.reason}`).join("; ")})`,
-      );
     const entry: TunedMatmul = {
       key,
       shape: { ...shape },

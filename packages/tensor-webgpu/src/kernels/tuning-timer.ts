@@ -9,6 +9,7 @@
  * copies (the profiler times dispatches only).
  */
 import type { GpuContext } from "../gpu/context.js";
+import type { RejectedKernel } from "./matmul-choices.js";
 
 export interface TimingOptions {
   /** Runs per timed round (default 3). */
@@ -138,4 +139,31 @@ export function chooseWinner<T>(
   const fallback = timed.find((t) => isDefault(t.candidate));
   if (fastest && fallback && fallback.ms <= fastest.ms * (1 + REPLACE_MARGIN)) return fallback.candidate;
   return fastest?.candidate;
+}
+
+/** Candidates left out, by name, as a tuned entry keeps them. */
+export function namedRejections<T>(
+  rejected: readonly RejectedCandidate<T>[],
+  name: (candidate: T) => string,
+): RejectedKernel[] {
+  return rejected.map(({ candidate, reason }) => ({ kernel: name(candidate), reason }));
+}
+
+/**
+ * chooseWinner's pick; when no candidate ran, an error naming the problem and each candidate left out, with
+ * why. `what` begins the message ("matmul tuning: no kernel").
+ */
+export function winnerOrFail<T>(
+  timed: readonly { candidate: T; ms: number }[],
+  isDefault: (c: T) => boolean,
+  what: string,
+  key: string,
+  rejected: readonly RejectedKernel[],
+): T {
+  const winner = chooseWinner(timed, isDefault);
+  if (winner === undefined)
+    throw new Error(
+      `${what} could run ${key} on this adapter (${rejected.map((r) => `${r.kernel}: ${r.reason}`).join("; ")})`,
+    );
+  return winner;
 }

@@ -15,10 +15,11 @@ import { tuneMatmuls } from "../matmul-tuning.js";
 import { CHECKED_USAGE, type CheckedOutput, outputsCheck, patternBuffer } from "../tuning-check.js";
 import {
   type CandidateTimes,
-  chooseWinner,
+  namedRejections,
   type TimingOptions,
   type TuningPassOptions,
   timeCandidates,
+  winnerOrFail,
 } from "../tuning-timer.js";
 import { recordAttentionBackward } from "./backward.js";
 import {
@@ -122,16 +123,13 @@ export async function tuneAttentionForms(
     options.onProblem?.(index, todo.length, key);
     const { timed, rejected, products: measured } = await timeAttentionForms(ctx, problem, options);
     products.push(...measured);
-    const winner = chooseWinner(timed, (form) => form === "tiled");
-    if (!winner)
-      throw new Error(
-        `attention tuning: no form could run ${key} on this adapter (${rejected.map((r) => `${r.candidate}: ${r.reason}`).join("; ")})`,
-      );
+    const left = namedRejections(rejected, (form) => form);
+    const winner = winnerOrFail(timed, (form) => form === "tiled", "attention tuning: no form", key, left);
     const entry = {
       key,
       form: winner,
       candidates: timed.map(({ candidate, ms }) => ({ form: candidate, ms })),
-      rejected: rejected.map(({ candidate, reason }) => ({ kernel: candidate, reason })),
+      rejected: left,
     };
     table.set(entry);
     tuned.push(entry);

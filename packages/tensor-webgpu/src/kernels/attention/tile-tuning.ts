@@ -10,10 +10,11 @@ import type { GpuContext } from "../../gpu/context.js";
 import { CHECKED_USAGE, outputsCheck, patternBuffer } from "../tuning-check.js";
 import {
   type CandidateTimes,
-  chooseWinner,
+  namedRejections,
   type TimingOptions,
   type TuningPassOptions,
   timeCandidates,
+  winnerOrFail,
 } from "../tuning-timer.js";
 import { ATTENTION_PATTERN_AMPLITUDE } from "./shared.js";
 import {
@@ -85,13 +86,10 @@ export async function tuneAttentionTiles(
     options.onProblem?.(index, todo.length, key);
     const { timed, rejected } = await timeAttentionTiles(ctx, dispatch, options);
     const listed = listTile(ctx, dispatch.kernel, dispatch.dims.headDim / 4);
-    const winner = chooseWinner(timed, (t) => listed !== undefined && tileName(t) === tileName(listed));
-    if (!winner)
-      throw new Error(
-        `attention tuning: no tile could run ${key} on this adapter (${rejected.map((r) => `${tileName(r.candidate)}: ${r.reason}`).join("; ")})`,
-      );
+    const left = namedRejections(rejected, tileName);
+    const isListed = (t: Tile) => listed !== undefined && tileName(t) === tileName(listed);
+    const winner = winnerOrFail(timed, isListed, "attention tuning: no tile", key, left);
     const candidates = timed.map(({ candidate, ms }) => ({ tile: tileName(candidate), ms }));
-    const left = rejected.map(({ candidate, reason }) => ({ kernel: tileName(candidate), reason }));
     const entry = { key, tile: winner, candidates, rejected: left };
     table.set(entry);
     tuned.push(entry);
