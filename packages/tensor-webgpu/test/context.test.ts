@@ -4,6 +4,8 @@ import { webGpuBackend } from "../src/backends/webgpu.js";
 import { BufferPool, sizeClass } from "../src/gpu/buffer-pool.js";
 import { GpuContext, GpuValidationError, grid } from "../src/gpu/context.js";
 import { DeviceLostError } from "../src/gpu/device.js";
+import { TexturePool } from "../src/gpu/texture-pool.js";
+import { backward, mean, mul, matmul as product, scope, tensor } from "../src/index.js";
 import { matmul } from "../src/kernels/matmul.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
@@ -199,6 +201,62 @@ describe("GpuContext", () => {
     expect(b).toBe(a);
     expect(ctx.pool.stats.reused).toBe(reusedBefore + 1);
     ctx.pool.release(b);
+  });
+
+  it("hands out the oldest free buffer of a size class, whatever order they were released in", async () => {
+    const ctx = await testContext();
+    const pool = new BufferPool(ctx.device);
+    const [a, b, c] = [pool.acquire(1024), pool.acquire(1024), pool.acquire(1024)];
+    for (const released of [c, a, b]) pool.release(released);
+    // GPUBuffers have no own properties to compare: check identity one by one.
+    for (const oldest of [a, b, c]) expect(pool.acquire(1024)).toBe(oldest);
+    for (const released of [b, c, a]) pool.release(released);
+    expect(pool.acquire(1000)).toBe(a);
+    pool.trim();
+  });
+
+  it("hands out the oldest free texture of a class, and drops the longest unused one over budget", async () => {
+    const ctx = await testContext();
+    // 64 x 64 rgba32float: 64 KiB each; room for four.
+    const pool = new TexturePool(ctx.device, 4 * 64 * 1024);
+    const [a, b, c] = [0, 1, 2].map(() => pool.acquire("rgba32float", 64, 60));
+    for (const released of [c!, a!, b!]) pool.release(released);
+    for (const oldest of [a, b, c]) expect(pool.acquire("rgba32float", 60, 64)).toBe(oldest);
+    for (const released of [b!, c!, a!]) pool.release(released);
+    const d = pool.acquire("rgba32float", 128, 64); // another class of twice the size
+    pool.release(d); // over budget: b, unused longest, goes
+    expect(pool.stats.pooledTextures).toBe(3);
+    expect(pool.acquire("rgba32float", 64, 64)).toBe(a);
+    expect(pool.acquire("rgba32float", 64, 64)).toBe(c);
+    pool.trim();
+  });
+
+  it("records a repeated training step on the same buffers, reusing every bind group", async () => {
+    // A step whose tensors are released in another order than they were made (the tape's backward
+    // order, then the scope's): with buffers handed out in release order, each step got other buffers
+    // and every dispatch created a bind group.
+    const backend = await webGpuBackend();
+    const w = tensor(randomArray(24 * 16, 1), [24, 16], { backend, requiresGrad: true });
+    const x = tensor(randomArray(8 * 16, 2), [8, 16], { backend });
+    // Each step ends in a submit, as a training step's readback does: uniform slots count from there.
+    const step = async () => {
+      scope(() => {
+        const h = product(x, w, { transB: true });
+        backward(mean(mul(h, h)));
+        w.grad?.dispose();
+        w.grad = undefined;
+      });
+      await backend.sync();
+    };
+    await step();
+    const first = backend.ctx.stats;
+    await step();
+    await step();
+    const after = backend.ctx.stats;
+    expect(after.dispatches).toBeGreaterThan(first.dispatches);
+    expect(after.bindGroups).toBe(first.bindGroups);
+    expect(after.bindGroupsReused - first.bindGroupsReused).toBe(after.dispatches - first.dispatches);
+    backend.ctx.destroy();
   });
 
   it("turns a shader error into a clear exception", async () => {

@@ -9,6 +9,7 @@
  * budget 0.61 s of its 0.74 s went to the CPU). Memory is not raised: what is kept was in use at once.
  */
 import { bufferBytes } from "./buffer-bytes.js";
+import { FreeLists } from "./free-lists.js";
 
 export const STORAGE_USAGE = 0x80 | 0x4 | 0x8; // STORAGE | COPY_SRC | COPY_DST (numeric: no GPU globals needed)
 
@@ -35,9 +36,8 @@ export interface PoolStats {
 }
 
 export class BufferPool {
-  private readonly free = new Map<number, GPUBuffer[]>();
-  /** Pooled buffers, oldest release first: what goes when the pool is over its budget. */
-  private readonly releaseOrder = new Set<GPUBuffer>();
+  /** Released buffers by size class: the same buffers for the same requests (see FreeLists). */
+  private readonly free = new FreeLists<GPUBuffer>();
   private readonly stats_: PoolStats = {
     inUseBytes: 0,
     pooledBytes: 0,
@@ -68,10 +68,8 @@ export class BufferPool {
 
   acquire(bytes: number, label = "tensor"): GPUBuffer {
     const size = sizeClass(bytes);
-    const list = this.free.get(size);
-    let buffer = list?.pop();
+    let buffer = this.free.take(String(size));
     if (buffer) {
-      this.releaseOrder.delete(buffer);
       this.stats_.reused++;
       this.stats_.pooledBytes -= size;
     } else {
@@ -82,6 +80,7 @@ export class BufferPool {
           `a ${label} of ${formatBytes(bytes)} is larger than this device's largest buffer (maxBufferSize ${formatBytes(limit)}): lower the batch, micro-batch or sequence sizes`,
         );
       buffer = this.device.createBuffer({ size, usage: STORAGE_USAGE, label });
+      this.free.created(buffer);
       this.stats_.created++;
     }
     this.stats_.inUseBytes += size;
@@ -99,21 +98,13 @@ export class BufferPool {
     }
     // Over budget, the longest-unused buffers go: shapes change (growing prompts, new batch sizes) and the
     // recent sizes are the ones the next steps ask for again.
-    for (const old of this.releaseOrder) {
-      if (this.stats_.pooledBytes + size <= budget) break;
-      const list = this.free.get(old.size)!;
-      list.splice(list.indexOf(old), 1);
-      this.releaseOrder.delete(old);
-      this.stats_.pooledBytes -= old.size;
+    while (this.stats_.pooledBytes + size > budget) {
+      const old = this.free.takeLongestUnused();
+      if (!old) break;
+      this.stats_.pooledBytes -= bufferBytes(old);
       this.retire(old);
     }
-    let list = this.free.get(size);
-    if (!list) {
-      list = [];
-      this.free.set(size, list);
-    }
-    list.push(buffer);
-    this.releaseOrder.add(buffer);
+    this.free.put(String(size), buffer);
     this.stats_.pooledBytes += size;
   }
 
@@ -132,10 +123,8 @@ export class BufferPool {
   /** Destroy every pooled buffer (buffers in use are untouched). */
   trim(): void {
     this.destroyRetired();
-    for (const list of this.free.values()) for (const b of list) b.destroy();
-    this.free.clear();
+    for (const b of this.free.takeAll()) b.destroy();
     this.onDestroy?.();
-    this.releaseOrder.clear();
     this.stats_.pooledBytes = 0;
   }
 

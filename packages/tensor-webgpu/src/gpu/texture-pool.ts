@@ -6,6 +6,7 @@
  * Width and height are rounded up to 2^j · {1, 1.25, 1.5, 1.75} (at least 16), so varying sequence lengths
  * map onto a few textures instead of one per shape.
  */
+import { FreeLists } from "./free-lists.js";
 
 export interface TexturePoolStats {
   /** Bytes in textures handed out and not yet released. */
@@ -49,9 +50,8 @@ export function textureSizeClass(x: number, max = Number.POSITIVE_INFINITY): num
 }
 
 export class TexturePool {
-  private readonly free = new Map<string, PooledTexture[]>();
-  /** Pooled textures, oldest release first: what goes when the pool is over its budget. */
-  private readonly releaseOrder = new Set<PooledTexture>();
+  /** Released textures by format and size class: the same textures for the same requests (see FreeLists). */
+  private readonly free = new FreeLists<PooledTexture>();
   private readonly retired: PooledTexture[] = [];
   /** Called after textures are destroyed (so that bind groups holding their views can be dropped). */
   onDestroy: (() => void) | undefined;
@@ -83,15 +83,15 @@ export class TexturePool {
     const w = textureSizeClass(width, max);
     const h = textureSizeClass(height, max);
     const key = `${format} ${w}x${h}`;
-    let entry = this.free.get(key)?.pop();
+    let entry = this.free.take(key);
     if (entry) {
-      this.releaseOrder.delete(entry);
       this.stats_.reused++;
       this.stats_.pooledBytes -= entry.bytes;
       this.stats_.pooledTextures--;
     } else {
       const texture = this.device.createTexture({ size: [w, h], format, usage: SCRATCH_USAGE, label });
       entry = { texture, view: texture.createView(), format, width: w, height: h, bytes: w * h * texelBytes };
+      this.free.created(entry);
       this.stats_.created++;
     }
     this.stats_.inUseBytes += entry.bytes;
@@ -108,23 +108,14 @@ export class TexturePool {
       this.retired.push(entry);
       return;
     }
-    for (const old of this.releaseOrder) {
-      if (this.stats_.pooledBytes + entry.bytes <= this.maxPooledBytes) break;
-      const list = this.free.get(keyOf(old))!;
-      list.splice(list.indexOf(old), 1);
-      this.releaseOrder.delete(old);
+    while (this.stats_.pooledBytes + entry.bytes > this.maxPooledBytes) {
+      const old = this.free.takeLongestUnused();
+      if (!old) break;
       this.stats_.pooledBytes -= old.bytes;
       this.stats_.pooledTextures--;
       this.retired.push(old);
     }
-    const key = keyOf(entry);
-    let list = this.free.get(key);
-    if (!list) {
-      list = [];
-      this.free.set(key, list);
-    }
-    list.push(entry);
-    this.releaseOrder.add(entry);
+    this.free.put(keyOf(entry), entry);
     this.stats_.pooledBytes += entry.bytes;
     this.stats_.pooledTextures++;
   }
@@ -139,10 +130,8 @@ export class TexturePool {
   /** Destroy every pooled texture (textures in use are untouched). */
   trim(): void {
     this.destroyRetired();
-    for (const list of this.free.values()) for (const entry of list) entry.texture.destroy();
-    this.free.clear();
+    for (const entry of this.free.takeAll()) entry.texture.destroy();
     this.onDestroy?.();
-    this.releaseOrder.clear();
     this.stats_.pooledBytes = 0;
     this.stats_.pooledTextures = 0;
   }
