@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { GpuContext } from "../src/gpu/context.js";
 import {
   limitMatmulForTesting,
@@ -274,6 +274,35 @@ describe('matmul, "texture" variant specifics', () => {
     expect(ctx.stats.submits).toBe(before.submits + 1);
     expectClose(actual, matmulRef({ a, b, batch: 1, m, n, k }), 1e-4, 1e-4);
     for (const buffer of [aBuffer, bBuffer, out]) ctx.pool.release(buffer);
+  });
+
+  it("repacks rows of whole vectors with vec4 loads, other rows element by element", async () => {
+    const ctx = await testContext();
+    if (!textureVariantAvailable(ctx)) return;
+    const labels: string[] = [];
+    const pipeline = ctx.pipeline.bind(ctx);
+    const spy = vi.spyOn(ctx, "pipeline").mockImplementation((label, code) => {
+      labels.push(label);
+      return pipeline(label, code);
+    });
+    try {
+      // Row strides of 80, 96 and 344 floats (whole vectors, not 256-byte rows); 67 and 130 are not.
+      const repacks: [Case, string[]][] = [
+        [{ batch: 1, m: 64, n: 96, k: 80 }, ["matmul repack f32 vec4"]],
+        [{ batch: 2, m: 40, n: 344, k: 96, transB: true, bBatchStride: 0 }, ["matmul repack f32 vec4"]],
+        [{ batch: 1, m: 33, n: 130, k: 67 }, ["matmul repack f32"]],
+        // A (stored 67 x 50) element by element, B (67 x 64) in vectors.
+        [{ batch: 1, m: 50, n: 64, k: 67, transA: true }, ["matmul repack f32", "matmul repack f32 vec4"]],
+      ];
+      for (const [c, expected] of repacks) {
+        labels.length = 0;
+        await check(ctx, c, "texture");
+        const used = new Set(labels.filter((l) => l.startsWith("matmul repack")));
+        expect([...used].sort(), describeCase(c)).toEqual(expected);
+      }
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("copies aligned operands into textures on the same encoder (counted as texture copies)", async () => {

@@ -37,9 +37,9 @@ const TEXTURE_FORMAT: Record<FloatStorage, GPUTextureFormat> = { f32: "rgba32flo
  * texels of 4 consecutive columns; zero outside rows x cols. For operands a plain copyBufferToTexture cannot
  * move (row stride not a multiple of 64 floats, k not a multiple of 4, misaligned start, no COPY_SRC).
  */
-const repackKernel = (storage: FloatStorage) => /* wgsl */ `${enableFor(storage)}
+const repackKernel = (storage: FloatStorage, whole: boolean) => /* wgsl */ `${enableFor(storage)}
 struct Params { rows: u32, cols: u32, texelsPerRow: u32, rowsPerBatch: u32, texels: u32, base: u32, batchStride: u32, ld: u32 }
-@group(0) @binding(0) var<storage, read> src: array<${storage}>;
+@group(0) @binding(0) var<storage, read> src: array<${whole ? `vec4<${storage}>` : storage}>;
 @group(0) @binding(1) var dst: texture_storage_2d<${TEXTURE_FORMAT[storage]}, write>;
 @group(0) @binding(2) var<uniform> p: Params;
 
@@ -51,11 +51,17 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   let y = t / p.texelsPerRow;
   let row = y % p.rowsPerBatch;
   let rowStart = p.base + (y / p.rowsPerBatch) * p.batchStride + min(row, p.rows - 1u) * p.ld;
-  var v = vec4f(0.0);
+${
+  whole
+    ? `  // Rows of whole vectors: one load a texel.
+  let inside = row < p.rows && x * 4u < p.cols;
+  let v = select(vec4f(0.0), vec4f(src[(rowStart + min(x * 4u, p.cols - 4u)) / 4u]), inside);`
+    : `  var v = vec4f(0.0);
   for (var i = 0u; i < 4u; i++) {
     let col = x * 4u + i;
     v[i] = select(0.0, f32(src[rowStart + min(col, p.cols - 1u)]), row < p.rows && col < p.cols);
-  }
+  }`
+}
   textureStore(dst, vec2u(x, y), v);
 }`;
 
@@ -288,10 +294,11 @@ export function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void 
     return undefined;
   };
 
-  const repack = ctx.pipeline(
-    `matmul repack ${p.dtype}`,
-    source(`repack ${p.dtype}`, () => repackKernel(p.dtype)),
-  );
+  const repackPipeline = (whole: boolean) =>
+    ctx.pipeline(
+      `matmul repack ${p.dtype}${whole ? " vec4" : ""}`,
+      source(`repack ${p.dtype} ${whole}`, () => repackKernel(p.dtype, whole)),
+    );
   const multiply = ctx.pipeline(
     `matmul texture L${lanes} ${code(p)}`,
     source(`texture ${lanes} ${code(p)}`, () => textureKernel(lanes, p.transA, p.transB, p.dtype)),
@@ -315,8 +322,10 @@ export function runTexture(ctx: GpuContext, args: MatmulArgs, p: Problem): void 
     const last = (block.batches - 1) * block.batchStride + (block.rows - 1) * block.ld + block.cols;
     const window = windowFor(ctx, buffer, [block.origin, block.origin + last], p.bytes);
     const texels = block.width * block.batches * block.rowsPerBatch;
+    // Every row starting on a whole vector and holding whole vectors: vec4 loads.
+    const whole = [window.base, block.ld, block.batchStride, block.cols].every((n) => n % 4 === 0);
     ctx.dispatch(
-      repack,
+      repackPipeline(whole),
       [window.binding, { textureView: target.view }],
       params([
         block.rows,
