@@ -63,6 +63,8 @@ export interface TrainingMeasurement {
   tokensPerSecond: number;
   secondsPerStep: number[];
   dispatchesPerStep: number;
+  /** Bind groups created per step (each costs the CPU; a repeated step should reuse the last one's). */
+  bindGroupsPerStep: number;
   /** Of each step, the seconds spent waiting for the GPU (the rest is the CPU recording the work). */
   waitSecondsPerStep: number;
 }
@@ -71,12 +73,18 @@ interface Counters {
   dispatches: number;
   waitMs: number;
   readbacks: number;
+  bindGroups: number;
 }
 
 /** The WebGPU context's counters (zeros on the CPU backend). */
 const counters = (backend: Backend): Counters => {
   const stats = (backend as { ctx?: { stats: Counters } }).ctx?.stats;
-  return { dispatches: stats?.dispatches ?? 0, waitMs: stats?.waitMs ?? 0, readbacks: stats?.readbacks ?? 0 };
+  return {
+    dispatches: stats?.dispatches ?? 0,
+    waitMs: stats?.waitMs ?? 0,
+    readbacks: stats?.readbacks ?? 0,
+    bindGroups: stats?.bindGroups ?? 0,
+  };
 };
 
 /** Forward + backward of mean cross-entropy over batch x seq tokens; `steps` timed after one warm-up. */
@@ -113,6 +121,7 @@ export async function measureTraining(
     tokensPerSecond: (options.steps * batch * seq) / total,
     secondsPerStep,
     dispatchesPerStep: (counters(backend).dispatches - before.dispatches) / options.steps,
+    bindGroupsPerStep: (counters(backend).bindGroups - before.bindGroups) / options.steps,
     waitSecondsPerStep: (counters(backend).waitMs - before.waitMs) / 1000 / options.steps,
   };
 }
