@@ -37,7 +37,7 @@ export interface PoolStats {
 
 export class BufferPool {
   /** Released buffers by size class: the same buffers for the same requests (see FreeLists). */
-  private readonly free = new FreeLists<GPUBuffer>();
+  private readonly free = new FreeLists<number, GPUBuffer>();
   private readonly stats_: PoolStats = {
     inUseBytes: 0,
     pooledBytes: 0,
@@ -68,7 +68,7 @@ export class BufferPool {
 
   acquire(bytes: number, label = "tensor"): GPUBuffer {
     const size = sizeClass(bytes);
-    let buffer = this.free.take(String(size));
+    let buffer = this.free.take(size);
     if (buffer) {
       this.stats_.reused++;
       this.stats_.pooledBytes -= size;
@@ -104,7 +104,7 @@ export class BufferPool {
       this.stats_.pooledBytes -= bufferBytes(old);
       this.retire(old);
     }
-    this.free.put(String(size), buffer);
+    this.free.put(size, buffer);
     this.stats_.pooledBytes += size;
   }
 

@@ -6,13 +6,13 @@
  * out the last one released rotated through them: a training step releases its tensors in another order
  * than it made them, and nearly every dispatch of the next step made a new bind group.)
  */
-export class FreeLists<T extends object> {
+export class FreeLists<Key, T extends object> {
   /** Each class's free resources, the first created last (where `take` pops). */
-  private readonly lists = new Map<string, T[]>();
+  private readonly lists = new Map<Key, T[]>();
   private readonly serials = new WeakMap<T, number>();
   private nextSerial = 0;
   /** The free resources and their classes, longest unused first: what a pool over budget drops first. */
-  private readonly unused = new Map<T, string>();
+  private readonly unused = new Map<T, Key>();
 
   /** Number a new resource, so that the free lists know their creation order. */
   created(resource: T): void {
@@ -20,14 +20,14 @@ export class FreeLists<T extends object> {
   }
 
   /** The free resource of class `key` created first, taken out of the lists; undefined if none is free. */
-  take(key: string): T | undefined {
+  take(key: Key): T | undefined {
     const resource = this.lists.get(key)?.pop();
     if (resource) this.unused.delete(resource);
     return resource;
   }
 
   /** Keep a released resource of class `key`. */
-  put(key: string, resource: T): void {
+  put(key: Key, resource: T): void {
     let list = this.lists.get(key);
     if (!list) {
       list = [];

@@ -51,7 +51,7 @@ export function textureSizeClass(x: number, max = Number.POSITIVE_INFINITY): num
 
 export class TexturePool {
   /** Released textures by format and size class: the same textures for the same requests (see FreeLists). */
-  private readonly free = new FreeLists<PooledTexture>();
+  private readonly free = new FreeLists<string, PooledTexture>();
   private readonly retired: PooledTexture[] = [];
   /** Called after textures are destroyed (so that bind groups holding their views can be dropped). */
   onDestroy: (() => void) | undefined;
