@@ -9,10 +9,11 @@
 
 import type { AttentionDims } from "./core/attention.js";
 import type { DType, FloatDType } from "./core/dtype.js";
+import type { LossScaleUpdate } from "./core/loss-scale.js";
 import type { BinaryOp, ReduceOp, UnaryOp } from "./core/ops.js";
 
 // Re-exported so users of the interface need one import.
-export type { AttentionDims, BinaryOp, DType, FloatDType, ReduceOp, UnaryOp };
+export type { AttentionDims, BinaryOp, DType, FloatDType, LossScaleUpdate, ReduceOp, UnaryOp };
 
 export interface Backend<B = unknown> {
   readonly name: "webgpu" | "cpu";
@@ -93,7 +94,19 @@ export interface Backend<B = unknown> {
     gradScale?: B;
   }): void;
   sumOfSquares(args: { x: B; n: number; out: B; accumulate: boolean }): void;
-  clipScale(args: { sumSquares: B; out: B; maxNorm: number; eps?: number }): void;
+  /**
+   * out[0] = the clip factor of the gradients whose squares sum to sumSquares[0] (0 when not finite);
+   * `norm` receives their norm. With `lossScale` the gradients are of a scaled loss: the factor and the
+   * norm are the unscaled gradients', the factor includes 1/scale, and the scale state is updated.
+   */
+  clipScale(args: {
+    sumSquares: B;
+    out: B;
+    maxNorm: number;
+    eps?: number;
+    norm?: B;
+    lossScale?: LossScaleUpdate<B>;
+  }): void;
   scaleInPlace(args: { x: B; n: number; scale: B }): void;
 
   rmsNorm(args: { x: B; weight: B; out: B; rstd?: B; rows: number; dim: number; eps: number }): void;

@@ -139,7 +139,14 @@ export {
   type TuningPassOptions,
 } from "./kernels/tuning-timer.js";
 export * from "./ops/index.js";
-export { AdamW, type AdamWMoments, type AdamWOptions, type AdamWState, type StepResult } from "./optim.js";
+export {
+  AdamW,
+  type AdamWMoments,
+  type AdamWOptions,
+  type AdamWState,
+  type LossScalingOptions,
+  type StepResult,
+} from "./optim.js";
 export {
   type CreateOptions,
   emptyTensor,

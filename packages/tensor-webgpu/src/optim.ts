@@ -1,5 +1,8 @@
 import { noGrad } from "./autograd.js";
+import { checkLossScaleRule, LOSS_SCALE_MAX, LOSS_SCALE_MIN } from "./core/loss-scale.js";
+import { mul } from "./ops/elementwise.js";
 import { castUnrecorded } from "./ops/precision.js";
+import { cast, copyElements } from "./ops/shape.js";
 import { emptyTensor, full, tensor } from "./runtime.js";
 import type { Tensor } from "./tensor.js";
 
@@ -11,7 +14,32 @@ export interface AdamWOptions {
   weightDecay?: number;
   /** Clip the global gradient norm to this (0 or undefined: no clipping). */
   maxGradNorm?: number;
+  /**
+   * Dynamic loss scaling, for f16 parameters (true: the defaults below). Backward the loss through
+   * `scaleLoss`; each step divides the scale out of the update, skips a step whose gradients overflowed
+   * and halves the scale, and doubles it after `growthInterval` finite steps in a row. All on the device.
+   */
+  lossScaling?: boolean | LossScalingOptions;
 }
+
+/** Dynamic loss scaling's settings (PyTorch GradScaler's defaults). */
+export interface LossScalingOptions {
+  /** The first scale (2^16). */
+  initialScale?: number;
+  /** What the scale is multiplied by after `growthInterval` finite steps in a row (2). */
+  growthFactor?: number;
+  /** What the scale is multiplied by after a step with non-finite gradients, which is skipped (0.5). */
+  backoffFactor?: number;
+  /** Finite steps in a row before the scale grows (2000). */
+  growthInterval?: number;
+}
+
+const LOSS_SCALING_DEFAULTS: Required<LossScalingOptions> = {
+  initialScale: 2 ** 16,
+  growthFactor: 2,
+  backoffFactor: 0.5,
+  growthInterval: 2000,
+};
 
 /** Device scalars describing a step; read them only when you log, and dispose them. */
 export interface StepResult {
@@ -25,6 +53,8 @@ export interface StepResult {
 /** The optimizer's state on the host, for checkpoints: moments per parameter (by index in `params`). */
 export interface AdamWState {
   steps: number;
+  /** Dynamic loss scaling's scale and its count of finite steps in a row, when the optimizer scales. */
+  lossScale?: { scale: number; finiteSteps: number };
   /**
    * First and second moments; absent for parameters that never had a gradient. `master`: the f32 copy of
    * an f16 parameter (what the updates accumulate into).
@@ -59,16 +89,57 @@ interface ParamState {
 export class AdamW {
   private readonly state = new Map<Tensor, ParamState>();
   private stepCount = 0;
-  readonly options: Required<AdamWOptions>;
+  readonly options: Required<Omit<AdamWOptions, "lossScaling">>;
+  /** The loss-scaling rule, when the optimizer scales. */
+  readonly lossScaling: Required<LossScalingOptions> | undefined;
+  /** f32 [scale, finite steps in a row] on the device, when the optimizer scales. */
+  private scaleState: Tensor | undefined;
 
   constructor(
     readonly params: readonly Tensor[],
     options: AdamWOptions,
   ) {
-    this.options = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 0, ...options };
+    const { lossScaling, ...rest } = options;
+    this.options = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01, maxGradNorm: 0, ...rest };
     for (const p of params) {
       if (!p.requiresGrad) throw new Error(`AdamW: ${p.describe()} does not require grad`);
     }
+    if (lossScaling) {
+      const rule = { ...LOSS_SCALING_DEFAULTS, ...(lossScaling === true ? {} : lossScaling) };
+      checkLossScaleRule(rule);
+      checkScale(rule.initialScale);
+      this.lossScaling = rule;
+    }
+  }
+
+  /**
+   * The loss to backward: multiplied by the current loss scale when the optimizer scales (a recorded
+   * product with a device scalar: nothing is read back), else `loss` itself.
+   */
+  scaleLoss(loss: Tensor): Tensor {
+    const scale = this.lossScale(loss.backend);
+    if (!scale) return loss;
+    const scaled = mul(loss, loss.dtype === "f16" ? noGrad(() => cast(scale, "f16")) : scale);
+    scale.dispose();
+    return scaled;
+  }
+
+  /**
+   * The current loss scale, a device scalar (read it when logging, then dispose it), when the optimizer
+   * scales; undefined otherwise.
+   */
+  lossScale(backend: Tensor["backend"] = this.params[0]!.backend): Tensor | undefined {
+    const state = this.lossScaleState(backend);
+    if (!state) return undefined;
+    const scale = emptyTensor(state.backend, [], "f32");
+    copyElements(state, 0, scale, 0, 1);
+    return scale;
+  }
+
+  private lossScaleState(backend: Tensor["backend"]): Tensor | undefined {
+    if (!this.lossScaling) return undefined;
+    this.scaleState ??= tensor([this.lossScaling.initialScale, 0], [2], { backend }).keep();
+    return this.scaleState;
   }
 
   get steps(): number {
@@ -98,8 +169,19 @@ export class AdamW {
         backend.sumOfSquares({ x: grads[i]!.buffer, n: p.size, out: sumSquares.buffer, accumulate: i > 0 });
       });
       const scale = emptyTensor(backend, [1], "f32");
+      const gradNorm = emptyTensor(backend, [1], "f32");
       const maxNorm = this.options.maxGradNorm > 0 ? this.options.maxGradNorm : Number.MAX_VALUE;
-      backend.clipScale({ sumSquares: sumSquares.buffer, out: scale.buffer, maxNorm });
+      const lossScale = this.lossScaling && {
+        ...this.lossScaling,
+        state: this.lossScaleState(backend)!.buffer,
+      };
+      backend.clipScale({
+        sumSquares: sumSquares.buffer,
+        out: scale.buffer,
+        maxNorm,
+        norm: gradNorm.buffer,
+        ...(lossScale ? { lossScale } : {}),
+      });
       this.stepCount++;
       withGrad.forEach((p, i) => {
         let s = this.state.get(p);
@@ -130,8 +212,6 @@ export class AdamW {
         if (s.master) backend.cast({ x: s.master.buffer, out: p.buffer, n: p.size, from: "f32", to: "f16" });
         if (grads[i] !== p.grad) grads[i]!.dispose();
       });
-      const gradNorm = emptyTensor(backend, [1], "f32");
-      backend.unary({ op: "sqrt", x: sumSquares.buffer, out: gradNorm.buffer, n: 1 });
       sumSquares.dispose();
       return { gradNorm, clipScale: scale };
     });
@@ -159,7 +239,12 @@ export class AdamW {
         return s.master ? { ...moment, master: await s.master.floats() } : moment;
       }),
     );
-    return { steps: this.stepCount, moments };
+    const state: AdamWState = { steps: this.stepCount, moments };
+    if (this.scaleState) {
+      const [scale, finiteSteps] = await this.scaleState.floats();
+      state.lossScale = { scale: scale!, finiteSteps: finiteSteps! };
+    }
+    return state;
   }
 
   /** Restore a `stateDict()`; the parameters must be the same list (count and sizes). */
@@ -175,7 +260,20 @@ export class AdamW {
           `AdamW.loadStateDict(): parameter ${i} has ${p.size} elements, the state ${moment.m.length}`,
         );
     });
+    const lossScale = state.lossScale;
+    if (lossScale) {
+      checkScale(lossScale.scale);
+      if (!Number.isInteger(lossScale.finiteSteps) || lossScale.finiteSteps < 0)
+        throw new Error(
+          `AdamW.loadStateDict(): lossScale.finiteSteps must be a count, got ${lossScale.finiteSteps}`,
+        );
+    }
     this.dispose();
+    // A state saved without loss scaling (or by an optimizer without it) starts at the initial scale.
+    if (lossScale && this.lossScaling)
+      this.scaleState = tensor([lossScale.scale, lossScale.finiteSteps], [2], {
+        backend: this.params[0]!.backend,
+      }).keep();
     state.moments.forEach((moment, i) => {
       if (!moment) return;
       const p = this.params[i]!;
@@ -204,5 +302,12 @@ export class AdamW {
       master?.dispose();
     }
     this.state.clear();
+    this.scaleState?.dispose();
+    this.scaleState = undefined;
   }
+}
+
+function checkScale(scale: number): void {
+  if (!(scale >= LOSS_SCALE_MIN && scale <= LOSS_SCALE_MAX))
+    throw new RangeError(`loss scaling: the scale must be a number from 2^-64 to 2^64, got ${scale}`);
 }

@@ -218,6 +218,27 @@ describe("f16 ops match their f32 results within f16 tolerance (forward and back
   });
 });
 
+describe("writeSlice between f16 and f32", () => {
+  it("converts the source to the target's type (an f16 model's keys into an f32 cache, and back)", async () => {
+    for (const [name, backend] of backends()) {
+      const values = randomArray(6, 9);
+      for (const [from, to] of [
+        ["f16", "f32"],
+        ["f32", "f16"],
+      ] as const) {
+        const target = zeros([2, 4, 3], { backend, dtype: to });
+        ops.writeSlice(target, tensor(values, [2, 1, 3], { backend, dtype: from }), 1, 2);
+        const got = await target.floats();
+        const row = (b: number) => Array.from(got.slice(b * 12 + 6, b * 12 + 9));
+        expect([...row(0), ...row(1)], `${name} ${from} -> ${to}`).toEqual(Array.from(halves(values)));
+        expect(got.filter((v) => v !== 0).length).toBe(6);
+      }
+      const ids = tensor([1, 2], [1, 2], { backend, dtype: "i32" });
+      expect(() => ops.writeSlice(zeros([1, 2], { backend }), ids, 1, 0)).toThrow(/does not fit/);
+    }
+  });
+});
+
 describe("mixed-precision training", () => {
   it("AdamW keeps an f32 master copy of an f16 parameter: updates below an f16 step accumulate", async () => {
     for (const [name, backend] of backends()) {
@@ -284,5 +305,124 @@ describe("mixed-precision training", () => {
       optimizer.dispose();
       for (const t of [x, y, w1, b1, w2]) t.dispose();
     }
+  });
+});
+
+describe("dynamic loss scaling", () => {
+  const stepOf = (optimizer: AdamW) => {
+    const { gradNorm, clipScale } = optimizer.step();
+    optimizer.zeroGrad();
+    gradNorm.dispose();
+    return clipScale;
+  };
+
+  it("keeps f16 gradients that would flush to zero: the step moves the weights only with scaling", async () => {
+    for (const [name, backend] of backends()) {
+      for (const lossScaling of [false, true]) {
+        const p = tensor([1, -1], [2], { backend, dtype: "f16", requiresGrad: true }).keep();
+        // eps far below the true gradient, so that Adam's first step is lr whatever its size.
+        const optimizer = new AdamW([p], { lr: 1e-2, weightDecay: 0, eps: 1e-12, lossScaling });
+        const first = await asyncScope(async () => {
+          // d loss / d p = 2^-14 · 2^-12 = 2^-26 per element, below f16's smallest subnormal (2^-24).
+          const product = ops.mul(p, tensor([2 ** -12, 2 ** -12], [2], { backend, dtype: "f16" }));
+          const loss = ops.scale(ops.sum(ops.cast(product, "f32")), 2 ** -14);
+          backward(optimizer.scaleLoss(loss));
+          const grad = await p.grad!.floats();
+          return { grad: Array.from(grad), clip: await stepOf(optimizer).item() };
+        });
+        const after = Array.from(await p.floats());
+        if (lossScaling) {
+          // Scaled by 2^16 the gradient is 2^-10; unscaled in the update, Adam moves each weight by lr.
+          expect(first.grad, name).toEqual([2 ** -10, 2 ** -10]);
+          expect(first.clip, name).toBe(2 ** -16);
+          expectClose(after, [roundToHalf(1 - 1e-2), roundToHalf(-1 - 1e-2)], 0, 0);
+        } else {
+          expect(first.grad, name).toEqual([0, 0]);
+          expect(after, name).toEqual([1, -1]);
+        }
+        optimizer.dispose();
+        p.dispose();
+      }
+    }
+  });
+
+  it("skips a step whose scaled gradients overflow and halves the scale; finite steps grow it", async () => {
+    for (const [name, backend] of backends()) {
+      const p = tensor([0.5], [1], { backend, dtype: "f16", requiresGrad: true }).keep();
+      const optimizer = new AdamW([p], { lr: 1e-2, weightDecay: 0, lossScaling: { growthInterval: 2 } });
+      const seen: { scale: number; skipped: boolean; moved: boolean }[] = [];
+      for (let step = 0; step < 6; step++) {
+        const before = (await p.floats())[0];
+        const scale = await asyncScope(async () => {
+          // d loss / d p = 2: at a scale of 2^15 or more the f16 gradient is Inf (f16 stops at 65504).
+          backward(optimizer.scaleLoss(ops.sum(ops.cast(ops.scale(p, 2), "f32"))));
+          const used = await optimizer.lossScale()!.item();
+          const clip = await stepOf(optimizer).item();
+          seen.push({ scale: used, skipped: clip === 0, moved: (await p.floats())[0] !== before });
+          return used;
+        });
+        expect(scale, name).toBeGreaterThan(0);
+      }
+      expect(seen, name).toEqual([
+        { scale: 2 ** 16, skipped: true, moved: false },
+        { scale: 2 ** 15, skipped: true, moved: false },
+        { scale: 2 ** 14, skipped: false, moved: true },
+        { scale: 2 ** 14, skipped: false, moved: true },
+        // Two finite steps in a row doubled it: the next step overflows again.
+        { scale: 2 ** 15, skipped: true, moved: false },
+        { scale: 2 ** 14, skipped: false, moved: true },
+      ]);
+      expect(optimizer.steps).toBe(6);
+      // A checkpoint carries the scale and the run of finite steps; a restored optimizer goes on from them.
+      const state = await optimizer.stateDict();
+      expect(state.lossScale, name).toEqual({ scale: 2 ** 14, finiteSteps: 1 });
+      const restored = new AdamW([p], { lr: 1e-2, weightDecay: 0, lossScaling: { growthInterval: 2 } });
+      restored.loadStateDict(state);
+      expect(await restored.lossScale()!.item()).toBe(2 ** 14);
+      expect((await restored.stateDict()).lossScale).toEqual(state.lossScale);
+      optimizer.dispose();
+      restored.dispose();
+      p.dispose();
+    }
+  });
+
+  it("on f32 weights, scaling by a power of two changes no bit of a step", async () => {
+    for (const [name, backend] of backends()) {
+      const results: number[][] = [];
+      for (const lossScaling of [false, true]) {
+        const w = tensor(randomArray(12, 5), [3, 4], { backend, requiresGrad: true }).keep();
+        const x = tensor(randomArray(8, 6), [2, 4], { backend }).keep();
+        const optimizer = new AdamW([w], { lr: 0.05, maxGradNorm: 0.5, lossScaling });
+        for (let step = 0; step < 3; step++)
+          scope(() => {
+            backward(optimizer.scaleLoss(ops.mean(ops.square(ops.linear(x, w)))));
+            stepOf(optimizer).dispose();
+          });
+        results.push(Array.from(await w.floats()));
+        optimizer.dispose();
+        w.dispose();
+        x.dispose();
+      }
+      expect(results[1], name).toEqual(results[0]);
+    }
+  });
+
+  it("rejects settings that would break the rule, naming them", () => {
+    const p = tensor([1], [1], { backend: cpu, requiresGrad: true });
+    const make = (lossScaling: object) => () => new AdamW([p], { lr: 1, lossScaling });
+    expect(make({ growthFactor: 0.5 })).toThrow(/growthFactor must be a finite number >= 1, got 0.5/);
+    expect(make({ backoffFactor: 1 })).toThrow(/backoffFactor must be in \(0, 1\), got 1/);
+    expect(make({ growthInterval: 0 })).toThrow(/growthInterval must be an integer from 1 to 2\^24, got 0/);
+    expect(make({ initialScale: 0 })).toThrow(/the scale must be a number from 2\^-64 to 2\^64, got 0/);
+    const optimizer = new AdamW([p], { lr: 1, lossScaling: true });
+    expect(() =>
+      optimizer.loadStateDict({
+        steps: 0,
+        moments: [undefined],
+        lossScale: { scale: Number.NaN, finiteSteps: 0 },
+      }),
+    ).toThrow(/got NaN/);
+    expect(new AdamW([p], { lr: 1 }).lossScale()).toBeUndefined();
+    p.dispose();
   });
 });

@@ -138,6 +138,58 @@ describe("gradient clipping", () => {
     }
   });
 
+  it("clipScale with a loss scale unscales the norm and the factor, and moves the scale's state as the reference", async () => {
+    const ctx = await testContext();
+    const rule = { growthFactor: 2, backoffFactor: 0.5, growthInterval: 3 };
+    // [sum of squares, scale, finite steps in a row]: a plain step, a growth, a backoff, both bounds.
+    for (const [sum, scale, finiteSteps] of [
+      [4 * 2 ** 32, 2 ** 16, 0],
+      [400, 8, 2],
+      [Number.POSITIVE_INFINITY, 2 ** 16, 2],
+      [Number.NaN, 2 ** -64, 1],
+      [1, 2 ** 64, 2],
+    ] as const) {
+      const sumSquares = ctx.upload(new Float32Array([sum]));
+      const state = ctx.upload(new Float32Array([scale, finiteSteps]));
+      const out = ctx.pool.acquire(4);
+      const norm = ctx.pool.acquire(4);
+      clipScale(ctx, { sumSquares, out, maxNorm: 5, norm, lossScale: { ...rule, state } });
+      const expected = {
+        out: new Float32Array(1),
+        norm: new Float32Array(1),
+        state: new Float32Array([scale, finiteSteps]),
+      };
+      clipScaleRef({
+        sumSquares: new Float32Array([sum]),
+        maxNorm: 5,
+        out: expected.out,
+        norm: expected.norm,
+        lossScale: { ...rule, state: expected.state },
+      });
+      expectClose(await readF32(ctx, out, 1), expected.out, 0, 1e-6);
+      if (Number.isFinite(sum)) expectClose(await readF32(ctx, norm, 1), expected.norm, 0, 1e-6);
+      expect(Array.from(await readF32(ctx, state, 2))).toEqual(Array.from(expected.state));
+      for (const b of [sumSquares, state, out, norm]) ctx.pool.release(b);
+    }
+    // The reference's own rule, spelled out for two of the cases.
+    const growth = new Float32Array([8, 2]);
+    clipScaleRef({
+      sumSquares: new Float32Array([400]),
+      maxNorm: 5,
+      out: new Float32Array(1),
+      lossScale: { ...rule, state: growth },
+    });
+    expect(Array.from(growth)).toEqual([16, 0]);
+    const backoff = new Float32Array([2 ** -64, 1]);
+    clipScaleRef({
+      sumSquares: new Float32Array([Number.NaN]),
+      maxNorm: 5,
+      out: new Float32Array(1),
+      lossScale: { ...rule, state: backoff },
+    });
+    expect(Array.from(backoff)).toEqual([2 ** -64, 0]);
+  });
+
   it("a non-finite gradient norm gives scale 0, and adamw then leaves param, m and v unchanged", async () => {
     const ctx = await testContext();
     const n = 1003;

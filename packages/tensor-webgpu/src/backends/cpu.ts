@@ -127,7 +127,14 @@ export function createCpuBackend(): CpuBackend {
       });
     },
     sumOfSquares: (a) => sumOfSquaresRef({ ...a, x: f32(a.x), out: f32(a.out) }),
-    clipScale: (a) => clipScaleRef({ ...a, sumSquares: f32(a.sumSquares), out: f32(a.out) }),
+    clipScale: (a) =>
+      clipScaleRef({
+        ...a,
+        sumSquares: f32(a.sumSquares),
+        out: f32(a.out),
+        norm: a.norm ? f32(a.norm) : undefined,
+        lossScale: a.lossScale ? { ...a.lossScale, state: f32(a.lossScale.state) } : undefined,
+      }),
     scaleInPlace: (a) => scaleInPlaceRef({ ...a, x: f32(a.x), scale: f32(a.scale) }),
     rmsNorm: (a) => {
       const { y, rstd } = rmsNormRef({ ...a, x: f32(a.x, a.rows * a.dim), weight: f32(a.weight) });

@@ -9,6 +9,12 @@
  * not finite — and adamw reads that scale from a buffer, so no readback is needed per step. A scale of 0
  * makes adamw return without writing: a step with an Inf/NaN gradient is skipped, not applied.
  */
+import {
+  checkLossScaleRule,
+  LOSS_SCALE_MAX,
+  LOSS_SCALE_MIN,
+  type LossScaleUpdate,
+} from "../core/loss-scale.js";
 import type { Binding, GpuContext } from "../gpu/context.js";
 import {
   checkCount,
@@ -119,38 +125,86 @@ export function sumOfSquares(
   sumOfSquaresInto(ctx, args);
 }
 
-function buildClipScaleCode(withNorm: boolean): string {
+function buildClipScaleCode(withNorm: boolean, withLossScale: boolean): string {
+  const bindings = [
+    "@group(0) @binding(0) var<storage, read> sumSquares: array<f32>;",
+    "@group(0) @binding(1) var<storage, read_write> out: array<f32>;",
+    ...(withNorm ? ["var<storage, read_write> norm: array<f32>;"] : []),
+    ...(withLossScale
+      ? ["var<storage, read_write> lossScale: array<f32>; // [scale, finite steps in a row]"]
+      : []),
+  ].map((line, i) => (i < 2 ? line : `@group(0) @binding(${i}) ${line}`));
   return /* wgsl */ `
 ${FLOAT_BITS_WGSL}
-@group(0) @binding(0) var<storage, read> sumSquares: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-${withNorm ? "@group(0) @binding(2) var<storage, read_write> norm: array<f32>;" : ""}
-struct Params { maxNorm: f32, eps: f32 }
-@group(0) @binding(${withNorm ? 3 : 2}) var<uniform> params: Params;
+${bindings.join("\n")}
+struct Params { maxNorm: f32, eps: f32, growthFactor: f32, backoffFactor: f32, growthInterval: f32 }
+@group(0) @binding(${bindings.length}) var<uniform> params: Params;
 
 @compute @workgroup_size(1)
 fn main() {
   let total = sumSquares[0];
-  let magnitude = sqrt(total);
+  // Gradients of a loss multiplied by the scale: their norm and the update are taken unscaled.
+  let unscale = ${withLossScale ? "1.0 / lossScale[0]" : "1.0"};
+  let magnitude = sqrt(total) * unscale;
   // The finiteness test reads bits: an optimising compiler may assume away NaN in float comparisons.
-  out[0] = select(0.0, min(1.0, params.maxNorm / (magnitude + params.eps)), isFinite(total));
+  let finite = isFinite(total);
+  out[0] = select(0.0, min(1.0, params.maxNorm / (magnitude + params.eps)) * unscale, finite);
   ${withNorm ? "norm[0] = magnitude;" : ""}
+  ${
+    withLossScale
+      ? `if (!finite) {
+    lossScale[0] = max(lossScale[0] * params.backoffFactor, ${LOSS_SCALE_MIN_WGSL});
+    lossScale[1] = 0.0;
+  } else if (lossScale[1] + 1.0 >= params.growthInterval) {
+    lossScale[0] = min(lossScale[0] * params.growthFactor, ${LOSS_SCALE_MAX_WGSL});
+    lossScale[1] = 0.0;
+  } else {
+    lossScale[1] = lossScale[1] + 1.0;
+  }`
+      : ""
+  }
 }`;
 }
+
+// The scale's bounds, 2^-64 and 2^64, as WGSL literals.
+const LOSS_SCALE_MIN_WGSL = LOSS_SCALE_MIN.toExponential();
+const LOSS_SCALE_MAX_WGSL = LOSS_SCALE_MAX.toExponential();
 
 /**
  * out[0] = min(1, maxNorm / (sqrt(sumSquares[0]) + eps)) (eps 1e-6 by default), or 0 when the sum is Inf
  * or NaN, so that adamw skips the step. `norm`, when given, receives sqrt(sumSquares[0]) for logging.
+ * With `lossScale` the sums are of gradients of a scaled loss: the norm and the factor are unscaled (the
+ * factor includes 1/scale) and the scale state moves on (see LossScaleUpdate).
  */
 export function clipScale(
   ctx: GpuContext,
-  args: { sumSquares: Binding; out: Binding; maxNorm: number; eps?: number; norm?: Binding },
+  args: {
+    sumSquares: Binding;
+    out: Binding;
+    maxNorm: number;
+    eps?: number;
+    norm?: Binding;
+    lossScale?: LossScaleUpdate<Binding>;
+  },
 ): void {
   if (!(args.maxNorm > 0)) throw new RangeError(`clipScale: maxNorm = ${args.maxNorm} must be > 0`);
-  const params = uniforms(f32Bits(args.maxNorm), f32Bits(args.eps ?? 1e-6));
-  const withNorm = args.norm !== undefined;
-  const bindings = [args.sumSquares, args.out, ...(args.norm ? [args.norm] : [])];
-  ctx.dispatch(ctx.pipeline("clip scale", clipScaleCode(withNorm)), bindings, params, [1]);
+  const { lossScale } = args;
+  if (lossScale) checkLossScaleRule(lossScale);
+  const params = uniforms(
+    f32Bits(args.maxNorm),
+    f32Bits(args.eps ?? 1e-6),
+    f32Bits(lossScale?.growthFactor ?? 1),
+    f32Bits(lossScale?.backoffFactor ?? 1),
+    f32Bits(lossScale?.growthInterval ?? 1),
+  );
+  const bindings = [
+    args.sumSquares,
+    args.out,
+    ...(args.norm ? [args.norm] : []),
+    ...(lossScale ? [lossScale.state] : []),
+  ];
+  const code = clipScaleCode(args.norm !== undefined, lossScale !== undefined);
+  ctx.dispatch(ctx.pipeline("clip scale", code), bindings, params, [1]);
 }
 
 function buildScaleCode(width: 1 | 4): string {

@@ -182,14 +182,16 @@ export function cast(x: Tensor, dtype: DType): Tensor {
 
 /**
  * Write `source` into `target` starting at index `start` of `axis`, in place (not differentiable: KV
- * caches and buffers the caller owns). `source` must match `target` on every other axis.
+ * caches and buffers the caller owns). `source` must match `target` on every other axis; f16 and f32
+ * values are converted to the target's type (an f16 model's keys going into an f32 cache).
  */
 export function writeSlice(target: Tensor, source: Tensor, axis: number, start: number): void {
   const backend = backendOf("writeSlice", target, source);
   const a = axisOf("writeSlice", axis, target.rank);
+  const converts = source.dtype !== target.dtype && source.dtype !== "i32" && target.dtype !== "i32";
   if (
     source.rank !== target.rank ||
-    source.dtype !== target.dtype ||
+    (source.dtype !== target.dtype && !converts) ||
     source.shape.some((d, i) => (i === a ? start + d > target.shape[i]! : d !== target.shape[i])) ||
     start < 0
   ) {
@@ -197,16 +199,26 @@ export function writeSlice(target: Tensor, source: Tensor, axis: number, start: 
       `writeSlice: ${source.describe()} does not fit ${target.describe()} at ${start} along axis ${a}`,
     );
   }
+  const converted = converts ? emptyTensor(backend, source.shape, target.dtype) : source;
+  if (converts)
+    backend.cast({
+      x: source.buffer,
+      out: converted.buffer,
+      n: source.size,
+      from: source.dtype,
+      to: target.dtype,
+    });
   const outStrides = contiguousStrides(target.shape);
   backend.stridedCopy({
-    x: source.buffer,
+    x: converted.buffer,
     out: target.buffer,
     shape: [...source.shape],
     xStrides: contiguousStrides(source.shape),
     outStrides,
     outOffset: start * outStrides[a]!,
-    dtype: source.dtype,
+    dtype: target.dtype,
   });
+  if (converted !== source) converted.dispose();
 }
 
 /**

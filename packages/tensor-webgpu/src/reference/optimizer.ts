@@ -2,6 +2,7 @@
  * Reference optimizer steps on typed arrays: the ground truth for ../kernels/optimizer.ts, written as
  * PyTorch documents AdamW and clip_grad_norm_.
  */
+import { LOSS_SCALE_MAX, LOSS_SCALE_MIN, type LossScaleUpdate } from "../core/loss-scale.js";
 
 /** One AdamW step in place on param, m and v (step counts from 1); skipped when gradScale is 0. */
 export function adamwRef(args: {
@@ -46,17 +47,34 @@ export function sumOfSquaresRef(args: {
   args.out[0] = total;
 }
 
-/** out[0] = min(1, maxNorm / (norm + eps)) with norm = sqrt(sumSquares[0]); 0 when norm is not finite. */
+/**
+ * out[0] = min(1, maxNorm / (norm + eps)) with norm = sqrt(sumSquares[0]); 0 when norm is not finite.
+ * With `lossScale` (state [scale, finite steps in a row]) the sum is of gradients of a scaled loss: norm is
+ * divided by the scale, out[0] includes 1/scale (so that the update unscales), and the state moves on.
+ */
 export function clipScaleRef(args: {
   sumSquares: Float32Array;
   out: Float32Array;
   maxNorm: number;
   eps?: number;
   norm?: Float32Array;
+  lossScale?: LossScaleUpdate<Float32Array>;
 }): void {
-  const norm = Math.sqrt(args.sumSquares[0]!);
-  args.out[0] = Number.isFinite(norm) ? Math.min(1, args.maxNorm / (norm + (args.eps ?? 1e-6))) : 0;
+  const { lossScale } = args;
+  const unscale = lossScale ? 1 / lossScale.state[0]! : 1;
+  const norm = Math.sqrt(args.sumSquares[0]!) * unscale;
+  const finite = Number.isFinite(args.sumSquares[0]!);
+  args.out[0] = finite ? Math.min(1, args.maxNorm / (norm + (args.eps ?? 1e-6))) * unscale : 0;
   if (args.norm) args.norm[0] = norm;
+  if (!lossScale) return;
+  const state = lossScale.state;
+  if (!finite) {
+    state[0] = Math.max(state[0]! * lossScale.backoffFactor, LOSS_SCALE_MIN);
+    state[1] = 0;
+  } else if (state[1]! + 1 >= lossScale.growthInterval) {
+    state[0] = Math.min(state[0]! * lossScale.growthFactor, LOSS_SCALE_MAX);
+    state[1] = 0;
+  } else state[1] = state[1]! + 1;
 }
 
 export function scaleInPlaceRef(args: { x: Float32Array; n: number; scale: Float32Array }): void {
