@@ -103,6 +103,7 @@ export { type PackedLayer, PackedProjections } from "./model/packed-projections.
 export { PrefixCache, type PrefixMatch } from "./model/prefix-cache.js";
 export {
   KvCache,
+  type ModelDtype,
   Qwen2Model,
   type Qwen2Shape,
   Qwen2WeightsError,

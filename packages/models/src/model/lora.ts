@@ -56,6 +56,8 @@ export class LoraAdapters {
     modules: ReadonlyMap<string, readonly [number, number]>,
     readonly options: LoraOptions,
     private readonly backend: Backend,
+    /** The adapters' element type: the base weights' (f16 for a model in mixed precision). */
+    dtype: "f32" | "f16" = "f32",
   ) {
     if (!Number.isInteger(options.rank) || options.rank < 1)
       throw new RangeError(`LoRA rank must be a positive integer, got ${options.rank}`);
@@ -72,11 +74,13 @@ export class LoraAdapters {
       this.adapters.set(module, {
         a: tensor(aValues, [options.rank, inputs], {
           backend,
+          dtype,
           requiresGrad: true,
           name: `${module}.lora_A.weight`,
         }).keep(),
         b: tensor(new Float32Array(out * options.rank), [out, options.rank], {
           backend,
+          dtype,
           requiresGrad: true,
           name: `${module}.lora_B.weight`,
         }).keep(),

@@ -12,6 +12,7 @@ import {
   attention,
   type Backend,
   type CacheAppend,
+  cast,
   checkpoint,
   concat,
   copyElements,
@@ -22,6 +23,7 @@ import {
   isGradEnabled,
   linear,
   narrow,
+  noGrad,
   normLinear,
   reshape,
   rmsNorm,
@@ -124,6 +126,9 @@ export class Qwen2WeightsError extends Error {
 }
 
 /** Keys and values of every layer for the tokens seen so far: [batch, capacity, kvHeads, headDim] each. */
+/** Element types a model's weights may have (f16: mixed precision, see Qwen2Model.toDtype). */
+export type ModelDtype = "f32" | "f16";
+
 export class KvCache {
   /** Tokens written so far (the same for every sequence of the batch). */
   length = 0;
@@ -189,9 +194,43 @@ export class Qwen2Model {
   private adaptersOff = 0;
   private constructor(
     readonly config: Qwen2Shape,
-    readonly params: ReadonlyMap<string, Tensor>,
+    private readonly weights: Map<string, Tensor>,
   ) {
     this.headDim = config.hiddenSize / config.numAttentionHeads;
+  }
+
+  /** Every weight by its Hugging Face name. */
+  get params(): ReadonlyMap<string, Tensor> {
+    return this.weights;
+  }
+
+  /** The weights' element type: f32, or f16 after `toDtype("f16")`. */
+  get dtype(): ModelDtype {
+    return this.param("model.embed_tokens.weight").dtype as ModelDtype;
+  }
+
+  /**
+   * Store every weight in `dtype`, in place: "f16" is mixed precision. Products then take halves and
+   * accumulate in f32 (tensor cores where the adapter has them); norms, RoPE, attention, softmax and the
+   * losses run in f32 on copies of their inputs; the KV cache stays f32; log-probs come out f32. Train an
+   * f16 model with AdamW, which keeps an f32 master copy of each f16 weight, and with its `lossScaling`,
+   * so that small gradients survive f16's range. LoRA adapters attached later take the same type.
+   * Converting twice to the same type does nothing; make optimizers after converting.
+   */
+  toDtype(dtype: ModelDtype): this {
+    if (dtype !== "f32" && dtype !== "f16")
+      throw new RangeError(`toDtype(): dtype must be "f32" or "f16", got ${JSON.stringify(dtype)}`);
+    if (dtype === this.dtype) return this;
+    if (this.lora)
+      throw new Error("toDtype(): LoRA adapters are attached; convert the model before attachLora()");
+    for (const [name, weight] of this.weights) {
+      const converted = noGrad(() => cast(weight, dtype));
+      converted.requiresGrad = weight.requiresGrad;
+      converted.name = weight.name;
+      this.weights.set(name, converted.keep());
+      weight.dispose();
+    }
+    return this;
   }
 
   /**
@@ -483,7 +522,7 @@ export class Qwen2Model {
       }
     }
     const backend = this.param("model.embed_tokens.weight").backend;
-    this.lora = new LoraAdapters(modules, options, backend);
+    this.lora = new LoraAdapters(modules, options, backend, this.dtype);
     for (const p of this.params.values()) p.requiresGrad = false;
     return this.lora;
   }

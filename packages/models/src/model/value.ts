@@ -1,6 +1,6 @@
 import { type Backend, linear, reshape, type Tensor, tensor } from "@ragen/tensor-webgpu";
 import { NormalSampler } from "./init.js";
-import { Qwen2Model, type Qwen2Shape, type TokenBatch } from "./qwen2.js";
+import { type ModelDtype, Qwen2Model, type Qwen2Shape, type TokenBatch } from "./qwen2.js";
 
 /** How a new critic's score head starts: Hugging Face's small normal, or zero. */
 export type ValueHeadInit = "normal" | "zero";
@@ -20,7 +20,8 @@ export class Qwen2ValueModel {
    * A value model on a copy of a policy's weights (RAGEN initialises the critic from the same
    * checkpoint). The new score head is drawn from `seed` (small normal, Hugging Face's init) or, with
    * `headInit: "zero"`, starts at zero: a fresh critic then says 0 for every token instead of noise
-   * that the first advantages (return minus value) would carry into the actor's first steps.
+   * that the first advantages (return minus value) would carry into the actor's first steps. The
+   * backbone takes the policy's element type (Qwen2Model.toDtype).
    */
   static async fromPolicy(
     policy: Qwen2Model,
@@ -30,7 +31,8 @@ export class Qwen2ValueModel {
     const backend = policy.param("model.embed_tokens.weight").backend;
     const weights = await policy.stateDict();
     if (headInit === "zero") weights.set("score.weight", new Float32Array(policy.config.hiddenSize));
-    return Qwen2ValueModel.fromWeights(policy.config, weights, backend, seed);
+    // In the policy's precision: an f16 policy's critic trains in f16 too.
+    return Qwen2ValueModel.fromWeights(policy.config, weights, backend, seed).toDtype(policy.dtype);
   }
 
   /** From named weights; `score.*` is initialised from `seed` (small normal, zero bias) when absent. */
@@ -60,6 +62,20 @@ export class Qwen2ValueModel {
 
   parameters(): Tensor[] {
     return [...this.backbone.parameters(), this.scoreWeight, this.scoreBias];
+  }
+
+  /** The backbone's element type (see Qwen2Model.toDtype). */
+  get dtype(): ModelDtype {
+    return this.backbone.dtype;
+  }
+
+  /**
+   * The backbone in `dtype` (Qwen2Model.toDtype); the score head stays f32, so the values are f32 sums
+   * over the f16 hidden states.
+   */
+  toDtype(dtype: ModelDtype): this {
+    this.backbone.toDtype(dtype);
+    return this;
   }
 
   /** A value per token: [batch, seqLen]. */

@@ -1,0 +1,164 @@
+import {
+  AdamW,
+  asyncScope,
+  backward,
+  crossEntropy,
+  mean,
+  noGrad,
+  reshape,
+  type Tensor,
+  tensor,
+  webGpuBackend,
+} from "@ragen/tensor-webgpu";
+import { describe, expect, it } from "vitest";
+import { generate } from "../src/model/generate.js";
+import { Qwen2Model, type Qwen2Shape, qwen2ParameterShapes } from "../src/model/qwen2.js";
+import { Qwen2ValueModel } from "../src/model/value.js";
+import { batchOf, tinyShape } from "./helpers/policy-loss.js";
+
+const tiny: Qwen2Shape = { ...tinyShape, vocabSize: 32, numHiddenLayers: 2 };
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+  return worst;
+}
+
+/** The language-model loss of `model` on a fixed batch, backward through `optimizer` (scaled when it scales). */
+async function trainStep(model: Qwen2Model, optimizer: AdamW): Promise<{ loss: number; skipped: boolean }> {
+  const { input, targets } = batchOf(tiny, 8);
+  return asyncScope(async () => {
+    const logits = reshape(model.logits(input), [input.batch * input.seqLen, tiny.vocabSize]);
+    const loss = mean(
+      crossEntropy(logits, tensor(targets, [targets.length], { backend: logits.backend, dtype: "i32" })),
+    );
+    backward(optimizer.scaleLoss(loss));
+    const { gradNorm, clipScale } = optimizer.step();
+    optimizer.zeroGrad();
+    gradNorm.dispose();
+    return { loss: await loss.item(), skipped: (await clipScale.item()) === 0 };
+  });
+}
+
+// f16 tensors need the adapter's shader-f16 (lavapipe has it); without it these show as skipped.
+const hasF16 = (await webGpuBackend()).ctx.info.features.shaderF16;
+
+describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
+  it("toDtype('f16') converts every weight in place, and the logits stay within f16's rounding of f32's", async () => {
+    const backend = await webGpuBackend();
+    const { input } = batchOf(tiny, 8);
+    const full = Qwen2Model.random(tiny, 4, backend);
+    const half = Qwen2Model.random(tiny, 4, backend).toDtype("f16");
+    expect(full.dtype).toBe("f32");
+    expect(half.dtype).toBe("f16");
+    const params = [...half.params.entries()];
+    expect(params.map(([name]) => name)).toEqual(qwen2ParameterShapes(tiny).map(([name]) => name));
+    for (const [name, p] of params) {
+      expect(p.dtype, name).toBe("f16");
+      expect(p.requiresGrad, name).toBe(true);
+      expect(p.name).toBe(name);
+    }
+    const logitsOf = (model: Qwen2Model) => noGrad(() => model.logits(input)).floats();
+    const [a, b] = [await logitsOf(full), await logitsOf(half)];
+    const spread = Math.max(...a.map(Math.abs));
+    expect(maxAbsDiff(a, b)).toBeLessThan(spread * 2e-2);
+    expect(maxAbsDiff(a, b)).toBeGreaterThan(0); // it did compute in f16
+    // Log-probs come out f32, and so do the stored weights (a checkpoint is written from these).
+    const { logProbs } = noGrad(() => half.sequenceLogProbs(input, batchOf(tiny, 8).targets));
+    expect(logProbs.dtype).toBe("f32");
+    logProbs.dispose();
+    expect((await half.stateDict()).get("model.norm.weight")!.every((v) => v === 1)).toBe(true);
+    expect(half.toDtype("f16")).toBe(half);
+    full.dispose();
+    half.dispose();
+  });
+
+  it("generates with an f32 KV cache; each token's log-prob matches a full forward's over the text", async () => {
+    const backend = await webGpuBackend();
+    const model = Qwen2Model.random(tiny, 7, backend).toDtype("f16");
+    const prompts = [Int32Array.from([1, 2, 3, 4]), Int32Array.from([5, 6])];
+    const generations = await generate(model, prompts, { maxNewTokens: 6, temperature: 1, seed: 3 });
+    const cache = model.createCache(1, 4);
+    expect(cache.keys[0]!.dtype).toBe("f32");
+    cache.dispose();
+    for (const [row, generation] of generations.entries()) {
+      const text = Int32Array.from([...prompts[row]!, ...generation.tokens]);
+      const seqLen = text.length - 1;
+      const input = { ids: text.subarray(0, seqLen), batch: 1, seqLen };
+      const { logProbs, entropy } = noGrad(() => model.sequenceLogProbs(input, text.subarray(1)));
+      const full = (await logProbs.floats()).subarray(prompts[row]!.length - 1);
+      for (const t of [logProbs, entropy]) t.dispose();
+      expect(maxAbsDiff(full, generation.logProbs), `row ${row}`).toBeLessThan(2e-2);
+    }
+    model.dispose();
+  });
+
+  it("trains with AdamW's f32 master copies and loss scaling about as fast as in f32", async () => {
+    const backend = await webGpuBackend();
+    const curves: number[][] = [];
+    for (const dtype of ["f32", "f16"] as const) {
+      const model = Qwen2Model.random(tiny, 5, backend).toDtype(dtype);
+      const optimizer = new AdamW(model.parameters(), {
+        lr: 0.01,
+        weightDecay: 0,
+        lossScaling: dtype === "f16",
+      });
+      const losses: number[] = [];
+      for (let step = 0; step < 30; step++) {
+        const { loss, skipped } = await trainStep(model, optimizer);
+        expect(skipped, `${dtype} step ${step}`).toBe(false);
+        losses.push(loss);
+      }
+      expect(model.dtype).toBe(dtype);
+      curves.push(losses);
+      optimizer.dispose();
+      model.dispose();
+    }
+    const [full, half] = curves as [number[], number[]];
+    expect(half.at(-1)!).toBeLessThan(half[0]! * 0.5);
+    expect(Math.abs(half.at(-1)! - full.at(-1)!)).toBeLessThan(0.1 * full.at(-1)! + 0.05);
+  });
+
+  it("LoRA on an f16 model: f16 adapters train, the base stays put; a value model keeps an f32 head", async () => {
+    const backend = await webGpuBackend();
+    const model = Qwen2Model.random(tiny, 6, backend).toDtype("f16");
+    const q = "model.layers.0.self_attn.q_proj.weight";
+    const before = await model.param(q).floats();
+    model.attachLora({ rank: 4, alpha: 8, seed: 2 });
+    expect(() => model.toDtype("f32")).toThrow(/convert the model before attachLora/);
+    expect(model.parameters().every((p: Tensor) => p.dtype === "f16")).toBe(true);
+    const optimizer = new AdamW(model.parameters(), { lr: 0.02, weightDecay: 0, lossScaling: true });
+    const losses: number[] = [];
+    for (let step = 0; step < 25; step++) losses.push((await trainStep(model, optimizer)).loss);
+    expect(losses.at(-1)!).toBeLessThan(losses[0]! * 0.7);
+    expect(await model.param(q).floats()).toEqual(before);
+    optimizer.dispose();
+    model.dispose();
+
+    const policy = Qwen2Model.random(tiny, 3, backend);
+    const halfPolicy = Qwen2Model.random(tiny, 3, backend).toDtype("f16");
+    const fromHalf = await Qwen2ValueModel.fromPolicy(halfPolicy, 1);
+    expect(fromHalf.dtype).toBe("f16"); // a critic copies its policy's precision
+    fromHalf.dispose();
+    halfPolicy.dispose();
+    const critic = await Qwen2ValueModel.fromPolicy(policy, 1);
+    policy.dispose();
+    const { input } = batchOf(tiny, 8);
+    const valuesOf = () => noGrad(() => critic.values(input)).floats();
+    const full = await valuesOf();
+    critic.toDtype("f16");
+    expect(critic.dtype).toBe("f16");
+    expect(critic.scoreWeight.dtype).toBe("f32");
+    const half = noGrad(() => critic.values(input));
+    expect(half.dtype).toBe("f32");
+    expect(maxAbsDiff(await half.floats(), full)).toBeLessThan(2e-2 * Math.max(...full.map(Math.abs)) + 1e-3);
+    half.dispose();
+    critic.dispose();
+  });
+
+  it("rejects other element types, naming them", async () => {
+    const model = Qwen2Model.random(tiny, 4, await webGpuBackend());
+    expect(() => model.toDtype("bf16" as "f16")).toThrow(/dtype must be "f32" or "f16", got "bf16"/);
+    model.dispose();
+  });
+});
