@@ -127,6 +127,8 @@ export class AStarPO {
       lr: c.lr,
       weightDecay: c.weightDecay,
       maxGradNorm: c.maxGradNorm,
+      // f16 weights train with dynamic loss scaling, so that small gradients survive f16's range.
+      lossScaling: actor.dtype === "f16",
     });
   }
 

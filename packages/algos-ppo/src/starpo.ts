@@ -368,11 +368,16 @@ export class StarPO {
       horizon: c.klHorizon,
     });
     const adam = { beta1: c.beta1, beta2: c.beta2, weightDecay: c.weightDecay, maxGradNorm: c.maxGradNorm };
-    this.actorOptimizer = new AdamW(actor.parameters(), { ...adam, lr: c.actorLr });
+    // f16 weights train with dynamic loss scaling, so that small gradients survive f16's range.
+    this.actorOptimizer = new AdamW(actor.parameters(), {
+      ...adam,
+      lr: c.actorLr,
+      lossScaling: actor.dtype === "f16",
+    });
     // Only the critic-based estimators train the critic; with the others it would be dead weight.
     this.criticOptimizer =
       critic && usesCritic(advantageEstimator)
-        ? new AdamW(critic.parameters(), { ...adam, lr: c.criticLr })
+        ? new AdamW(critic.parameters(), { ...adam, lr: c.criticLr, lossScaling: critic.dtype === "f16" })
         : undefined;
   }
 

@@ -96,7 +96,8 @@ export async function trainMiniBatches<R>(
         const packed = packTrajectories(micro.map(trajectoryOf));
         const read = await asyncScope(async () => {
           const { loss, metrics } = training.lossOf(micro, packed);
-          backward(scale(loss, shares[m]!));
+          // Scaled by the optimiser's loss scale when it has one (f16 weights), which its step divides out.
+          backward(optimizer.scaleLoss(scale(loss, shares[m]!)));
           return readMetrics(metrics);
         });
         const weight = metricWeight(micro);
@@ -107,6 +108,11 @@ export async function trainMiniBatches<R>(
       const [gradNorm, clipScale] = [await step.gradNorm.item(), await step.clipScale.item()];
       step.gradNorm.dispose();
       step.clipScale.dispose();
+      if (optimizer.lossScaling) {
+        const lossScale = optimizer.lossScale()!;
+        record(`${prefix}/loss_scale`, await lossScale.item(), 1);
+        lossScale.dispose();
+      }
       if (clipScale === 0) skippedSteps++;
       // A skipped step's norm is not finite; averaging it in would hide every other step.
       else record(`${prefix}/grad_norm`, gradNorm, 1);

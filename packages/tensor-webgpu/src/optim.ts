@@ -129,14 +129,14 @@ export class AdamW {
    * scales; undefined otherwise.
    */
   lossScale(backend: Tensor["backend"] = this.params[0]!.backend): Tensor | undefined {
-    const state = this.lossScaleState(backend);
+    const state = this.scaleStateOn(backend);
     if (!state) return undefined;
     const scale = emptyTensor(state.backend, [], "f32");
     copyElements(state, 0, scale, 0, 1);
     return scale;
   }
 
-  private lossScaleState(backend: Tensor["backend"]): Tensor | undefined {
+  private scaleStateOn(backend: Tensor["backend"]): Tensor | undefined {
     if (!this.lossScaling) return undefined;
     this.scaleState ??= tensor([this.lossScaling.initialScale, 0], [2], { backend }).keep();
     return this.scaleState;
@@ -173,7 +173,7 @@ export class AdamW {
       const maxNorm = this.options.maxGradNorm > 0 ? this.options.maxGradNorm : Number.MAX_VALUE;
       const lossScale = this.lossScaling && {
         ...this.lossScaling,
-        state: this.lossScaleState(backend)!.buffer,
+        state: this.scaleStateOn(backend)!.buffer,
       };
       backend.clipScale({
         sumSquares: sumSquares.buffer,
@@ -240,11 +240,20 @@ export class AdamW {
       }),
     );
     const state: AdamWState = { steps: this.stepCount, moments };
-    if (this.scaleState) {
-      const [scale, finiteSteps] = await this.scaleState.floats();
-      state.lossScale = { scale: scale!, finiteSteps: finiteSteps! };
-    }
+    const lossScale = await this.readLossScale();
+    if (lossScale) state.lossScale = lossScale;
     return state;
+  }
+
+  /**
+   * The loss scale and its count of finite steps in a row, read from the device (a checkpoint's share of
+   * stateDict without the moments); undefined when the optimizer does not scale.
+   */
+  async readLossScale(): Promise<AdamWState["lossScale"]> {
+    const state = this.lossScaling && this.scaleStateOn(this.params[0]!.backend);
+    if (!state) return undefined;
+    const [scale, finiteSteps] = await state.floats();
+    return { scale: scale!, finiteSteps: finiteSteps! };
   }
 
   /** Restore a `stateDict()`; the parameters must be the same list (count and sizes). */

@@ -95,6 +95,44 @@ describe("a saved checkpoint", () => {
     }
   });
 
+  it("keeps an f16 actor's f32 master weights and its optimiser's loss scale", async () => {
+    const actor = Qwen2Model.random(config, 5, cpu).toDtype("f16");
+    const params = actor.parameters();
+    const sampler = new NormalSampler(6);
+    const optimizer = new AdamW(params, { lr: 1e-3, lossScaling: true });
+    optimizer.loadStateDict({
+      steps: 4,
+      moments: params.map((p) => ({
+        m: sampler.normals(p.size, 1),
+        v: sampler.normals(p.size, 1).map(Math.abs),
+        // Masters between f16 values: a copy widened from the weights would lose them.
+        master: sampler.normals(p.size, 1),
+      })),
+      lossScale: { scale: 2 ** 11, finiteSteps: 17 },
+    });
+    const outDir = join(root, "f16");
+    await saveCheckpoint(
+      outDir,
+      {
+        actor,
+        actorConfig: config,
+        tokenizerFiles: { tokenizer: "{}", tokenizerConfig: undefined },
+        optimizers: { actor: optimizer },
+      },
+      { step: 4, trainResets: 4, model: "tiny" },
+    );
+    const { model: loaded } = await loadQwen2(checkpointActorDir(findCheckpoint(outDir)!.dir), cpu);
+    loaded.toDtype("f16");
+    const restored = { actor: new AdamW(loaded.parameters(), { lr: 1e-3, lossScaling: true }) };
+    loadCheckpointOptimizers(findCheckpoint(outDir)!.dir, restored);
+    const [before, after] = [await optimizer.stateDict(), await restored.actor.stateDict()];
+    expect(after.lossScale).toEqual({ scale: 2 ** 11, finiteSteps: 17 });
+    expect(after.moments.map((m) => m && [...m.master!])).toEqual(
+      before.moments.map((m) => m && [...m.master!]),
+    );
+    expect(await loaded.stateDict()).toEqual(await actor.stateDict());
+  });
+
   it("that fails reading a moment leaves no partial folder and names the file and the moment", async () => {
     const saved = parts();
     const moment = saved.optimizers.critic.moments(2)!.v;

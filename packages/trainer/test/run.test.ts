@@ -46,6 +46,23 @@ describe("runTraining on a storage in memory (no files: the browser path)", () =
     expect(learned(resumed.rows[3]!.metrics)).toEqual(learned(straight.rows[3]!.metrics));
   });
 
+  it("trains in f16 mixed precision: loss-scaled f16 actor and critic, resumed exactly where a straight run would be", async () => {
+    const straight = new MemoryRunStorage("f16-straight");
+    await train(straight, ["steps=2", "precision=f16", "starpo.klCoeff=0.01"]);
+    const step = straight.rows[2]!.metrics;
+    expect(step["actor/loss_scale"]).toBeGreaterThan(0);
+    expect(step["critic/loss_scale"]).toBeGreaterThan(0);
+    expect(step["actor/pg_loss"]).toBeTypeOf("number");
+    expect(Number.isFinite(step["critic/vf_loss"])).toBe(true);
+    const saved = straight.readJson("config.json") as { settings: { precision: string } };
+    expect(saved.settings.precision).toBe("f16");
+
+    const resumed = new MemoryRunStorage("f16-resumed");
+    await train(resumed, ["steps=1", "precision=f16", "starpo.klCoeff=0.01"]);
+    await train(resumed, ["steps=2", "precision=f16", "starpo.klCoeff=0.01"]);
+    expect(learned(resumed.rows[2]!.metrics)).toEqual(learned(step));
+  });
+
   it("trains with A*-PO, its V* cache kept in the storage", async () => {
     const storage = new MemoryRunStorage("apo");
     const summary = await train(storage, ["steps=1", "algorithm=apo"]);

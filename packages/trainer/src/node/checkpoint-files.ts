@@ -99,14 +99,32 @@ async function writeCheckpointParts(partial: string, parts: CheckpointParts, sta
       join(partial, FILES.critic),
       streamAllFromDevice(criticCheckpointWeights(parts.critic)),
     );
-  const { tensors, metadata } = optimizerMoments(parts.optimizers);
+  const { tensors, metadata } = optimizerMoments(parts.optimizers, await lossScalesOf(parts.optimizers));
   await writeSafetensorsFile(join(partial, FILES.optimizers), tensors, metadata);
   // Last, so a `.partial` with a state.json is complete.
   writeFileSync(join(partial, FILES.state), `${JSON.stringify(state, null, 2)}\n`);
 }
 
-/** Each optimiser's moments as `<name>.<param index>.m|v` (flat, read when written) and its step count. */
-function optimizerMoments(optimizers: CheckpointParts["optimizers"]): {
+/**
+ * Each optimiser's moments as `<name>.<param index>.m|v` (flat, read when written), an f16 weight's f32
+ * master copy as `<name>.<param index>.master`, and its step count and loss scale in the metadata.
+ */
+/** The loss scale of each optimiser that scales, read from the device. */
+async function lossScalesOf(
+  optimizers: CheckpointParts["optimizers"],
+): Promise<Record<string, { scale: number; finiteSteps: number }>> {
+  const out: Record<string, { scale: number; finiteSteps: number }> = {};
+  for (const [name, optimizer] of Object.entries(optimizers)) {
+    const lossScale = await optimizer?.readLossScale();
+    if (lossScale) out[name] = lossScale;
+  }
+  return out;
+}
+
+function optimizerMoments(
+  optimizers: CheckpointParts["optimizers"],
+  lossScales: Record<string, { scale: number; finiteSteps: number }>,
+): {
   tensors: Map<string, TensorToStream>;
   metadata: Record<string, string>;
 } {
@@ -120,11 +138,16 @@ function optimizerMoments(optimizers: CheckpointParts["optimizers"]): {
   for (const [name, optimizer] of Object.entries(optimizers)) {
     if (!optimizer) continue;
     metadata[`${name}.steps`] = String(optimizer.steps);
+    if (lossScales[name]) {
+      metadata[`${name}.loss_scale`] = String(lossScales[name].scale);
+      metadata[`${name}.loss_scale_finite_steps`] = String(lossScales[name].finiteSteps);
+    }
     optimizer.params.forEach((_, i) => {
       const moments = optimizer.moments(i);
       if (!moments) return;
       tensors.set(`${name}.${i}.m`, flat(moments.m));
       tensors.set(`${name}.${i}.v`, flat(moments.v));
+      if (moments.master) tensors.set(`${name}.${i}.master`, flat(moments.master));
     });
   }
   return { tensors, metadata };
@@ -233,12 +256,19 @@ export function loadCheckpointOptimizers(dir: string, optimizers: Record<string,
       throw new Error(`${join(dir, FILES.optimizers)}: no saved state for the ${name} optimiser`);
     const state: AdamWState = {
       steps,
-      moments: optimizer.params.map((_, i) =>
-        file.has(`${name}.${i}.m`)
-          ? { m: file.toFloat32(`${name}.${i}.m`), v: file.toFloat32(`${name}.${i}.v`) }
-          : undefined,
-      ),
+      moments: optimizer.params.map((_, i) => {
+        if (!file.has(`${name}.${i}.m`)) return undefined;
+        const moment = { m: file.toFloat32(`${name}.${i}.m`), v: file.toFloat32(`${name}.${i}.v`) };
+        const master = `${name}.${i}.master`;
+        return file.has(master) ? { ...moment, master: file.toFloat32(master) } : moment;
+      }),
     };
+    const scale = file.header.metadata[`${name}.loss_scale`];
+    if (scale !== undefined)
+      state.lossScale = {
+        scale: Number(scale),
+        finiteSteps: Number(file.header.metadata[`${name}.loss_scale_finite_steps`] ?? 0),
+      };
     optimizer.loadStateDict(state);
   }
 }

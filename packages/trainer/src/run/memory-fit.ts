@@ -21,7 +21,10 @@ const GiB = 2 ** 30;
 export type MemorySettings = Pick<
   TrainingSettings,
   "algorithm" | "envs" | "train" | "rollout" | "starpo" | "apo"
-> & { lora?: { rank: number; targetModules?: readonly string[]; critic?: boolean } };
+> & {
+  lora?: { rank: number; targetModules?: readonly string[]; critic?: boolean };
+  precision?: TrainingSettings["precision"];
+};
 
 /** Start states whose first observations are measured (observations differ in length between seeds). */
 const MEASURED_SEEDS = 4;
@@ -73,6 +76,11 @@ export function trainingMemoryOptions(settings: MemorySettings, seqLen: number):
   const lora = settings.lora && settings.lora.rank > 0 ? settings.lora : undefined;
   const critic = starpo && usesCritic(settings.starpo.advantageEstimator);
   return {
+    // f16 weights and gradients with f32 masters. Activations stay counted in f32: the ops without an
+    // f16 kernel keep f32 copies of their inputs for the backward, and the KV cache is f32.
+    ...(settings.precision === "f16"
+      ? { weights: "f16" as const, gradients: "f16" as const, activations: "f32" as const }
+      : {}),
     microBatch: Math.min(microBatch, rollouts),
     batch: Math.max(Math.min(microBatch, rollouts), Math.min(miniBatch, rollouts)),
     seqLen,

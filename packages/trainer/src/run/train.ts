@@ -141,6 +141,8 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
     backend,
   );
   const { model: actor, tokenizer } = loaded;
+  // Before any adapter or optimiser is made over the weights (both take the weights' element type).
+  actor.toDtype(settings.precision);
   // Checked before loading when the model's config.json is on disk; a Hub model's only now, still
   // before anything is written or rolled out.
   checkSettingsFit(settings, loaded.config, run.sources);

@@ -77,12 +77,14 @@ async function createStarPOUpdater({ settings, policy, backend, loadPolicy, chec
     if (lora && settings.lora.critic) critic = await createLoraCritic(policy.model, settings, checkpoint);
     else
       critic = checkpoint
-        ? await checkpoint.loadCritic(policy.config, backend)
+        ? (await checkpoint.loadCritic(policy.config, backend)).toDtype(settings.precision)
         : await Qwen2ValueModel.fromPolicy(policy.model, settings.seed, settings.starpo.criticHeadInit);
   // The KL's reference is the start model (settings.model), also when the run resumes from a checkpoint:
   // with LoRA the actor itself with its adapters switched off, else a second copy loaded from it.
   const needsReference = settings.starpo.klCoeff > 0 || settings.starpo.klInReward;
   const reference = needsReference && !lora ? await loadPolicy(settings.model, backend) : undefined;
+  // In the actor's precision, so that the KL to the reference starts at exactly 0.
+  reference?.model.toDtype(settings.precision);
   const starpo = new StarPO({
     actor: policy.model,
     critic,
@@ -116,6 +118,7 @@ async function createAStarPOUpdater({
   // actor itself with its adapters switched off (stage 1 samples from it so too), else a second copy.
   const lora = usesLora(settings);
   const reference = lora ? policy : await loadPolicy(settings.model, backend);
+  reference.model.toDtype(settings.precision);
   const asReference = <T>(fn: () => Promise<T>): Promise<T> =>
     lora ? reference.model.withoutAdapters(fn) : fn();
   const apo = new AStarPO({

@@ -110,6 +110,8 @@ export interface TrainingSettings {
   /** The named set of defaults the run starts from (profiles.ts). */
   profile: string;
   model: string;
+  /** The models' weights: f32, or f16 mixed precision (Qwen2Model.toDtype; AdamW's loss scaling). */
+  precision: "f32" | "f16";
   envs: string[];
   /** Env servers by tag: those tags' episodes run there, not in process; null: every env in process. */
   envServers: Record<string, EnvServerAddress> | null;
@@ -160,6 +162,7 @@ export type SettingsLayer = { [K in keyof TrainingSettings]?: Partial<TrainingSe
 export const LIBRARY_DEFAULTS: TrainingSettings = {
   profile: "auto",
   model: EMBEDDED_MODEL,
+  precision: "f32",
   envs: ["FrozenLakeGridCoord", "Bandit"],
   envServers: null,
   steps: 200,
@@ -270,6 +273,10 @@ export const SETTINGS_FIELDS: SettingsFields = {
     schema: { type: "string", minLength: 1 },
     description: '"embedded", a local Hugging Face folder or a Hub repo id',
   },
+  precision: oneOf(
+    ["f32", "f16"],
+    "The weights of the actor, critic and reference: f32, or f16 mixed precision (products on halves with f32 sums, tensor cores where the GPU offers them; norms, attention and losses in f32; AdamW keeps f32 master weights and scales the loss dynamically; needs the adapter's shader-f16). RAGEN trains in bf16, which WebGPU lacks",
+  ),
   envs: tags("Env tags (presets) or env names trained on; the groups are split between them"),
   envServers: {
     schema: {
