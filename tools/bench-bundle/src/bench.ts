@@ -3,7 +3,8 @@
  *
  *   node bench.mjs [--quick] [--only matmul,attention,model] [--match 4096] [--min-time 0.5]
  *                  [--model qwen0.5b] [--batch 4] [--seq 512] [--steps 3]
- *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--lora-rank 0] [--repeats 1]
+ *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--lora-rank 0] [--dtype f32]
+ *                  [--repeats 1]
  *                  [--starpo-groups 8] [--starpo-group-size 16] [--starpo-prompt 256] [--starpo-new-tokens 400]
  *                  [--torch auto|on|off] [--profile] [--tune] [--tune-budget S] [--out results-folder] [--help]
  *
@@ -17,6 +18,9 @@
  * The model section also decodes with each layer's projections as separate products, and with
  * --lora-rank N > 0 with LoRA adapters of rank N on every linear module, merged into the stacked weights
  * (as generate does) and as separate adapter products.
+ *
+ * --dtype f16: the model and the StarPO step on f16 weights (Qwen2Model.toDtype: mixed precision, whose
+ * peer is PyTorch's bf16 autocast; the StarPO step's optimisers then scale the loss).
  *
  * --tune: times every matmul kernel that can run each PyTorch-compared matmul shape (matmulCandidates)
  * and reports the fastest beside PyTorch; then measures the model and the StarPO step again on matmul
@@ -65,7 +69,7 @@ import { measureStarPOStep, RAGEN_STEP, type StarPOStepResult } from "./starpo-s
 
 const USAGE = `usage: node bench.mjs [--quick] [--only kernels|matmul,attention,...,model,starpo] [--match TEXT] [--min-time S]
   [--model tiny|small|qwen0.5b] [--batch N] [--seq N] [--steps N] [--decode-batch N] [--prompt N]
-  [--new-tokens N] [--lora-rank N] [--repeats N] [--starpo-groups N] [--starpo-group-size N]
+  [--new-tokens N] [--lora-rank N] [--dtype f32|f16] [--repeats N] [--starpo-groups N] [--starpo-group-size N]
   [--starpo-prompt N] [--starpo-new-tokens N] [--torch auto|on|off] [--profile] [--tune] [--tune-budget S]
   [--out FOLDER]`;
 
@@ -83,6 +87,7 @@ const { values } = parseCommandLine({
     prompt: { type: "string", default: "32" },
     "new-tokens": { type: "string", default: "32" },
     "lora-rank": { type: "string", default: "0" },
+    dtype: { type: "string", default: "f32" },
     repeats: { type: "string", default: "1" },
     "starpo-groups": { type: "string", default: String(RAGEN_STEP.groups) },
     "starpo-group-size": { type: "string", default: String(RAGEN_STEP.groupSize) },
@@ -113,6 +118,11 @@ function parseCommandLine<T extends ParseArgsConfig>(config: T): ReturnType<type
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = values.quick!;
+const modelDtype = values.dtype as "f32" | "f16";
+if (modelDtype !== "f32" && modelDtype !== "f16") {
+  console.error(`bench.mjs: --dtype must be f32 or f16, got ${values.dtype}\n${USAGE}`);
+  process.exit(2);
+}
 const families = values.only?.split(",");
 const wants = (family: string) => !families || families.includes(family);
 const knownFamilies = new Set([...allCases.map((c) => c.family), "kernels", "model", "starpo"]);
@@ -327,6 +337,7 @@ if (values.tune && kernels.length > 0) {
 // ---- model
 interface ModelResult {
   size: string;
+  dtype: "f32" | "f16";
   batch: number;
   seq: number;
   decodeBatch: number;
@@ -417,9 +428,10 @@ if (wants("model")) {
   console.log(
     `\n# model ${size}: forward+backward ${batch} x ${seq} tokens, decode ${decode.batch} x ${decode.newTokens} after ${decode.promptLength}`,
   );
-  const qwen = Qwen2Model.random(shape, 0, backend);
+  const qwen = Qwen2Model.random(shape, 0, backend).toDtype(modelDtype);
   model = {
     size,
+    dtype: modelDtype,
     batch,
     seq,
     decodeBatch: decode.batch,
@@ -685,7 +697,8 @@ if (wants("starpo")) {
   console.log(
     `\n# one StarPO step, ${size}: ${options.groups} groups x ${options.groupSize}, ${options.newTokens} new tokens after ${options.promptLength}`,
   );
-  const actor = Qwen2Model.random(shape, 0, backend);
+  // f16: the critic copies the actor's precision, and both optimisers scale the loss (StarPO's rule).
+  const actor = Qwen2Model.random(shape, 0, backend).toDtype(modelDtype);
   const printStep = (what: string, step: StarPOStepResult) =>
     console.log(
       `${what}: ${Object.entries(step.seconds)

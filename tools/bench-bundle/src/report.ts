@@ -21,6 +21,8 @@ export interface TunedMatmulResult {
 
 export interface ModelSummary {
   size: string;
+  /** The weights' element type (f16: mixed precision; absent in older reports: f32). */
+  dtype?: "f32" | "f16";
   batch: number;
   seq: number;
   decodeBatch: number;
@@ -131,8 +133,9 @@ export function comparisonRows(
       const top = rowsOf.find((r) => r[key] === best(dtype, key));
       return peer?.device === "cpu" && top ? `, ${top.threads} thread${top.threads > 1 ? "s" : ""}` : "";
     };
-    const label = `${model.size} forward+backward ${model.batch}x${model.seq}`;
-    const decodeLabel = `${model.size} decode batch ${model.decodeBatch}, ${model.newTokens} tokens`;
+    const weights = model.dtype === "f16" ? ", f16 weights" : "";
+    const label = `${model.size} forward+backward ${model.batch}x${model.seq}${weights}`;
+    const decodeLabel = `${model.size} decode batch ${model.decodeBatch}, ${model.newTokens} tokens${weights}`;
     const sides = [{ suffix: "", train, decode }];
     if (model.tuned)
       sides.push({

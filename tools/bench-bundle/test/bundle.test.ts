@@ -140,6 +140,7 @@ describe("bench:bundle", () => {
       [["--frobnicate"], /Unknown option '--frobnicate'/],
       [["--only", "nope"], /--only nope: no such benchmark/],
       [["--tune-budget", "soon"], /--tune-budget must be a non-negative number, got "soon"/],
+      [["--dtype", "bf16"], /--dtype must be f32 or f16, got bf16/],
     ] as const) {
       const run = spawnSync(process.execPath, [bench, ...args], { cwd: work, encoding: "utf8" });
       expect(run.status, args.join(" ")).toBe(2);
@@ -147,6 +148,23 @@ describe("bench:bundle", () => {
       expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
     }
   });
+
+  it("--dtype f16 measures the model and the StarPO step on f16 weights, labelled so", () => {
+    const bench = join(work, "elsewhere", "ragen-bench", "bench.mjs");
+    const out = join(work, "f16");
+    execFileSync(
+      process.execPath,
+      [bench, "--quick", "--only", "model,starpo", "--dtype", "f16", "--torch", "off", "--out", out],
+      { cwd: work, stdio: "pipe" },
+    );
+    const report = JSON.parse(readFileSync(join(out, "results.json"), "utf8"));
+    expect(report.model.dtype).toBe("f16");
+    expect(report.model.trainTokensPerSecond[0]).toBeGreaterThan(0);
+    expect(report.starpo.trainedTrajectories).toBeGreaterThan(0);
+    expect(readFileSync(join(out, "results.md"), "utf8")).toMatch(
+      /tiny forward\+backward 2x32, f16 weights \| [0-9.]+ tokens\/s/,
+    );
+  }, 300_000);
 
   it("keeps the finished parts of a run stopped before its end", async () => {
     const bench = join(work, "elsewhere", "ragen-bench", "bench.mjs");
