@@ -381,6 +381,32 @@ export class StarPO {
         : undefined;
   }
 
+  /**
+   * With f16 weights the log-probs sampled through the KV cache differ from the training forward's by
+   * f16 rounding (about 1e-2), which the first step would read as a policy change. The old log-probs of
+   * the rows the actor sampled itself are recomputed with the training forward (as verl's actor
+   * recomputes them for every run), so that the update starts exactly on-policy; rows with importance
+   * weights already carry log-probs recomputed so.
+   */
+  private async onPolicyLogProbs(rows: Trajectory[], metrics: Record<string, number>): Promise<Trajectory[]> {
+    const start = performance.now();
+    const sampled = rows.filter((row) => !row.importanceWeights);
+    const recomputed = await this.forwardRows(
+      sampled,
+      (input, targets) => this.actor.sequenceLogProbs(input, targets, this.config.temperature).logProbs,
+    );
+    const replaced = new Map(
+      sampled.map((row, i) => {
+        const oldLogProbs = new Float32Array(row.tokens.length);
+        const targets = recomputed[i]!;
+        for (let t = 1; t < row.tokens.length; t++) if (row.lossMask[t]) oldLogProbs[t] = targets[t - 1]!;
+        return [row, { ...row, oldLogProbs }];
+      }),
+    );
+    metrics["timing_s/old_log_prob"] = seconds(start);
+    return rows.map((row) => replaced.get(row) ?? row);
+  }
+
   /** The state a checkpoint keeps besides weights and optimiser moments. */
   state(): StarPOState {
     return { updates: this.updatesDone, klRewardCoeff: this.klController.coefficient };
@@ -460,7 +486,8 @@ export class StarPO {
       metrics["timing_s/step"] = seconds(stepStart);
       return metrics;
     }
-    const trajectories = filter.keptIndices.map((i) => all[i]!);
+    const kept = filter.keptIndices.map((i) => all[i]!);
+    const trajectories = this.actor.dtype === "f16" ? await this.onPolicyLogProbs(kept, metrics) : kept;
     const aligned = filter.keptIndices.map((i) => alignedAll[i]!);
 
     let values: Float32Array[] | undefined;

@@ -192,6 +192,26 @@ describe("StarPO.update", () => {
     expect(metrics["critic/advantages/min"]).toBeLessThan(0);
   });
 
+  it("with f16 weights, recomputes the sampled rows' old log-probs with the training forward: the update starts on-policy", async () => {
+    for (const dtype of ["f32", "f16"] as const) {
+      const actor = Qwen2Model.random(tiny, 3, cpu).toDtype(dtype);
+      const trainer = new StarPO({ actor, config: { actorLr: 1e-2 } });
+      const batch = await contrastingBatch(actor);
+      // A sampler whose log-probs are 0.05 above the training forward's (f16 rounding through a KV cache).
+      for (const t of batch.trajectories) t.oldLogProbs[3]! += 0.05;
+      const metrics = await trainer.update(batch);
+      if (dtype === "f16") {
+        expect(metrics["timing_s/old_log_prob"]).toBeGreaterThanOrEqual(0);
+        expect(Math.abs(metrics["actor/ppo_kl"]!)).toBeLessThan(1e-6);
+        expect(trainer.actorOptimizer.lossScaling).toBeDefined();
+      } else {
+        expect(metrics["timing_s/old_log_prob"]).toBeUndefined();
+        expect(metrics["actor/ppo_kl"]).toBeCloseTo(0.05, 4);
+        expect(trainer.actorOptimizer.lossScaling).toBeUndefined();
+      }
+    }
+  });
+
   it("weighs each token's policy-gradient term by the trajectories' importance weights", async () => {
     const run = async (weights: number | undefined) => {
       const actor = Qwen2Model.random(tiny, 3, cpu);
