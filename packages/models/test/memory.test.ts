@@ -142,9 +142,10 @@ async function measuredRolloutPeak(
   promptLength: number,
   newTokens: number,
   prefillTokens?: number,
+  dtype: "f32" | "f16" = "f32",
 ) {
   const counter = countingBackend(createCpuBackend() as Backend);
-  const model = Qwen2Model.random(config, 1, counter.backend);
+  const model = Qwen2Model.random(config, 1, counter.backend).toDtype(dtype);
   const weights = counter.liveBytes();
   counter.resetPeak();
   const prompts = Array.from({ length: batch }, (_, b) =>
@@ -192,6 +193,28 @@ describe("estimateTrainingMemory", () => {
     // Groups of rows lower the peak (measured: 1.64, 1.11 and 0.90 MB).
     expect(peaks[1]!).toBeLessThan(0.8 * peaks[0]!);
     expect(peaks[2]!).toBeLessThan(peaks[1]!);
+  });
+
+  it("counts the f32 copy an f16 model generates on, within 1% of the measured rollout peak", async () => {
+    const [batch, promptLength, newTokens] = [6, 40, 8];
+    // The CPU backend holds an f16 value in an f32 word: its f16 weights count 4 bytes each here too.
+    const measured = await measuredRolloutPeak(small, batch, promptLength, newTokens, undefined, "f16");
+    const { bytes } = estimateTrainingMemory(small, {
+      microBatch: 1,
+      seqLen: 1,
+      weights: "f16",
+      activations: "f32",
+      rollout: { batch, promptLength, newTokens },
+    });
+    expect(bytes.widenedWeights).toBe(bytes.weights * 2);
+    const estimated = bytes.widenedWeights + bytes.kvCache + bytes.rolloutForward + bytes.packedWeights;
+    expect(Math.abs(estimated - measured) / measured).toBeLessThan(0.01);
+    const f32 = estimateTrainingMemory(small, {
+      microBatch: 1,
+      seqLen: 1,
+      rollout: { batch, promptLength, newTokens },
+    });
+    expect(f32.bytes.widenedWeights).toBe(0);
   });
 
   it("counts Qwen2.5-0.5B's parameters and its f32 training state", () => {

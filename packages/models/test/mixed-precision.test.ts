@@ -9,6 +9,7 @@ import {
   type Tensor,
   tensor,
   webGpuBackend,
+  writeSlice,
 } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { generate } from "../src/model/generate.js";
@@ -17,6 +18,9 @@ import { Qwen2ValueModel } from "../src/model/value.js";
 import { batchOf, tinyShape } from "./helpers/policy-loss.js";
 
 const tiny: Qwen2Shape = { ...tinyShape, vocabSize: 32, numHiddenLayers: 2 };
+
+/** Deterministic values in [-0.5, 0.5). */
+const randomValues = (n: number) => Float32Array.from({ length: n }, (_, i) => ((i * 0.618034) % 1) - 0.5);
 
 function maxAbsDiff(a: Float32Array, b: Float32Array): number {
   let worst = 0;
@@ -91,6 +95,41 @@ describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
       expect(maxAbsDiff(full, generation.logProbs), `row ${row}`).toBeLessThan(2e-2);
     }
     model.dispose();
+  });
+
+  it("generates on an f32 copy of the weights, LoRA updates merged in unless switched off", async () => {
+    const backend = await webGpuBackend();
+    const model = Qwen2Model.random(tiny, 8, backend).toDtype("f16");
+    const lora = model.attachLora({ rank: 2, alpha: 4, seed: 1 });
+    // Non-zero B, so that the adapters change the outputs.
+    for (const p of lora.parameters())
+      writeSlice(p, tensor(randomValues(p.size), p.shape, { backend }), 0, 0);
+    const prompts = [Int32Array.from([1, 2, 3, 4]), Int32Array.from([5, 6])];
+    const options = { maxNewTokens: 5, temperature: 1, seed: 4 };
+    const { input } = batchOf(tiny, 8);
+    for (const adaptersOn of [true, false]) {
+      const run = <T>(fn: () => T): T => (adaptersOn ? fn() : model.withoutAdapters(fn));
+      const copy = run(() => model.widenedCopy());
+      expect(copy.dtype).toBe("f32");
+      expect(copy.adapters).toBeUndefined();
+      // The same tokens and log-probs as generating from the f16 model, which runs on such a copy.
+      const [fromModel, fromCopy] = [
+        await run(() => generate(model, prompts, options)),
+        await generate(copy, prompts, options),
+      ];
+      expect(fromModel).toEqual(fromCopy);
+      // The copy computes what the f16 model (with its adapters, or without) does, up to f16 rounding.
+      const [half, wide] = [
+        await run(() => noGrad(() => model.logits(input)).floats()),
+        await noGrad(() => copy.logits(input)).floats(),
+      ];
+      expect(maxAbsDiff(half, wide)).toBeLessThan(2e-2 * Math.max(...wide.map(Math.abs)));
+      copy.dispose();
+    }
+    model.dispose();
+    const f32 = Qwen2Model.random(tiny, 8, backend);
+    expect(() => f32.widenedCopy()).toThrow(/the weights are f32, not f16/);
+    f32.dispose();
   });
 
   it("trains with AdamW's f32 master copies and loss scaling about as fast as in f32", async () => {

@@ -95,8 +95,24 @@ export function maxOver(count: number, value: (index: number) => number): number
 /**
  * Batched generation with a KV cache: the prompts are left-padded together, prefilled in one pass,
  * then every unfinished sequence advances one token per step; finished ones stop contributing tokens.
+ * An f16 model generates on an f32 copy of its weights (Qwen2Model.widenedCopy), made for the call.
  */
 export async function generate(
+  model: Qwen2Model,
+  prompts: readonly Int32Array[],
+  options: GenerateOptions,
+): Promise<Generation[]> {
+  if (model.dtype !== "f16") return generateOn(model, prompts, options);
+  // An f16 model decodes on its weights widened to f32, through the fused f32 kernels (widenedCopy).
+  const widened = model.widenedCopy();
+  try {
+    return await generateOn(widened, prompts, options);
+  } finally {
+    widened.dispose();
+  }
+}
+
+async function generateOn(
   model: Qwen2Model,
   prompts: readonly Int32Array[],
   options: GenerateOptions,

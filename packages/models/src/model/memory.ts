@@ -86,6 +86,8 @@ export interface TrainingMemoryBreakdown {
    * prefill runs in groups of rows, the group's own KV cache.
    */
   rolloutForward: number;
+  /** The rollout's f32 copy of weights stored below f32 (generate decodes on it); 0 for f32 weights. */
+  widenedWeights: number;
   /** The rollout's stacked q/k/v and gate/up weights, and merged o and down weights under LoRA. */
   packedWeights: number;
 }
@@ -284,11 +286,15 @@ export function estimateTrainingMemory(
   const mergedValues = options.lora
     ? (loraTargets.has("o_proj") ? H * H : 0) + (loraTargets.has("down_proj") ? H * I : 0)
     : 0;
+  // Weights below f32 generate on an f32 copy of them (Qwen2Model.widenedCopy), stacked from that copy.
+  const widenedWeights = rollout && weightBytes < PRECISION_BYTES.f32 ? parameters * PRECISION_BYTES.f32 : 0;
   const packedWeights =
     rollout && rollout.packProjections !== false
-      ? L * (H * (H + 2 * kv + 2 * I) + mergedValues) * weightBytes
+      ? L *
+        (H * (H + 2 * kv + 2 * I) + mergedValues) *
+        (widenedWeights > 0 ? PRECISION_BYTES.f32 : weightBytes)
       : 0;
-  const rolloutPeak = rollout ? persistent + packedWeights + kvCache + rolloutForward : 0;
+  const rolloutPeak = rollout ? persistent + widenedWeights + packedWeights + kvCache + rolloutForward : 0;
 
   return {
     parameters,
@@ -310,6 +316,7 @@ export function estimateTrainingMemory(
       embeddingGradient,
       kvCache,
       rolloutForward,
+      widenedWeights,
       packedWeights,
     },
     persistent,
