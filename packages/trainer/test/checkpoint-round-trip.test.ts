@@ -117,6 +117,7 @@ describe("a saved checkpoint", () => {
         actor,
         actorConfig: config,
         tokenizerFiles: { tokenizer: "{}", tokenizerConfig: undefined },
+        critic: undefined,
         optimizers: { actor: optimizer },
       },
       { step: 4, trainResets: 4, model: "tiny" },
