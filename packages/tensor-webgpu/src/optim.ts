@@ -119,8 +119,9 @@ export class AdamW {
   scaleLoss(loss: Tensor): Tensor {
     const scale = this.lossScale(loss.backend);
     if (!scale) return loss;
-    const scaled = mul(loss, loss.dtype === "f16" ? noGrad(() => cast(scale, "f16")) : scale);
-    scale.dispose();
+    const factor = loss.dtype === "f16" ? noGrad(() => cast(scale, "f16")) : scale;
+    const scaled = mul(loss, factor);
+    for (const t of new Set([scale, factor])) t.dispose();
     return scaled;
   }
 

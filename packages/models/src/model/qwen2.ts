@@ -125,10 +125,10 @@ export class Qwen2WeightsError extends Error {
   }
 }
 
-/** Keys and values of every layer for the tokens seen so far: [batch, capacity, kvHeads, headDim] each. */
 /** Element types a model's weights may have (f16: mixed precision, see Qwen2Model.toDtype). */
 export type ModelDtype = "f32" | "f16";
 
+/** Keys and values of every layer for the tokens seen so far: [batch, capacity, kvHeads, headDim] each. */
 export class KvCache {
   /** Tokens written so far (the same for every sequence of the batch). */
   length = 0;
@@ -574,7 +574,7 @@ export class Qwen2Model {
    * An f32 copy of these weights with the active LoRA adapters merged in, for generating from an f16
    * model: decoding is bound by its dispatches, and the f32 kernels fuse what f16 would run through
    * casts (on the tiny benchmark model 37 dispatches a step against 145). The values are the same
-   * weights widened (the adapters' updates are summed in f32 onto them). No gradients; dispose it after.
+   * weights widened, the adapters' updates added onto them in f32. No gradients; dispose it after.
    */
   widenedCopy(): Qwen2Model {
     if (this.dtype !== "f16") throw new Error(`widenedCopy(): the weights are ${this.dtype}, not f16`);

@@ -105,10 +105,6 @@ async function writeCheckpointParts(partial: string, parts: CheckpointParts, sta
   writeFileSync(join(partial, FILES.state), `${JSON.stringify(state, null, 2)}\n`);
 }
 
-/**
- * Each optimiser's moments as `<name>.<param index>.m|v` (flat, read when written), an f16 weight's f32
- * master copy as `<name>.<param index>.master`, and its step count and loss scale in the metadata.
- */
 /** The loss scale of each optimiser that scales, read from the device. */
 async function lossScalesOf(
   optimizers: CheckpointParts["optimizers"],
@@ -121,6 +117,10 @@ async function lossScalesOf(
   return out;
 }
 
+/**
+ * Each optimiser's moments as `<name>.<param index>.m|v` (flat, read when written), an f16 weight's f32
+ * master copy as `<name>.<param index>.master`, and its step count and loss scale in the metadata.
+ */
 function optimizerMoments(
   optimizers: CheckpointParts["optimizers"],
   lossScales: Record<string, { scale: number; finiteSteps: number }>,
