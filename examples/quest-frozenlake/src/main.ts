@@ -133,6 +133,8 @@ async function trainQuestInFolder(
 
   // The actor, its critic (a value head on a copy of the actor), and the frozen start model for the KL term.
   const actor = await loadPolicyWithProgress(checkpoint?.actorSource ?? settings.model, backend);
+  // precision=f16: every model in f16 before an optimiser is made over it (StarPO then scales the loss).
+  actor.model.toDtype(settings.precision);
   checkSettingsFit(settings, actor.config, resolved.sources);
   const deviceMemory = deviceMemoryBudget(settings, backend);
   if (deviceMemory)
@@ -147,9 +149,10 @@ async function trainQuestInFolder(
     settings.starpo.advantageEstimator !== "gae"
       ? undefined
       : checkpoint
-        ? await checkpoint.loadCritic(actor.config, backend)
+        ? (await checkpoint.loadCritic(actor.config, backend)).toDtype(settings.precision)
         : await Qwen2ValueModel.fromPolicy(actor.model, settings.seed, settings.starpo.criticHeadInit);
   const reference = settings.starpo.klCoeff > 0 ? await loadPolicy(settings.model, backend) : undefined;
+  reference?.model.toDtype(settings.precision);
   const starpo = new StarPO({
     actor: actor.model,
     critic,

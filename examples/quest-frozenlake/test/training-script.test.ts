@@ -33,21 +33,30 @@ describe("the Quest training script", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("logs the same metrics as `ragen train` with the same settings, so the two cannot drift", async () => {
-    const settings = [...SMOKE_RUN_SETTINGS, `model=${model}`, "steps=2", "checkpointEvery=1"];
-    const script = join(dir, "script");
-    const command = join(dir, "command");
-    const summary = await trainQuest([...settings, `outDir=${script}`], dir);
-    expect(summary?.steps).toBe(2);
-    expect(await runRagen(["train", ...settings, `outDir=${command}`])).toBe(0);
-    const fromScript = learnedMetrics(script);
-    expect(fromScript.map((row) => row.step)).toEqual([0, 1, 2]);
-    expect(fromScript[1]!.metrics["actor/pg_loss"]).toBeTypeOf("number");
-    expect(fromScript[1]!.metrics["critic/vf_loss"]).toBeTypeOf("number");
-    expect(fromScript).toEqual(learnedMetrics(command));
-    const saved = (path: string) => JSON.parse(readFileSync(join(path, "config.json"), "utf8")).settings;
-    expect({ ...saved(script), outDir: "" }).toEqual({ ...saved(command), outDir: "" });
-  });
+  for (const precision of ["f32", "f16"] as const)
+    it(`logs the same metrics as \`ragen train\` with the same settings, so the two cannot drift (precision=${precision})`, async () => {
+      const settings = [
+        ...SMOKE_RUN_SETTINGS,
+        `model=${model}`,
+        "steps=2",
+        "checkpointEvery=1",
+        `precision=${precision}`,
+      ];
+      const script = join(dir, `script-${precision}`);
+      const command = join(dir, `command-${precision}`);
+      const summary = await trainQuest([...settings, `outDir=${script}`], dir);
+      expect(summary?.steps).toBe(2);
+      expect(await runRagen(["train", ...settings, `outDir=${command}`])).toBe(0);
+      const fromScript = learnedMetrics(script);
+      expect(fromScript.map((row) => row.step)).toEqual([0, 1, 2]);
+      expect(fromScript[1]!.metrics["actor/pg_loss"]).toBeTypeOf("number");
+      expect(fromScript[1]!.metrics["critic/vf_loss"]).toBeTypeOf("number");
+      // Only an f16 run scales its losses.
+      expect(fromScript[1]!.metrics["actor/loss_scale"] !== undefined).toBe(precision === "f16");
+      expect(fromScript).toEqual(learnedMetrics(command));
+      const saved = (path: string) => JSON.parse(readFileSync(join(path, "config.json"), "utf8")).settings;
+      expect({ ...saved(script), outDir: "" }).toEqual({ ...saved(command), outDir: "" });
+    });
 
   it("sweeps seeds=0,1 over quest.yaml (which names seed: 0): a folder per seed and the summary", async () => {
     const outDir = join(dir, "sweep");
