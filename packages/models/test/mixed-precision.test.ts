@@ -1,7 +1,9 @@
 import {
   AdamW,
   asyncScope,
+  type Backend,
   backward,
+  createCpuBackend,
   crossEntropy,
   mean,
   noGrad,
@@ -193,6 +195,30 @@ describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
     expect(maxAbsDiff(await half.floats(), full)).toBeLessThan(2e-2 * Math.max(...full.map(Math.abs)) + 1e-3);
     half.dispose();
     critic.dispose();
+  });
+
+  it("casts at most 13 tensors in an f16 layer's forward: RoPE and attention run in one f32 region", async () => {
+    let casts = 0;
+    const cpu = createCpuBackend();
+    const counting: Backend = {
+      ...cpu,
+      cast: (args) => {
+        casts++;
+        cpu.cast(args);
+      },
+    };
+    const castsFor = (layers: number) => {
+      const model = Qwen2Model.random({ ...tiny, numHiddenLayers: layers }, 2, counting).toDtype("f16");
+      const { input } = batchOf(tiny, 8);
+      casts = 0;
+      noGrad(() => model.logits(input)).dispose();
+      const counted = casts;
+      model.dispose();
+      return counted;
+    };
+    // Per layer: an RMSNorm's input, weight and output (twice), SwiGLU's two inputs and its output, q, k
+    // and v widened once each and the attention's output narrowed once.
+    expect(castsFor(2) - castsFor(1)).toBeLessThanOrEqual(13);
   });
 
   it("rejects other element types, naming them", async () => {

@@ -416,19 +416,28 @@ export class Qwen2Model {
     const c = this.config;
     const { batch, seqLen, positions, heads, cache } = run;
     const module = `model.layers.${i}.self_attn`;
-    const asHeads = (t: Tensor, count: number) => reshape(t, [batch, seqLen, count, this.headDim]);
+    // RoPE and attention have f32 kernels only: f16 projections are widened once here and the result
+    // narrowed once, instead of at each op's boundary (8 casts a layer's forward become 4).
+    const half = h.dtype === "f16";
+    const asHeads = (t: Tensor, count: number) => {
+      const shaped = reshape(t, [batch, seqLen, count, this.headDim]);
+      return half ? cast(shaped, "f32") : shaped;
+    };
     const q = asHeads(this.project(`${module}.q_proj`, h, run.adapters), c.numAttentionHeads);
     const k = asHeads(this.project(`${module}.k_proj`, h, run.adapters), c.numKeyValueHeads);
     const v = asHeads(this.project(`${module}.v_proj`, h, run.adapters), c.numKeyValueHeads);
+    const narrowed = (out: Tensor) => (half ? cast(out, "f16") : out);
     if (run.decoding || run.extending)
-      return this.attendCached(i, run, (append) => ropeAppend(q, k, v, positions, c.ropeTheta, append));
+      return narrowed(
+        this.attendCached(i, run, (append) => ropeAppend(q, k, v, positions, c.ropeTheta, append)),
+      );
     const qr = rope(q, positions, c.ropeTheta);
     const kr = rope(k, positions, c.ropeTheta);
     if (cache) {
       writeSlice(cache.keys[i]!, kr, 1, cache.length);
       writeSlice(cache.values[i]!, v, 1, cache.length);
     }
-    return attention(qr, kr, v, heads);
+    return narrowed(attention(qr, kr, v, heads));
   }
 
   /** Layer i's attention of a cached step from one stacked q/k/v product of its input x, normed in it. */
