@@ -1,7 +1,6 @@
 import {
   AdamW,
   asyncScope,
-  type Backend,
   backward,
   createCpuBackend,
   crossEntropy,
@@ -200,7 +199,7 @@ describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
   it("casts at most 13 tensors in an f16 layer's forward: RoPE and attention run in one f32 region", async () => {
     let casts = 0;
     const cpu = createCpuBackend();
-    const counting: Backend = {
+    const counting: typeof cpu = {
       ...cpu,
       cast: (args) => {
         casts++;

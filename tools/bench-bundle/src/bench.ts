@@ -697,7 +697,7 @@ if (wants("starpo")) {
   console.log(
     `\n# one StarPO step, ${size}: ${options.groups} groups x ${options.groupSize}, ${options.newTokens} new tokens after ${options.promptLength}`,
   );
-  // f16: the critic copies the actor's precision, and both optimisers scale the loss (StarPO's rule).
+  // f16: measureStarPOStep makes the critic in the actor's precision; both optimisers scale the loss.
   const actor = Qwen2Model.random(shape, 0, backend).toDtype(modelDtype);
   const printStep = (what: string, step: StarPOStepResult) =>
     console.log(

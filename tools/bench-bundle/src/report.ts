@@ -46,6 +46,8 @@ interface DecodeFigures {
 
 export interface StarPOSummary {
   options: { groups: number; groupSize: number; promptLength: number; newTokens: number };
+  /** The models' weights (absent in older reports: f32). */
+  dtype?: "f32" | "f16";
   seconds: Record<string, number>;
   generatedTokens: number;
   trainedTrajectories: number;
@@ -231,7 +233,7 @@ export function renderMarkdown(
     const tuned = report.starpoTuned;
     lines.push(
       "",
-      `## One StarPO step (${o.groups} groups x ${o.groupSize}, ${o.newTokens} new tokens after ${o.promptLength})`,
+      `## One StarPO step (${o.groups} groups x ${o.groupSize}, ${o.newTokens} new tokens after ${o.promptLength}${report.starpo.dtype === "f16" ? ", f16 weights" : ""})`,
       "",
       `${generatedTokens} tokens generated, ${trainedTrajectories} trajectories trained after the filter, peak ${(peakBytes / 2 ** 30).toFixed(2)} GiB.`,
       "",

@@ -24,6 +24,8 @@ export const RAGEN_STEP: StarPOStepOptions = { groups: 8, groupSize: 16, promptL
 
 export interface StarPOStepResult {
   options: StarPOStepOptions;
+  /** The actor's and critic's weights (f16: mixed precision). */
+  dtype: "f32" | "f16";
   /** Seconds per phase: generate, then StarPO's values / adv / update_critic / update_actor / step. */
   seconds: Record<string, number>;
   generatedTokens: number;
@@ -47,7 +49,8 @@ export async function measureStarPOStep(
   const { groups, groupSize, promptLength, newTokens } = options;
   const vocab = actor.config.vocabSize;
   const random = lcg(7);
-  const critic = Qwen2ValueModel.random(actor.config, 1, backend);
+  // In the actor's precision (f16 weights: both optimisers then scale the loss).
+  const critic = Qwen2ValueModel.random(actor.config, 1, backend).toDtype(actor.dtype);
   const trainer = new StarPO({
     actor,
     critic,
@@ -109,6 +112,7 @@ export async function measureStarPOStep(
   critic.dispose();
   return {
     options,
+    dtype: actor.dtype,
     seconds,
     generatedTokens: generations.reduce((n, g) => n + g.tokens.length, 0),
     // What the trainer's StarPO-S filter keeps of this rollout (the same rule, the same rewards).

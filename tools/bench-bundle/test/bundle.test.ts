@@ -161,9 +161,10 @@ describe("bench:bundle", () => {
     expect(report.model.dtype).toBe("f16");
     expect(report.model.trainTokensPerSecond[0]).toBeGreaterThan(0);
     expect(report.starpo.trainedTrajectories).toBeGreaterThan(0);
-    expect(readFileSync(join(out, "results.md"), "utf8")).toMatch(
-      /tiny forward\+backward 2x32, f16 weights \| [0-9.]+ tokens\/s/,
-    );
+    expect(report.starpo.dtype).toBe("f16");
+    const markdown = readFileSync(join(out, "results.md"), "utf8");
+    expect(markdown).toMatch(/tiny forward\+backward 2x32, f16 weights \| [0-9.]+ tokens\/s/);
+    expect(markdown).toMatch(/## One StarPO step \(.*, f16 weights\)/);
   }, 300_000);
 
   it("keeps the finished parts of a run stopped before its end", async () => {
