@@ -6,6 +6,7 @@ import {
   type NumberBounds,
   type PackedBatch,
   packTrajectories,
+  sampledTokenLogProbs,
   trainMiniBatches,
 } from "@ragen/rl-core";
 import { type Trajectory, type TrajectoryBatch, trainingRows } from "@ragen/rollout";
@@ -396,12 +397,7 @@ export class StarPO {
       (input, targets) => this.actor.sequenceLogProbs(input, targets, this.config.temperature).logProbs,
     );
     const replaced = new Map(
-      sampled.map((row, i) => {
-        const oldLogProbs = new Float32Array(row.tokens.length);
-        const targets = recomputed[i]!;
-        for (let t = 1; t < row.tokens.length; t++) if (row.lossMask[t]) oldLogProbs[t] = targets[t - 1]!;
-        return [row, { ...row, oldLogProbs }];
-      }),
+      sampled.map((row, i) => [row, { ...row, oldLogProbs: sampledTokenLogProbs(row, recomputed[i]!) }]),
     );
     metrics["timing_s/old_log_prob"] = seconds(start);
     return rows.map((row) => replaced.get(row) ?? row);

@@ -69,6 +69,21 @@ export function packTrajectories(trajectories: readonly Trajectory[]): PackedBat
   return packed;
 }
 
+/**
+ * Log-probs of a row's targets (`targetLogProbs[i]` scores token i + 1, as a packed row's positions do)
+ * put back on the row's own tokens, like Trajectory.oldLogProbs: token t gets target t − 1's where the
+ * policy sampled it (lossMask), 0 elsewhere.
+ */
+export function sampledTokenLogProbs(row: Trajectory, targetLogProbs: Float32Array): Float32Array {
+  if (targetLogProbs.length < row.tokens.length - 1)
+    throw new RangeError(
+      `sampledTokenLogProbs: ${targetLogProbs.length} log-probs for a row of ${row.tokens.length} tokens (needs ${row.tokens.length - 1})`,
+    );
+  const onTokens = new Float32Array(row.tokens.length);
+  for (let t = 1; t < row.tokens.length; t++) if (row.lossMask[t]) onTokens[t] = targetLogProbs[t - 1]!;
+  return onTokens;
+}
+
 /** The model input of a packed batch. */
 export function inputOf(packed: PackedBatch): TokenBatch {
   return { ids: packed.inputIds, batch: packed.batch, seqLen: packed.seqLen };

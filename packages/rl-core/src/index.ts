@@ -1,4 +1,11 @@
-export { chunks, inputOf, type PackedBatch, packTrajectories, shuffled } from "./batching.js";
+export {
+  chunks,
+  inputOf,
+  type PackedBatch,
+  packTrajectories,
+  sampledTokenLogProbs,
+  shuffled,
+} from "./batching.js";
 export { boundsProblem, type NumberBounds } from "./bounds.js";
 export { maskedMean } from "./masked.js";
 export { type Metrics, readMetrics } from "./metrics.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { inputOf, packTrajectories } from "../src/batching.js";
+import { inputOf, packTrajectories, sampledTokenLogProbs } from "../src/batching.js";
 import { trajectory } from "./fixtures.js";
 
 describe("packTrajectories", () => {
@@ -54,5 +54,26 @@ describe("packTrajectories", () => {
     expect(() =>
       packTrajectories([trajectory({ tokens: Int32Array.from([1, 2]), lossMask: Uint8Array.from([1, 1]) })]),
     ).toThrow(/token 0/);
+  });
+});
+
+describe("sampledTokenLogProbs", () => {
+  const row = trajectory({
+    tokens: Int32Array.from([10, 11, 12, 13, 14]),
+    lossMask: Uint8Array.from([0, 0, 1, 1, 0]),
+  });
+
+  it("puts target t − 1's log-prob on each sampled token t and 0 elsewhere (packing's inverse)", () => {
+    const onTokens = sampledTokenLogProbs(row, Float32Array.from([-0.1, -0.2, -0.3, -0.4]));
+    expect([...onTokens]).toEqual([0, 0, Math.fround(-0.2), Math.fround(-0.3), 0]);
+    const packed = packTrajectories([{ ...row, oldLogProbs: onTokens }]);
+    expect([...packed.oldLogProbs]).toEqual([0, Math.fround(-0.2), Math.fround(-0.3), 0]);
+  });
+
+  it("ignores the padding past a row's targets and names a row with too few", () => {
+    expect([...sampledTokenLogProbs(row, Float32Array.from([-1, -2, -3, -4, -9, -9]))]).toEqual([0, 0, -2, -3, 0]);
+    expect(() => sampledTokenLogProbs(row, Float32Array.from([-1, -2, -3]))).toThrow(
+      /3 log-probs for a row of 5 tokens \(needs 4\)/,
+    );
   });
 });

@@ -7,7 +7,7 @@
  * engine computing other probabilities than the trainer from the same weights.
  */
 import type { LoraAdapters, Qwen2Model } from "@ragen/models";
-import { forwardRows } from "@ragen/rl-core";
+import { forwardRows, sampledTokenLogProbs } from "@ragen/rl-core";
 import { type Trajectory, trainingRows } from "@ragen/rollout";
 
 /** The trajectories sampled at most `maxStaleness` versions before `learnerVersion`, and how many were not. */
@@ -110,9 +110,7 @@ export async function correctForSampler(
     indices.forEach((rowIndex, j) => {
       const row = rows[rowIndex]!;
       // π_v on the sampled tokens, aligned to the row's tokens like the sampler's; 0 where unsampled.
-      const behaviour = new Float32Array(row.tokens.length);
-      const targets = recomputed[j]!;
-      for (let t = 1; t < row.tokens.length; t++) if (row.lossMask[t]) behaviour[t] = targets[t - 1]!;
+      const behaviour = sampledTokenLogProbs(row, recomputed[j]!);
       corrected[rowIndex] = {
         ...row,
         oldLogProbs: behaviour,
