@@ -71,7 +71,9 @@ describe("sampledTokenLogProbs", () => {
   });
 
   it("ignores the padding past a row's targets and names a row with too few", () => {
-    expect([...sampledTokenLogProbs(row, Float32Array.from([-1, -2, -3, -4, -9, -9]))]).toEqual([0, 0, -2, -3, 0]);
+    expect([...sampledTokenLogProbs(row, Float32Array.from([-1, -2, -3, -4, -9, -9]))]).toEqual([
+      0, 0, -2, -3, 0,
+    ]);
     expect(() => sampledTokenLogProbs(row, Float32Array.from([-1, -2, -3]))).toThrow(
       /3 log-probs for a row of 5 tokens \(needs 4\)/,
     );
