@@ -63,7 +63,17 @@ export interface Backend<B = unknown> {
   affine(args: { x: B; out: B; n: number; scale: number; shift: number; dtype?: FloatDType }): void;
   clamp(args: { x: B; out: B; n: number; min: number; max: number }): void;
   where(args: { cond: B; a: B; b: B; out: B; n: number }): void;
-  reduce(args: { op: ReduceOp; x: B; out: B; outer: number; size: number; inner: number }): void;
+  /** x is stored as `dtype`, out as `outDtype` (both default f32); the reduction runs in f32. */
+  reduce(args: {
+    op: ReduceOp;
+    x: B;
+    out: B;
+    outer: number;
+    size: number;
+    inner: number;
+    dtype?: FloatDType;
+    outDtype?: FloatDType;
+  }): void;
   argmax(args: { x: B; out: B; outer: number; size: number }): void;
 
   fill(args: { out: B; n: number; value: number; dtype?: DType }): void;
@@ -109,7 +119,22 @@ export interface Backend<B = unknown> {
   }): void;
   scaleInPlace(args: { x: B; n: number; scale: B }): void;
 
-  rmsNorm(args: { x: B; weight: B; out: B; rstd?: B; rows: number; dim: number; eps: number }): void;
+  /**
+   * `dtype` (default f32) is how x and out are stored, `weightDtype` the weight's; the sums are f32 and
+   * rstd is f32 either way.
+   */
+  rmsNorm(args: {
+    x: B;
+    weight: B;
+    out: B;
+    rstd?: B;
+    rows: number;
+    dim: number;
+    eps: number;
+    dtype?: FloatDType;
+    weightDtype?: FloatDType;
+  }): void;
+  /** x, dOut and dX are stored as `dtype`, weight and dWeight as `weightDtype` (both default f32). */
   rmsNormBackward(args: {
     x: B;
     weight: B;
@@ -120,6 +145,8 @@ export interface Backend<B = unknown> {
     rows: number;
     dim: number;
     accumulateWeightGrad?: boolean;
+    dtype?: FloatDType;
+    weightDtype?: FloatDType;
   }): void;
   rope(args: {
     x: B;
@@ -159,7 +186,8 @@ export interface Backend<B = unknown> {
   softmaxBackward(args: { y: B; dY: B; dX: B; rows: number; cols: number }): void;
   logSoftmax(args: { x: B; out: B; rows: number; cols: number }): void;
   logSoftmaxBackward(args: { y: B; dY: B; dX: B; rows: number; cols: number }): void;
-  swiglu(args: { gate: B; up: B; out: B; n: number }): void;
+  /** Every buffer stored as `dtype` (default f32), computed in f32. */
+  swiglu(args: { gate: B; up: B; out: B; n: number; dtype?: FloatDType }): void;
   /**
    * swiglu of a packed [rows, 2·width] gateUp (each row's gate, then its up) into out [rows, width]; false
    * when this backend cannot (then the op splits the halves). Optional.
@@ -183,7 +211,8 @@ export interface Backend<B = unknown> {
     addend?: B;
     input: { kind: "rmsNorm"; weight: B; eps: number } | { kind: "swiglu" };
   }): boolean;
-  swigluBackward(args: { gate: B; up: B; dOut: B; dGate: B; dUp: B; n: number }): void;
+  /** Every buffer stored as `dtype` (default f32), computed in f32. */
+  swigluBackward(args: { gate: B; up: B; dOut: B; dGate: B; dUp: B; n: number; dtype?: FloatDType }): void;
   embedding(args: {
     table: B;
     ids: B;

@@ -181,6 +181,57 @@ describe("f16 ops match their f32 results within f16 tolerance (forward and back
     });
   }
 
+  it("RMSNorm and SwiGLU keep f16 activations f16 with no cast either way (an f32 norm weight too)", async () => {
+    let casts = 0;
+    const counting: typeof cpu = {
+      ...cpu,
+      cast: (args) => {
+        casts++;
+        cpu.cast(args);
+      },
+    };
+    const xValues = halves(randomArray(6 * 16, 3, 2));
+    const weightValues = [halves(randomArray(16, 4)), halves(randomArray(16, 5))];
+    const block = (backend: Backend, dtypes: readonly ["f32" | "f16", "f32" | "f16", "f32" | "f16"]) => {
+      const x = tensor(xValues, [6, 16], { backend, dtype: dtypes[0], requiresGrad: true });
+      const weights = weightValues.map((values, i) =>
+        tensor(values, [16], { backend, dtype: dtypes[i + 1], requiresGrad: true }),
+      );
+      const normed = weights.map((weight) => ops.rmsNorm(x, weight));
+      const out = ops.swiglu(normed[0]!, normed[1]!);
+      return { x, weights, normed, out };
+    };
+    await asyncScope(async () => {
+      const half = block(counting, ["f16", "f16", "f32"]);
+      expect([...half.normed, half.out].map((t) => t.dtype)).toEqual(["f16", "f16", "f16"]);
+      expect(casts).toBe(0);
+      backward(ops.sum(ops.cast(half.out, "f32")));
+      expect(casts).toBe(2); // the loss's own cast and its gradient's
+      const grads = [half.x, ...half.weights].map((t) => t.grad!);
+      expect(grads.map((g) => g.dtype)).toEqual(["f16", "f16", "f32"]);
+      // The values of the f32 ops on the same inputs, within f16 rounding of the activations.
+      const wide = block(cpu, ["f32", "f32", "f32"]);
+      backward(ops.sum(wide.out));
+      expectClose(await half.out.floats(), await wide.out.floats(), 1e-2, 1e-2);
+      const wideGrads = [wide.x, ...wide.weights].map((t) => t.grad!);
+      for (const [i, g] of grads.entries())
+        expectClose(await g.floats(), await wideGrads[i]!.floats(), 5e-2, 2e-2);
+    });
+  });
+
+  it("a sum over several axes rounds to f16 once, after the last axis", async () => {
+    for (const [name, backend] of backends()) {
+      // Rows sum to 1 + 2^-11 and 2^-11: rounded between the axes the first becomes 1 (a tie, to even)
+      // and the total 1 again; rounded once the total is 1 + 2^-10, a half.
+      const x = tensor([1, 2 ** -11, 0, 2 ** -11, 0, 0], [2, 3], { backend, dtype: "f16" });
+      const total = ops.sum(x);
+      expect(total.dtype).toBe("f16");
+      expect(await total.item(), name).toBe(1 + 2 ** -10);
+      x.dispose();
+      total.dispose();
+    }
+  });
+
   it("rope", async () => {
     for (const [, backend] of backends()) {
       const positions = tensor(Int32Array.from([0, 1, 2, 3, 7, 8, 9, 10]), [2, 4], { backend, dtype: "i32" });

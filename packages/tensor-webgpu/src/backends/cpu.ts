@@ -99,6 +99,7 @@ export function createCpuBackend(): CpuBackend {
     },
     reduce: (a) => {
       reduceRef({ ...a, x: f32(a.x), out: f32(a.out) });
+      roundIfHalf(a.out, a.outer * a.inner, a.outDtype);
     },
     argmax: (a) => {
       argmaxRef({ ...a, x: f32(a.x), out: i32(a.out) });
@@ -139,6 +140,7 @@ export function createCpuBackend(): CpuBackend {
     rmsNorm: (a) => {
       const { y, rstd } = rmsNormRef({ ...a, x: f32(a.x, a.rows * a.dim), weight: f32(a.weight) });
       store(a.out, y);
+      roundIfHalf(a.out, y.length, a.dtype);
       if (a.rstd) store(a.rstd, rstd);
     },
     rmsNormBackward: (a) => {
@@ -151,7 +153,9 @@ export function createCpuBackend(): CpuBackend {
         dWeight: a.accumulateWeightGrad ? f32(a.dWeight, a.dim) : undefined,
       });
       store(a.dX, dX);
+      roundIfHalf(a.dX, dX.length, a.dtype);
       store(a.dWeight, dWeight);
+      roundIfHalf(a.dWeight, dWeight.length, a.weightDtype);
     },
     rope: (a) => {
       const n = a.batch * a.seqLen * a.numHeads * a.headDim;
@@ -163,7 +167,10 @@ export function createCpuBackend(): CpuBackend {
     logSoftmax: (a) => store(a.out, logSoftmaxRef({ ...a, x: f32(a.x, a.rows * a.cols) })),
     logSoftmaxBackward: (a) =>
       store(a.dX, logSoftmaxBackwardRef({ ...a, y: f32(a.y, a.rows * a.cols), dY: f32(a.dY) })),
-    swiglu: (a) => store(a.out, swigluRef({ ...a, gate: f32(a.gate, a.n), up: f32(a.up) })),
+    swiglu: (a) => {
+      store(a.out, swigluRef({ ...a, gate: f32(a.gate, a.n), up: f32(a.up) }));
+      roundIfHalf(a.out, a.n, a.dtype);
+    },
     swigluBackward: (a) => {
       const { dGate, dUp } = swigluBackwardRef({
         ...a,
@@ -173,6 +180,8 @@ export function createCpuBackend(): CpuBackend {
       });
       store(a.dGate, dGate);
       store(a.dUp, dUp);
+      roundIfHalf(a.dGate, a.n, a.dtype);
+      roundIfHalf(a.dUp, a.n, a.dtype);
     },
     // A gather: emulated f16 rows are already rounded.
     embedding: (a) => store(a.out, embeddingRef({ ...a, table: f32(a.table), ids: i32(a.ids, a.count) })),

@@ -4,10 +4,13 @@
  * Scheme: one invocation per vec4 (per element when n % 4 != 0), 64 per workgroup, spread over a 2D grid
  * for large n. sigmoid(x) = 1 / (1 + exp(-x)) saturates cleanly at both ends (exp overflows to +inf,
  * giving 0), so no clamping is needed. Outputs must not alias inputs. Arrays larger than one storage
- * binding are processed in batches (windows starting `shift` elements before the batch).
+ * binding are processed in batches (windows starting `shift` elements before the batch). The element-wise
+ * kernels also run on f16 buffers (every buffer of a call one dtype): they widen at the loads, compute in
+ * f32 and round at the stores.
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows, maxBindingBytes } from "./binding-windows.js";
+import { enableFor, type FloatStorage, loadF32, storeAs, vectorOf } from "./elementwise.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
@@ -31,42 +34,68 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   if (index >= params.count) { return; }
   let i = params.shift + index;`;
 
-/** Declares read-only inputs, then outputs, then the params uniform, bound in that order. */
-function buildShader(width: 1 | 4, inputs: string[], outputs: string[], body: string): string {
+/**
+ * Declares read-only inputs, then outputs, then the params uniform, bound in that order. Each input is
+ * loaded once into an f32 `let` of its name, and `body` assigns each output's f32 value to `<name>Value`.
+ */
+function buildShader(
+  width: 1 | 4,
+  inputs: string[],
+  outputs: string[],
+  body: string,
+  storage: FloatStorage,
+): string {
+  const element = vectorOf(storage, width);
   const declarations = [
-    ...inputs.map((name) => `var<storage, read> ${name}: array<V>;`),
-    ...outputs.map((name) => `var<storage, read_write> ${name}: array<V>;`),
+    ...inputs.map((name) => `var<storage, read> ${name}: array<${element}>;`),
+    ...outputs.map((name) => `var<storage, read_write> ${name}: array<${element}>;`),
     "var<uniform> params: Params;",
   ].map((declaration, binding) => `@group(0) @binding(${binding}) ${declaration}`);
-  return `${COMMON(width)}\n${declarations.join("\n")}\n${ENTRY}\n${body}\n}`;
+  const loads = inputs.map((name) => `let ${name}Value = ${loadF32(storage, width, `${name}[i]`)};`);
+  const stores = outputs.map((name) => `${name}[i] = ${storeAs(storage, width, `${name}Value`)};`);
+  return `${enableFor(storage)}${COMMON(width)}\n${declarations.join("\n")}\n${ENTRY}
+  ${loads.join("\n  ")}
+  ${body}
+  ${stores.join("\n  ")}
+}`;
 }
 
 const KERNELS = {
-  silu: { inputs: ["x"], outputs: ["out"], body: "out[i] = x[i] * sigmoid(x[i]);" },
-  siluBackward: { inputs: ["x", "dOut"], outputs: ["dX"], body: "dX[i] = dOut[i] * siluDerivative(x[i]);" },
+  silu: { inputs: ["x"], outputs: ["out"], body: "let outValue = xValue * sigmoid(xValue);" },
+  siluBackward: {
+    inputs: ["x", "dOut"],
+    outputs: ["dX"],
+    body: "let dXValue = dOutValue * siluDerivative(xValue);",
+  },
   swiglu: {
     inputs: ["gate", "up"],
     outputs: ["out"],
-    body: "let g = gate[i];\n  out[i] = g * sigmoid(g) * up[i];",
+    body: "let outValue = gateValue * sigmoid(gateValue) * upValue;",
   },
   swigluBackward: {
     inputs: ["gate", "up", "dOut"],
     outputs: ["dGate", "dUp"],
-    body: `let g = gate[i];
-  let s = sigmoid(g);
-  let d = dOut[i];
-  dGate[i] = d * up[i] * s * (1.0 + g * (1.0 - s));
-  dUp[i] = d * g * s;`,
+    body: `let s = sigmoid(gateValue);
+  let dGateValue = dOutValue * upValue * s * (1.0 + gateValue * (1.0 - s));
+  let dUpValue = dOutValue * gateValue * s;`,
   },
 } as const;
 
-function run(ctx: GpuContext, name: keyof typeof KERNELS, buffers: GPUBuffer[], n: number): void {
+function run(
+  ctx: GpuContext,
+  name: keyof typeof KERNELS,
+  buffers: GPUBuffer[],
+  n: number,
+  storage: FloatStorage = "f32",
+): void {
   if (n === 0) return;
   const { inputs, outputs, body } = KERNELS[name];
   const width: 1 | 4 = n % 4 === 0 ? 4 : 1;
-  const pipeline = ctx.pipeline(name, shader(width, [...inputs], [...outputs], body));
-  for (const batch of batches(ctx, n, 4, width)) {
-    const { bindings, shift } = batchWindows(ctx, buffers, batch, 4, width * 4);
+  const elementBytes = storage === "f16" ? 2 : 4;
+  const label = storage === "f16" ? `${name} f16` : name;
+  const pipeline = ctx.pipeline(label, shader(width, [...inputs], [...outputs], body, storage));
+  for (const batch of batches(ctx, n, elementBytes, width)) {
+    const { bindings, shift } = batchWindows(ctx, buffers, batch, elementBytes, width * elementBytes);
     const count = Math.ceil(batch.count / width);
     ctx.dispatch(pipeline, bindings, new Uint32Array([count, shift]), grid(Math.ceil(count / LANES)));
   }
@@ -85,12 +114,12 @@ export function siluBackward(
   run(ctx, "siluBackward", [a.x, a.dOut, a.dX], a.n);
 }
 
-/** out = silu(gate) * up, n elements. */
+/** out = silu(gate) * up, n elements, all stored as `dtype` (default f32). */
 export function swiglu(
   ctx: GpuContext,
-  a: { gate: GPUBuffer; up: GPUBuffer; out: GPUBuffer; n: number },
+  a: { gate: GPUBuffer; up: GPUBuffer; out: GPUBuffer; n: number; dtype?: FloatStorage },
 ): void {
-  run(ctx, "swiglu", [a.gate, a.up, a.out], a.n);
+  run(ctx, "swiglu", [a.gate, a.up, a.out], a.n, a.dtype);
 }
 
 /**
@@ -138,12 +167,20 @@ export function swigluPacked(
   return true;
 }
 
-/** dGate = dOut * up * silu'(gate); dUp = dOut * silu(gate). Both written. */
+/** dGate = dOut * up * silu'(gate); dUp = dOut * silu(gate). Both written; all stored as `dtype`. */
 export function swigluBackward(
   ctx: GpuContext,
-  a: { gate: GPUBuffer; up: GPUBuffer; dOut: GPUBuffer; dGate: GPUBuffer; dUp: GPUBuffer; n: number },
+  a: {
+    gate: GPUBuffer;
+    up: GPUBuffer;
+    dOut: GPUBuffer;
+    dGate: GPUBuffer;
+    dUp: GPUBuffer;
+    n: number;
+    dtype?: FloatStorage;
+  },
 ): void {
-  run(ctx, "swigluBackward", [a.gate, a.up, a.dOut, a.dGate, a.dUp], a.n);
+  run(ctx, "swigluBackward", [a.gate, a.up, a.dOut, a.dGate, a.dUp], a.n, a.dtype);
 }
 
 // The kernels' WGSL, built once per distinct parameters.

@@ -12,14 +12,20 @@
  *   when inner % 4 == 0) walking down `size` in order; neighbouring invocations read neighbouring columns.
  *   When there are too few outputs to fill the machine, `size` is cut into chunks the same way.
  * argmax: rows as above with a (value, index) pair per lane, ties going to the lower index.
+ * x and out may hold halves: the first pass widens what it reads, every pass combines in f32, partials
+ * are f32, and only the last pass rounds what it stores.
  */
 import type { ReduceOp } from "../core/ops.js";
 import type { Binding, GpuContext } from "../gpu/context.js";
 import {
+  enableFor,
   FLOAT_BITS_WGSL,
+  type FloatStorage,
   f32Bits,
   flatMain,
+  loadF32,
   perComponent,
+  storeAs,
   uniforms,
   vectorOf,
   workgroupsFor,
@@ -48,6 +54,9 @@ interface ReducePass {
   finish: Finish;
   /** The divisor of "divide" (the original size). */
   divisor: number;
+  /** How x and out store their elements (partials between passes are f32). */
+  input: FloatStorage;
+  output: FloatStorage;
 }
 
 /** Tuning that tests may override, to run the GPU setting on a software adapter and vice versa. */
@@ -77,11 +86,15 @@ const COMBINE_WGSL: Record<Combine, { identity: string; combine: string }> = {
   min: { identity: "infinity()", combine: "select(min(a, b), a + b, isNan(a) || isNan(b))" },
 };
 
-/** WGSL: element type V, `combine` on f32, `combineV` on V, `horizontal` V -> f32, `load` (maybe squared). */
+/**
+ * WGSL: element type V, `combine` on f32, `combineV` on V, `horizontal` V -> f32, `load` (maybe squared);
+ * `enable f16;` first when x or out holds halves.
+ */
 function reduceHelpers(pass: ReducePass, width: 1 | 4): string {
   const { identity, combine } = COMBINE_WGSL[pass.combine];
   const horizontal = width === 4 ? "combine(combine(v.x, v.y), combine(v.z, v.w))" : "v";
-  return /* wgsl */ `
+  const half = pass.input === "f16" || pass.output === "f16";
+  return /* wgsl */ `${enableFor(half ? "f16" : "f32")}
 ${FLOAT_BITS_WGSL}
 alias V = ${vectorOf("f32", width)};
 fn combine(a: f32, b: f32) -> f32 { return ${combine}; }
@@ -92,18 +105,24 @@ fn load(v: V) -> V { return ${pass.square ? "v * v" : "v"}; }
 `;
 }
 
-function finishWgsl(finish: Finish, value: string, index: string): string {
-  if (finish === "divide") return `out[${index}] = ${value} / params.divisor;`;
-  if (finish === "accumulate") return `out[${index}] = out[${index}] + ${value};`;
-  return `out[${index}] = ${value};`;
+/** WGSL storing the f32 `value` (of `width`) into out[index], in out's storage. */
+function finishWgsl(pass: ReducePass, width: 1 | 4, value: string, index: string): string {
+  const slot = `out[${index}]`;
+  const result =
+    pass.finish === "divide"
+      ? `${value} / params.divisor`
+      : pass.finish === "accumulate"
+        ? `${loadF32(pass.output, width, slot)} + ${value}`
+        : value;
+  return `${slot} = ${storeAs(pass.output, width, result)};`;
 }
 
 function buildRowsCode(pass: ReducePass, width: 1 | 4, lanes: number): string {
   return /* wgsl */ `
 ${reduceHelpers(pass, width)}
 ${lanesWgsl(lanes)}
-@group(0) @binding(0) var<storage, read> x: array<V>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> x: array<${vectorOf(pass.input, width)}>;
+@group(0) @binding(1) var<storage, read_write> out: array<${pass.output}>;
 // size and chunkSize in items (vec4s or scalars); out holds rows * chunks results.
 struct Params { rows: u32, size: u32, chunkSize: u32, chunks: u32, divisor: f32 }
 @group(0) @binding(2) var<uniform> params: Params;
@@ -122,18 +141,18 @@ ${rowMain("w")}
   let base = row * params.size;
   var acc = identity();
   for (var k = begin + lane; k < end; k += LANES) {
-    acc = combineV(acc, load(x[base + k]));
+    acc = combineV(acc, load(${loadF32(pass.input, width, "x[base + k]")}));
   }
   let total = workgroupCombine(horizontal(acc), lane);
-  if (lane == 0u) { ${finishWgsl(pass.finish, "total", "w")} }
+  if (lane == 0u) { ${finishWgsl(pass, 1, "total", "w")} }
 }`;
 }
 
 function buildColumnsCode(pass: ReducePass, width: 1 | 4): string {
   return /* wgsl */ `
 ${reduceHelpers(pass, width)}
-@group(0) @binding(0) var<storage, read> x: array<V>;
-@group(0) @binding(1) var<storage, read_write> out: array<V>;
+@group(0) @binding(0) var<storage, read> x: array<${vectorOf(pass.input, width)}>;
+@group(0) @binding(1) var<storage, read_write> out: array<${vectorOf(pass.output, width)}>;
 // inner in items (vec4s or scalars); out is [outer, chunks, inner].
 struct Params { outer: u32, size: u32, inner: u32, chunkSize: u32, chunks: u32, divisor: f32 }
 @group(0) @binding(2) var<uniform> params: Params;
@@ -147,14 +166,15 @@ ${flatMain()}
   let end = min(params.size, begin + params.chunkSize);
   var acc = identity();
   for (var r = begin; r < end; r++) {
-    acc = combineV(acc, load(x[(o * params.size + r) * params.inner + column]));
+    acc = combineV(acc, load(${loadF32(pass.input, width, "x[(o * params.size + r) * params.inner + column]")}));
   }
-  ${finishWgsl(pass.finish, "acc", "i")}
+  ${finishWgsl(pass, width, "acc", "i")}
 }`;
 }
 
 function passLabel(pass: ReducePass): string {
-  return `reduce ${pass.combine}${pass.square ? " of squares" : ""} (${pass.finish})`;
+  const storage = pass.input === "f32" && pass.output === "f32" ? "" : ` ${pass.input}->${pass.output}`;
+  return `reduce ${pass.combine}${pass.square ? " of squares" : ""} (${pass.finish})${storage}`;
 }
 
 /** Record the reduction of [outer, size, inner] into out [outer, inner], in one or more passes. */
@@ -167,9 +187,9 @@ function recordReduce(
 ): void {
   const { outer, size, inner } = shape;
   const divisor = f32Bits(pass.divisor);
-  // An intermediate pass stores partials; squaring happens once, on the first read.
-  const partialPass: ReducePass = { ...pass, finish: "store" };
-  const nextPass: ReducePass = { ...pass, square: false };
+  // An intermediate pass stores f32 partials; squaring and widening happen once, on the first read.
+  const partialPass: ReducePass = { ...pass, finish: "store", output: "f32" };
+  const nextPass: ReducePass = { ...pass, square: false, input: "f32" };
 
   if (inner === 1 && size >= ROW_KERNEL_MIN_SIZE) {
     const { width, vectors: items } = rowLayout(size);
@@ -224,11 +244,20 @@ function checkDims(what: string, dims: Record<string, number>): void {
 /**
  * out[o, j] = op over k of x[o, k, j], for x contiguous [outer, size, inner] and out [outer, inner].
  * Deterministic. max and min propagate NaN; mean of size 0 is NaN, sum of size 0 is 0; max and min of
- * size 0 throw.
+ * size 0 throw. x is stored as `dtype` and out as `outDtype` (both f32 when not given).
  */
 export function reduce(
   ctx: GpuContext,
-  args: { op: ReduceOp; x: Binding; out: Binding; outer: number; size: number; inner: number },
+  args: {
+    op: ReduceOp;
+    x: Binding;
+    out: Binding;
+    outer: number;
+    size: number;
+    inner: number;
+    dtype?: FloatStorage;
+    outDtype?: FloatStorage;
+  },
 ): void {
   const { op, outer, size, inner } = args;
   if (!(op in { sum: 1, mean: 1, max: 1, min: 1 })) throw new RangeError(`reduce: unknown op "${op}"`);
@@ -236,7 +265,12 @@ export function reduce(
   if (outer * inner === 0) return;
   if (size === 0) {
     if (op === "max" || op === "min") throw new RangeError(`reduce: ${op} over an empty axis`);
-    fill(ctx, { out: args.out, n: outer * inner, value: op === "mean" ? Number.NaN : 0 });
+    fill(ctx, {
+      out: args.out,
+      n: outer * inner,
+      value: op === "mean" ? Number.NaN : 0,
+      dtype: args.outDtype ?? "f32",
+    });
     return;
   }
   recordReduce(ctx, args.x, args.out, args, {
@@ -244,6 +278,8 @@ export function reduce(
     square: false,
     finish: op === "mean" ? "divide" : "store",
     divisor: size,
+    input: args.dtype ?? "f32",
+    output: args.outDtype ?? "f32",
   });
 }
 
@@ -265,7 +301,14 @@ export function sumOfSquaresInto(
     args.x,
     args.out,
     { outer: 1, size: args.n, inner: 1 },
-    { combine: "sum", square: true, finish: args.accumulate ? "accumulate" : "store", divisor: 1 },
+    {
+      combine: "sum",
+      square: true,
+      finish: args.accumulate ? "accumulate" : "store",
+      divisor: 1,
+      input: "f32",
+      output: "f32",
+    },
   );
 }
 

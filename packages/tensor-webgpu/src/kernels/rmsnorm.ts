@@ -8,12 +8,25 @@
  * dWeight = sum over rows of dy·x·rstd, deterministically (no float atomics), in two stages:
  *  1. each invocation owns one column vector and one chunk of ROWS_PER_CHUNK rows, and sums down it;
  *  2. each invocation sums one column over the chunks' partials, in chunk order.
- * With a single chunk, stage 1 writes dWeight directly. Matrices larger than one storage binding are
- * processed in batches of rows (windows of x, y, dOut, dX; `shift` is where a window starts).
+ * With a single chunk and an f32 dWeight, stage 1 writes dWeight directly. Matrices larger than one
+ * storage binding are processed in batches of rows (windows of x, y, dOut, dX; `shift` is where a window
+ * starts).
+ *
+ * Storage: x, y, dOut and dX may be f16 (one dtype for the four) and the weight and dWeight f16 (another);
+ * every kernel widens at its loads and sums in f32, and rstd and the partial sums are f32, so an f16
+ * activation goes through the norm without a cast on either side.
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
-import { f32Bits, uniforms } from "./elementwise.js";
+import {
+  enableFor,
+  type FloatStorage,
+  f32Bits,
+  loadF32,
+  storeAs,
+  uniforms,
+  vectorOf,
+} from "./elementwise.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 import {
   lanesWgsl,
@@ -26,19 +39,35 @@ import {
 } from "./wgsl/row-reduce.js";
 
 const ROWS_PER_CHUNK = 32;
+const STORAGE_BYTES: Record<FloatStorage, number> = { f32: 4, f16: 2 };
 const COLUMN_LANES = 64;
 
 /** Overrides for tests and tuning (see RowTuning). */
 export const rmsNormTuning: RowTuning = {};
 
-function buildForwardShader(width: 1 | 4, lanes: number, saveRstd: boolean): string {
-  return /* wgsl */ `
+/** The element types of a norm's buffers: activations (x, y, dOut, dX) and weight (weight, dWeight). */
+interface NormStorage {
+  act: FloatStorage;
+  weight: FloatStorage;
+}
+
+/** WGSL: `enable f16;` when any buffer holds halves, and `A` / `W`, the activation and weight arrays' elements. */
+function storageWgsl(width: 1 | 4, storage: NormStorage): string {
+  const half = storage.act === "f16" || storage.weight === "f16";
+  return `${enableFor(half ? "f16" : "f32")}
+alias A = ${vectorOf(storage.act, width)};
+alias W = ${vectorOf(storage.weight, width)};`;
+}
+
+function buildForwardShader(width: 1 | 4, lanes: number, saveRstd: boolean, storage: NormStorage): string {
+  const xAt = (index: string) => loadF32(storage.act, width, `x[${index}]`);
+  return /* wgsl */ `${storageWgsl(width, storage)}
 ${rowVector(width)}
 ${lanesWgsl(lanes)}
 struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, dim: f32, eps: f32 }
-@group(0) @binding(0) var<storage, read> x: array<V>;
-@group(0) @binding(1) var<storage, read> weight: array<V>;
-@group(0) @binding(2) var<storage, read_write> y: array<V>;
+@group(0) @binding(0) var<storage, read> x: array<A>;
+@group(0) @binding(1) var<storage, read> weight: array<W>;
+@group(0) @binding(2) var<storage, read_write> y: array<A>;
 ${
   saveRstd
     ? `@group(0) @binding(3) var<storage, read_write> rstd: array<f32>;
@@ -49,51 +78,54 @@ ${WORKGROUP_SUM}
 ${ROW_WINDOW_MAIN}
   var local = 0.0;
   for (var i = lane; i < params.vectors; i += LANES) {
-    let v = x[base + i];
+    let v = ${xAt("base + i")};
     local += hsum(v * v);
   }
   let scale = inverseSqrt(workgroupSum(local, lane) / params.dim + params.eps);
   ${saveRstd ? "if (lane == 0u) { rstd[params.firstRow + row] = scale; }" : ""}
   for (var i = lane; i < params.vectors; i += LANES) {
-    y[base + i] = x[base + i] * scale * weight[i];
+    y[base + i] = ${storeAs(storage.act, width, `${xAt("base + i")} * scale * ${loadF32(storage.weight, width, "weight[i]")}`)};
   }
 }`;
 }
 
-function buildInputGradientShader(width: 1 | 4, lanes: number): string {
-  return /* wgsl */ `
+function buildInputGradientShader(width: 1 | 4, lanes: number, storage: NormStorage): string {
+  const act = (name: string) => loadF32(storage.act, width, `${name}[base + i]`);
+  const weight = loadF32(storage.weight, width, "weight[i]");
+  return /* wgsl */ `${storageWgsl(width, storage)}
 ${rowVector(width)}
 ${lanesWgsl(lanes)}
 struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, dim: f32 }
-@group(0) @binding(0) var<storage, read> x: array<V>;
-@group(0) @binding(1) var<storage, read> weight: array<V>;
+@group(0) @binding(0) var<storage, read> x: array<A>;
+@group(0) @binding(1) var<storage, read> weight: array<W>;
 @group(0) @binding(2) var<storage, read> rstd: array<f32>;
-@group(0) @binding(3) var<storage, read> dOut: array<V>;
-@group(0) @binding(4) var<storage, read_write> dX: array<V>;
+@group(0) @binding(3) var<storage, read> dOut: array<A>;
+@group(0) @binding(4) var<storage, read_write> dX: array<A>;
 @group(0) @binding(5) var<uniform> params: Params;
 ${WORKGROUP_SUM}
 ${ROW_WINDOW_MAIN}
   var local = 0.0;
   for (var i = lane; i < params.vectors; i += LANES) {
-    local += hsum(x[base + i] * weight[i] * dOut[base + i]);
+    local += hsum(${act("x")} * ${weight} * ${act("dOut")});
   }
   let dot = workgroupSum(local, lane);
   let scale = rstd[params.firstRow + row];
   let correction = scale * scale * scale * dot / params.dim;
   for (var i = lane; i < params.vectors; i += LANES) {
-    dX[base + i] = scale * weight[i] * dOut[base + i] - x[base + i] * correction;
+    dX[base + i] = ${storeAs(storage.act, width, `scale * ${weight} * ${act("dOut")} - ${act("x")} * correction`)};
   }
 }`;
 }
 
-/** Stage 1: column sums of dy·x·rstd over one chunk of rows. */
-function buildChunkSumShader(width: 1 | 4, accumulate: boolean): string {
-  return /* wgsl */ `
+/** Stage 1: column sums of dy·x·rstd over one chunk of rows, into f32 sums. */
+function buildChunkSumShader(width: 1 | 4, accumulate: boolean, act: FloatStorage): string {
+  return /* wgsl */ `${enableFor(act)}
 ${rowVector(width)}
+alias A = ${vectorOf(act, width)};
 struct Params { rows: u32, vectors: u32, firstRow: u32, shift: u32, chunks: u32, firstChunk: u32 }
-@group(0) @binding(0) var<storage, read> x: array<V>;
+@group(0) @binding(0) var<storage, read> x: array<A>;
 @group(0) @binding(1) var<storage, read> rstd: array<f32>;
-@group(0) @binding(2) var<storage, read> dOut: array<V>;
+@group(0) @binding(2) var<storage, read> dOut: array<A>;
 @group(0) @binding(3) var<storage, read_write> sums: array<V>;
 @group(0) @binding(4) var<uniform> params: Params;
 
@@ -108,20 +140,20 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   var sum = V(0.0);
   for (var row = first; row < last; row++) {
     let k = params.shift + row * params.vectors + column;
-    sum += dOut[k] * x[k] * rstd[params.firstRow + row];
+    sum += ${loadF32(act, width, "dOut[k]")} * ${loadF32(act, width, "x[k]")} * rstd[params.firstRow + row];
   }
   let slot = params.firstChunk * params.vectors + index;
   sums[slot] = ${accumulate ? "sums[slot] + sum" : "sum"};
 }`;
 }
 
-/** Stage 2: column sums over the chunks' partials, in chunk order. */
-function buildColumnSumShader(width: 1 | 4, accumulate: boolean): string {
-  return /* wgsl */ `
+/** Stage 2: column sums over the chunks' f32 partials, in chunk order, stored as `weight`. */
+function buildColumnSumShader(width: 1 | 4, accumulate: boolean, weight: FloatStorage): string {
+  return /* wgsl */ `${enableFor(weight)}
 ${rowVector(width)}
 struct Params { chunks: u32, vectors: u32 }
 @group(0) @binding(0) var<storage, read> partials: array<V>;
-@group(0) @binding(1) var<storage, read_write> dWeight: array<V>;
+@group(0) @binding(1) var<storage, read_write> dWeight: array<${vectorOf(weight, width)}>;
 @group(0) @binding(2) var<uniform> params: Params;
 
 @compute @workgroup_size(${COLUMN_LANES})
@@ -130,13 +162,14 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
   if (column >= params.vectors) { return; }
   var sum = V(0.0);
   for (var chunk = 0u; chunk < params.chunks; chunk++) { sum += partials[chunk * params.vectors + column]; }
-  dWeight[column] = ${accumulate ? "dWeight[column] + sum" : "sum"};
+  dWeight[column] = ${storeAs(weight, width, accumulate ? `${loadF32(weight, width, "dWeight[column]")} + sum` : "sum")};
 }`;
 }
 
 /**
  * y = x * rstd * weight per row of x [rows, dim], weight [dim]. `rstd` ([rows]), when given, receives
- * 1 / sqrt(mean(x²) + eps) for the backward pass. `out` must not alias `x`.
+ * 1 / sqrt(mean(x²) + eps) for the backward pass. `out` must not alias `x`. x and out are stored as
+ * `dtype`, the weight as `weightDtype` (f32 when not given).
  */
 export function rmsNorm(
   ctx: GpuContext,
@@ -148,16 +181,26 @@ export function rmsNorm(
     rows: number;
     dim: number;
     eps: number;
+    dtype?: FloatStorage;
+    weightDtype?: FloatStorage;
   },
 ): void {
   if (a.rows === 0 || a.dim === 0) return;
   const { width, vectors } = rowLayout(a.dim);
+  const storage = normStorage(a);
   const pipeline = ctx.pipeline(
-    "rmsNorm",
-    forwardShader(width, rowLanes(ctx, vectors, rmsNormTuning), a.rstd !== undefined),
+    `rmsNorm${labelOf(storage)}`,
+    forwardShader(width, rowLanes(ctx, vectors, rmsNormTuning), a.rstd !== undefined, storage),
   );
-  for (const batch of batches(ctx, a.rows, a.dim * 4)) {
-    const { bindings, shift } = batchWindows(ctx, [a.x, a.out], batch, a.dim * 4, width * 4);
+  const rowBytes = a.dim * STORAGE_BYTES[storage.act];
+  for (const batch of batches(ctx, a.rows, rowBytes)) {
+    const { bindings, shift } = batchWindows(
+      ctx,
+      [a.x, a.out],
+      batch,
+      rowBytes,
+      width * STORAGE_BYTES[storage.act],
+    );
     const [x, out] = bindings;
     ctx.dispatch(
       pipeline,
@@ -171,7 +214,8 @@ export function rmsNorm(
 /**
  * dX = rstd * weight * dOut - x * rstd³ * mean(x * weight * dOut) (per row), written;
  * dWeight [dim] = sum over rows of dOut * x * rstd, written, or added when `accumulateWeightGrad`.
- * Deterministic: the same inputs give bit-identical results.
+ * x, dOut and dX are stored as `dtype`, weight and dWeight as `weightDtype`; an f16 dWeight is summed in
+ * f32 and rounded once. Deterministic: the same inputs give bit-identical results.
  */
 export function rmsNormBackward(
   ctx: GpuContext,
@@ -185,33 +229,38 @@ export function rmsNormBackward(
     rows: number;
     dim: number;
     accumulateWeightGrad?: boolean;
+    dtype?: FloatStorage;
+    weightDtype?: FloatStorage;
   },
 ): void {
   const { rows, dim } = a;
   const accumulate = a.accumulateWeightGrad ?? false;
   if (dim === 0) return;
   const { width, vectors } = rowLayout(dim);
+  const storage = normStorage(a);
+  const label = labelOf(storage);
+  const columnSum = (add: boolean) =>
+    ctx.pipeline(`rmsNorm dWeight${label}`, columnSumShader(width, add, storage.weight));
   if (rows === 0) {
     if (!accumulate) {
       // dWeight of no rows is zero: a stage-2 sum over zero chunks writes it.
       const none = ctx.pool.acquire(16, "rmsNorm no partials");
-      ctx.dispatch(
-        ctx.pipeline("rmsNorm dWeight", columnSumShader(width, false)),
-        [none, a.dWeight],
-        new Uint32Array([0, vectors]),
-        [Math.ceil(vectors / COLUMN_LANES)],
-      );
+      ctx.dispatch(columnSum(false), [none, a.dWeight], new Uint32Array([0, vectors]), [
+        Math.ceil(vectors / COLUMN_LANES),
+      ]);
       ctx.pool.release(none);
     }
     return;
   }
-  const rowBatches = batches(ctx, rows, dim * 4, ROWS_PER_CHUNK);
+  const rowBytes = dim * STORAGE_BYTES[storage.act];
+  const vectorBytes = width * STORAGE_BYTES[storage.act];
+  const rowBatches = batches(ctx, rows, rowBytes, ROWS_PER_CHUNK);
   const inputGradient = ctx.pipeline(
-    "rmsNorm dX",
-    inputGradientShader(width, rowLanes(ctx, vectors, rmsNormTuning)),
+    `rmsNorm dX${label}`,
+    inputGradientShader(width, rowLanes(ctx, vectors, rmsNormTuning), storage),
   );
   for (const batch of rowBatches) {
-    const { bindings, shift } = batchWindows(ctx, [a.x, a.dOut, a.dX], batch, dim * 4, width * 4);
+    const { bindings, shift } = batchWindows(ctx, [a.x, a.dOut, a.dX], batch, rowBytes, vectorBytes);
     const [x, dOut, dX] = bindings;
     ctx.dispatch(
       inputGradient,
@@ -222,9 +271,9 @@ export function rmsNormBackward(
   }
   const chunks = Math.ceil(rows / ROWS_PER_CHUNK);
   const stage1 = (target: GPUBuffer, add: boolean) => {
-    const pipeline = ctx.pipeline("rmsNorm dWeight chunks", chunkSumShader(width, add));
+    const pipeline = ctx.pipeline(`rmsNorm dWeight chunks${label}`, chunkSumShader(width, add, storage.act));
     for (const batch of rowBatches) {
-      const { bindings, shift } = batchWindows(ctx, [a.x, a.dOut], batch, dim * 4, width * 4);
+      const { bindings, shift } = batchWindows(ctx, [a.x, a.dOut], batch, rowBytes, vectorBytes);
       const [x, dOut] = bindings;
       const batchChunks = Math.ceil(batch.count / ROWS_PER_CHUNK);
       ctx.dispatch(
@@ -242,20 +291,25 @@ export function rmsNormBackward(
       );
     }
   };
-  if (chunks === 1) {
+  // Stage 1 sums in f32 words: straight into an f32 dWeight when one chunk holds every row.
+  if (chunks === 1 && storage.weight === "f32") {
     stage1(a.dWeight, accumulate);
     return;
   }
   const partials = ctx.pool.acquire(chunks * dim * 4, "rmsNorm dWeight partials");
   stage1(partials, false);
-  ctx.dispatch(
-    ctx.pipeline("rmsNorm dWeight", columnSumShader(width, accumulate)),
-    [partials, a.dWeight],
-    new Uint32Array([chunks, vectors]),
-    [Math.ceil(vectors / COLUMN_LANES)],
-  );
+  ctx.dispatch(columnSum(accumulate), [partials, a.dWeight], new Uint32Array([chunks, vectors]), [
+    Math.ceil(vectors / COLUMN_LANES),
+  ]);
   ctx.pool.release(partials);
 }
+
+function normStorage(a: { dtype?: FloatStorage; weightDtype?: FloatStorage }): NormStorage {
+  return { act: a.dtype ?? "f32", weight: a.weightDtype ?? "f32" };
+}
+
+/** Pipeline labels name the f16 forms ("rmsNorm f16/f32": activations, then weight). */
+const labelOf = (s: NormStorage) => (s.act === "f32" && s.weight === "f32" ? "" : ` ${s.act}/${s.weight}`);
 
 // The kernels' WGSL, built once per distinct parameters.
 const forwardShader = cachedBuilder(buildForwardShader);

@@ -3,20 +3,36 @@ import type { Backend } from "../backend.js";
 import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
 import { shapeSize, type Tensor } from "../tensor.js";
-import { inF32 } from "./precision.js";
+import { castUnrecorded, inF32 } from "./precision.js";
 import { cast, narrow, writeSlice } from "./shape.js";
-import { appendFits, backendOf, equalShapes, expectDType, ShapeError, sameShape } from "./util.js";
+import {
+  appendFits,
+  backendOf,
+  equalShapes,
+  expectDType,
+  floatDtypeOf,
+  ShapeError,
+  sameShape,
+} from "./util.js";
 
 const rowsOf = (x: Tensor) => x.size / Math.max(1, x.shape[x.rank - 1]!);
 const lastDim = (x: Tensor) => x.shape[x.rank - 1]!;
 
-/** RMSNorm over the last dimension: x · rsqrt(mean(x²) + eps) · weight (Qwen2's norm; f16 runs in f32). */
+/**
+ * RMSNorm over the last dimension: x · rsqrt(mean(x²) + eps) · weight (Qwen2's norm). An f16 x is read and
+ * written as halves by the kernels themselves (sums in f32), with an f16 or f32 weight; an f32 x with an
+ * f16 weight runs on an f32 copy of the weight and gives f16, as other mixed ops do.
+ */
 export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-6): Tensor {
-  return inF32([x, weight], ([wx, ww]) => rmsNormF32(wx, ww, eps));
+  if (x.dtype === "f16") return rmsNormStored(x, weight, eps);
+  return inF32([x, weight], ([wx, ww]) => rmsNormStored(wx, ww, eps));
 }
 
-function rmsNormF32(x: Tensor, weight: Tensor, eps: number): Tensor {
+/** RMSNorm with x and its output in x's dtype and the weight (and its gradient) in the weight's. */
+function rmsNormStored(x: Tensor, weight: Tensor, eps: number): Tensor {
   const backend = backendOf("rmsNorm", x, weight);
+  const dtype = floatDtypeOf("rmsNorm", x);
+  const weightDtype = floatDtypeOf("rmsNorm", weight);
   const dim = lastDim(x);
   if (weight.rank !== 1 || weight.shape[0] !== dim) {
     throw new ShapeError(
@@ -24,22 +40,36 @@ function rmsNormF32(x: Tensor, weight: Tensor, eps: number): Tensor {
     );
   }
   const rows = rowsOf(x);
-  const out = emptyTensor(backend, x.shape, "f32");
+  const out = emptyTensor(backend, x.shape, dtype);
   const rstd = emptyTensor(backend, [rows], "f32");
-  backend.rmsNorm({ x: x.buffer, weight: weight.buffer, out: out.buffer, rstd: rstd.buffer, rows, dim, eps });
+  backend.rmsNorm({
+    x: x.buffer,
+    weight: weight.buffer,
+    out: out.buffer,
+    rstd: rstd.buffer,
+    rows,
+    dim,
+    eps,
+    dtype,
+    weightDtype,
+  });
   const result = record("rmsNorm", out, [x, weight], [x, weight, rstd], (g, [sx, sw, sr]) => {
-    const dX = emptyTensor(backend, x.shape, "f32");
-    const dW = emptyTensor(backend, [dim], "f32");
+    const dOut = g.dtype === dtype ? g : castUnrecorded(g, dtype);
+    const dX = emptyTensor(backend, x.shape, dtype);
+    const dW = emptyTensor(backend, [dim], weightDtype);
     backend.rmsNormBackward({
       x: sx!.buffer,
       weight: sw!.buffer,
       rstd: sr!.buffer,
-      dOut: g.buffer,
+      dOut: dOut.buffer,
       dX: dX.buffer,
       dWeight: dW.buffer,
       rows,
       dim,
+      dtype,
+      weightDtype,
     });
+    if (dOut !== g) dOut.dispose();
     return [dX, dW];
   });
   rstd.dispose();
@@ -287,9 +317,10 @@ function attentionF32(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions
   return result;
 }
 
-/** silu(gate) · up — the SwiGLU of Qwen2's MLP. */
+/** silu(gate) · up — the SwiGLU of Qwen2's MLP (f16 gate and up stay f16, computed in f32). */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
-  return inF32([gate, up], ([wg, wu]) => swigluF32(wg, wu));
+  if (gate.dtype === "f16" && up.dtype === "f16") return swigluStored(gate, up);
+  return inF32([gate, up], ([wg, wu]) => swigluStored(wg, wu));
 }
 
 /**
@@ -320,22 +351,27 @@ export function swigluPacked(gateUp: Tensor): Tensor {
   }
 }
 
-function swigluF32(gate: Tensor, up: Tensor): Tensor {
+/** swiglu of gate and up of one float dtype, the result and gradients in it. */
+function swigluStored(gate: Tensor, up: Tensor): Tensor {
   const backend = backendOf("swiglu", gate, up);
   sameShape("swiglu", gate, up);
-  const out = emptyTensor(backend, gate.shape, "f32");
-  backend.swiglu({ gate: gate.buffer, up: up.buffer, out: out.buffer, n: gate.size });
+  const dtype = floatDtypeOf("swiglu", gate);
+  const out = emptyTensor(backend, gate.shape, dtype);
+  backend.swiglu({ gate: gate.buffer, up: up.buffer, out: out.buffer, n: gate.size, dtype });
   return record("swiglu", out, [gate, up], [gate, up], (g, [sg, su]) => {
-    const dGate = emptyTensor(backend, gate.shape, "f32");
-    const dUp = emptyTensor(backend, up.shape, "f32");
+    const dOut = g.dtype === dtype ? g : castUnrecorded(g, dtype);
+    const dGate = emptyTensor(backend, gate.shape, dtype);
+    const dUp = emptyTensor(backend, up.shape, dtype);
     backend.swigluBackward({
       gate: sg!.buffer,
       up: su!.buffer,
-      dOut: g.buffer,
+      dOut: dOut.buffer,
       dGate: dGate.buffer,
       dUp: dUp.buffer,
       n: gate.size,
+      dtype,
     });
+    if (dOut !== g) dOut.dispose();
     return [dGate, dUp];
   });
 }

@@ -1,29 +1,22 @@
 import { record } from "../autograd.js";
-import type { ReduceOp } from "../backend.js";
+import type { FloatDType, ReduceOp } from "../backend.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
 import { castUnrecorded } from "./precision.js";
 import { broadcastTo, reshape, setSumToShape } from "./shape.js";
-import { axisOf, backendOf, ShapeError } from "./util.js";
+import { axisOf, backendOf, floatDtypeOf, ShapeError } from "./util.js";
 
-function reduceAxis(op: ReduceOp, x: Tensor, axis: number, keepDims: boolean): Tensor {
-  if (x.dtype === "f16") {
-    // The reduction kernels are f32: sum an f32 copy (so long sums do not accumulate f16 rounding).
-    const wide = castUnrecorded(x, "f32");
-    const reduced = reduceAxis(op, wide, axis, keepDims);
-    const out = castUnrecorded(reduced, "f16");
-    wide.dispose();
-    reduced.dispose();
-    return out;
-  }
+/** One axis of x reduced, the result stored as `outDtype` (the sums are f32 whatever x holds). */
+function reduceAxis(op: ReduceOp, x: Tensor, axis: number, keepDims: boolean, outDtype: FloatDType): Tensor {
+  const dtype = floatDtypeOf(op, x);
   const backend = backendOf(op, x);
   const a = axisOf(op, axis, x.rank);
   const outer = x.shape.slice(0, a).reduce((p, d) => p * d, 1);
   const size = x.shape[a]!;
   const inner = x.shape.slice(a + 1).reduce((p, d) => p * d, 1);
   const kept = x.shape.map((d, i) => (i === a ? 1 : d));
-  const out = emptyTensor(backend, kept, "f32");
-  backend.reduce({ op, x: x.buffer, out: out.buffer, outer, size, inner });
+  const out = emptyTensor(backend, kept, outDtype);
+  backend.reduce({ op, x: x.buffer, out: out.buffer, outer, size, inner, dtype, outDtype });
   return keepDims
     ? out
     : reshape(
@@ -44,9 +37,10 @@ function reduceOver(
   keepDims: boolean,
 ): Tensor {
   const axes = allAxes(x, axis).sort((a, b) => b - a); // from the last, so earlier indices stay valid
+  // Between axes the partial results stay f32; only the last axis's are stored in x's dtype.
   let current = x;
-  for (const a of axes) {
-    const next = reduceAxis(op, current, a, true);
+  for (const [i, a] of axes.entries()) {
+    const next = reduceAxis(op, current, a, true, i === axes.length - 1 ? floatDtypeOf(op, x) : "f32");
     if (current !== x) current.dispose();
     current = next;
   }

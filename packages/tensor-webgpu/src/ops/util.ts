@@ -1,4 +1,4 @@
-import type { Backend } from "../backend.js";
+import type { Backend, FloatDType } from "../backend.js";
 import { shapeToString, type Tensor } from "../tensor.js";
 
 export class ShapeError extends Error {
@@ -25,6 +25,12 @@ export function backendOf(op: string, ...tensors: (Tensor | undefined)[]): Backe
 
 export function expectDType(op: string, t: Tensor, dtype: "f32" | "i32"): void {
   if (t.dtype !== dtype) throw new TypeError(`${op}: expected an ${dtype} tensor, got ${t.describe()}`);
+}
+
+/** t's dtype when it is a float one (f32 or f16); a TypeError naming `op` otherwise. */
+export function floatDtypeOf(op: string, t: Tensor): FloatDType {
+  if (t.dtype === "i32") throw new TypeError(`${op}: expected an f32 or f16 tensor, got ${t.describe()}`);
+  return t.dtype;
 }
 
 export function contiguousStrides(shape: readonly number[]): number[] {
