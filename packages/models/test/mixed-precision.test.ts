@@ -1,5 +1,6 @@
 import {
   AdamW,
+  add,
   asyncScope,
   backward,
   createCpuBackend,
@@ -8,6 +9,7 @@ import {
   noGrad,
   reshape,
   scope,
+  sum,
   type Tensor,
   tensor,
   webGpuBackend,
@@ -225,6 +227,35 @@ describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
     // The norms, SwiGLU, products and residual adds run on halves.
     expect(two.forward - one.forward).toBe(4);
     expect(two.backward - one.backward).toBe(4);
+  });
+
+  it("scores log-probs on the f16 head's logits without an f32 copy of them, whole or in chunks", async () => {
+    const castSizes: number[] = [];
+    const cpu = createCpuBackend();
+    const counting: typeof cpu = {
+      ...cpu,
+      cast: (args) => {
+        castSizes.push(args.n);
+        cpu.cast(args);
+      },
+    };
+    // A vocabulary of 40: no other tensor of the step has a multiple of 40 elements but the embedding.
+    const shape = { ...tiny, vocabSize: 40 };
+    const model = Qwen2Model.random(shape, 2, counting).toDtype("f16");
+    const { input, targets } = batchOf(shape, 8);
+    for (const chunkTokens of [Number.POSITIVE_INFINITY, 3]) {
+      model.maxLogits = chunkTokens * shape.vocabSize;
+      castSizes.length = 0;
+      scope(() => {
+        const { logProbs, entropy } = model.sequenceLogProbs(input, targets);
+        expect([logProbs.dtype, entropy.dtype]).toEqual(["f32", "f32"]);
+        backward(sum(add(logProbs, entropy)));
+      });
+      const logitSized = castSizes.filter((n) => n % shape.vocabSize === 0 && n !== 40 * tiny.hiddenSize);
+      expect(castSizes.length).toBeGreaterThan(0); // the attention casts are counted
+      expect(logitSized).toEqual([]);
+    }
+    model.dispose();
   });
 
   it("rejects other element types, naming them", async () => {

@@ -232,6 +232,10 @@ export interface Backend<B = unknown> {
     numUnique: number;
     dim: number;
   }): void;
+  /**
+   * The log-prob, entropy and cross-entropy kernels: logits and dLogits are stored as `dtype` (default
+   * f32); out, lse and dOut are f32, and the kernels compute in f32.
+   */
   tokenLogProbs(args: {
     logits: B;
     ids: B;
@@ -240,6 +244,7 @@ export interface Backend<B = unknown> {
     rows: number;
     vocab: number;
     temperature?: number;
+    dtype?: FloatDType;
   }): void;
   tokenLogProbsBackward(args: {
     logits: B;
@@ -251,8 +256,17 @@ export interface Backend<B = unknown> {
     vocab: number;
     temperature?: number;
     accumulate?: boolean;
+    dtype?: FloatDType;
   }): void;
-  entropy(args: { logits: B; out: B; lse?: B; rows: number; vocab: number; temperature?: number }): void;
+  entropy(args: {
+    logits: B;
+    out: B;
+    lse?: B;
+    rows: number;
+    vocab: number;
+    temperature?: number;
+    dtype?: FloatDType;
+  }): void;
   entropyBackward(args: {
     logits: B;
     lse: B;
@@ -262,8 +276,17 @@ export interface Backend<B = unknown> {
     vocab: number;
     temperature?: number;
     accumulate?: boolean;
+    dtype?: FloatDType;
   }): void;
-  crossEntropy(args: { logits: B; targets: B; out: B; lse?: B; rows: number; vocab: number }): void;
+  crossEntropy(args: {
+    logits: B;
+    targets: B;
+    out: B;
+    lse?: B;
+    rows: number;
+    vocab: number;
+    dtype?: FloatDType;
+  }): void;
   crossEntropyBackward(args: {
     logits: B;
     targets: B;
@@ -273,6 +296,7 @@ export interface Backend<B = unknown> {
     rows: number;
     vocab: number;
     accumulate?: boolean;
+    dtype?: FloatDType;
   }): void;
   /**
    * For each row r of logits [rows, vocab]: the token sampled with the uniform draw uniforms[r] in [0, 1)

@@ -3,17 +3,33 @@ import type { GpuContext } from "../src/gpu/context.js";
 import { swiglu, swigluBackward } from "../src/kernels/activation.js";
 import { limitBindingsForTesting } from "../src/kernels/binding-windows.js";
 import type { FloatStorage } from "../src/kernels/elementwise.js";
+import {
+  crossEntropy,
+  crossEntropyBackward,
+  entropy,
+  entropyBackward,
+  tokenLogProbs,
+  tokenLogProbsBackward,
+} from "../src/kernels/logprobs.js";
 import { reduce } from "../src/kernels/reduce.js";
 import { rmsNorm, rmsNormBackward } from "../src/kernels/rmsnorm.js";
 import { swigluBackwardRef, swigluRef } from "../src/reference/activation.js";
 import { fromHalfBits, packF16Ref, toHalfBits, unpackF16Ref } from "../src/reference/layout.js";
+import {
+  crossEntropyBackwardRef,
+  crossEntropyRef,
+  entropyBackwardRef,
+  entropyRef,
+  tokenLogProbsBackwardRef,
+  tokenLogProbsRef,
+} from "../src/reference/logprobs.js";
 import { reduceRef } from "../src/reference/reduce.js";
 import { rmsNormBackwardRef, rmsNormRef } from "../src/reference/rmsnorm.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
 /**
- * The row kernels on f16 buffers: RMSNorm (f16 activations with an f16 or f32 weight), SwiGLU and the
- * reductions read
+ * The row kernels on f16 buffers: RMSNorm (f16 activations with an f16 or f32 weight), SwiGLU, the
+ * reductions and the log-prob family (f16 logits, f32 results, f16 dLogits) read
  * halves, compute in f32 and round once on store. Each is compared with the f64 reference run on the
  * same halves, its result rounded to halves: they may differ by the one rounding (2^-11 relative) where
  * the f32 and f64 results fall on either side of a half's midpoint.
@@ -253,6 +269,93 @@ describe("reductions of f16 tensors (f32 sums, the last pass rounds)", () => {
           }
         }
         ctx.pool.release(input);
+      }
+    });
+  });
+});
+
+describe("log-probs, entropy and cross-entropy of f16 logits (f32 results, f16 logit gradients)", () => {
+  async function onGpu(ctx: GpuContext, logits: Float32Array, ids: Int32Array, rows: number, vocab: number) {
+    const temperature = 0.7;
+    const dOut = randomArray(rows, vocab + 3);
+    const logitsBuffer = upload(ctx, logits, "f16");
+    const idsBuffer = ctx.upload(ids);
+    const dOutBuffer = ctx.upload(dOut);
+    const [logProbs, entropies, losses, lse] = [0, 1, 2, 3].map(() => ctx.pool.acquire(rows * 4));
+    const [dLogProbs, dEntropyAdded, dLoss] = [0, 1, 2].map(() => ctx.pool.acquire(rows * vocab * 2 + 4));
+    const shape = { rows, vocab, dtype: "f16" } as const;
+    tokenLogProbs(ctx, {
+      logits: logitsBuffer,
+      ids: idsBuffer,
+      out: logProbs!,
+      lse: lse!,
+      temperature,
+      ...shape,
+    });
+    const base = { logits: logitsBuffer, lse: lse!, dOut: dOutBuffer, temperature, ...shape };
+    tokenLogProbsBackward(ctx, { ...base, ids: idsBuffer, dLogits: dLogProbs! });
+    tokenLogProbsBackward(ctx, { ...base, ids: idsBuffer, dLogits: dEntropyAdded! });
+    entropy(ctx, { logits: logitsBuffer, out: entropies!, lse: lse!, temperature, ...shape });
+    // The entropy's gradient added to the log-probs' (as the two terms of a PPO loss share the logits).
+    entropyBackward(ctx, { ...base, entropy: entropies!, dLogits: dEntropyAdded!, accumulate: true });
+    crossEntropy(ctx, { logits: logitsBuffer, targets: idsBuffer, out: losses!, lse: lse!, ...shape });
+    crossEntropyBackward(ctx, { ...base, targets: idsBuffer, dLogits: dLoss! });
+    const read = (buffer: GPUBuffer, n: number, storage: FloatStorage) => download(ctx, buffer, n, storage);
+    const result = {
+      logProbs: await read(logProbs!, rows, "f32"),
+      entropies: await read(entropies!, rows, "f32"),
+      losses: await read(losses!, rows, "f32"),
+      dLogProbs: await read(dLogProbs!, rows * vocab, "f16"),
+      dBoth: await read(dEntropyAdded!, rows * vocab, "f16"),
+      dLoss: await read(dLoss!, rows * vocab, "f16"),
+    };
+    const buffers = [logitsBuffer, idsBuffer, dOutBuffer, logProbs, entropies, losses, lse];
+    for (const buffer of [...buffers, dLogProbs, dEntropyAdded, dLoss]) ctx.pool.release(buffer!);
+    // The reference on the same halves, in f64, each gradient rounded as it is stored.
+    const f64 = Float64Array.from(logits);
+    const args = { logits: f64, ids, rows, vocab, temperature };
+    const { out: refLogProbs, lse: refLse } = tokenLogProbsRef(args);
+    const dLogProbsRef = tokenLogProbsBackwardRef({ ...args, lse: refLse, dOut });
+    const refEntropy = entropyRef(args).out;
+    // Accumulating reads the stored (rounded) first gradient, adds in f32 and rounds again.
+    const dBothRef = entropyBackwardRef({ ...args, lse: refLse, dOut, dLogits: halves(dLogProbsRef) });
+    const plain = { logits: f64, targets: ids, rows, vocab };
+    const refLoss = crossEntropyRef(plain);
+    const dLossRef = crossEntropyBackwardRef({ ...plain, lse: refLoss.lse, dOut });
+    expectClose(result.logProbs, refLogProbs, 1e-4, 1e-5);
+    expectClose(result.entropies, refEntropy, 1e-4, 1e-5);
+    expectClose(result.losses, refLoss.out, 1e-4, 1e-5);
+    // Gradients' entries are small (probabilities): one rounding is 2^-11 of each, or a subnormal step.
+    const GRAD = { atol: 1e-6, rtol: 2 ** -10 };
+    expectClose(result.dLogProbs, halves(dLogProbsRef), GRAD.atol, GRAD.rtol);
+    expectClose(result.dBoth, halves(dBothRef), GRAD.atol, GRAD.rtol);
+    expectClose(result.dLoss, halves(dLossRef), GRAD.atol, GRAD.rtol);
+  }
+
+  const logitsOf = (rows: number, vocab: number, seed: number) => halves(randomArray(rows * vocab, seed, 6));
+  const idsOf = (rows: number, vocab: number) =>
+    Int32Array.from({ length: rows }, (_, r) => (r === 1 ? -100 : (r * 7919) % vocab));
+
+  it("match the reference on the same halves (vec4 and scalar rows, split rows, ignored ids)", async () => {
+    await withF16(async (ctx) => {
+      for (const [rows, vocab] of [
+        [5, 64],
+        [3, 1001],
+        [2, 9000],
+      ] as const) {
+        await onGpu(ctx, logitsOf(rows, vocab, vocab), idsOf(rows, vocab), rows, vocab);
+      }
+    });
+  });
+
+  it("run logits larger than one binding in windows of rows", async () => {
+    await withF16(async (ctx) => {
+      const [rows, vocab] = [9, 300];
+      limitBindingsForTesting(256 + 2 * vocab * 2 + 40); // two rows a batch, windows start unaligned
+      try {
+        await onGpu(ctx, logitsOf(rows, vocab, 11), idsOf(rows, vocab), rows, vocab);
+      } finally {
+        limitBindingsForTesting(undefined);
       }
     });
   });

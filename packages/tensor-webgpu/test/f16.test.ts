@@ -219,6 +219,45 @@ describe("f16 ops match their f32 results within f16 tolerance (forward and back
     });
   });
 
+  it("log-probs, entropy and cross-entropy read f16 logits without an f32 copy; the gradient is f16", async () => {
+    let casts = 0;
+    const counting: typeof cpu = {
+      ...cpu,
+      cast: (args) => {
+        casts++;
+        cpu.cast(args);
+      },
+    };
+    const [rows, vocab] = [6, 40];
+    const values = halves(randomArray(rows * vocab, 21, 4));
+    const ids = Int32Array.from([3, 0, 39, -100, 7, 12]);
+    for (const [name, backend] of [...backends(), ["counting cpu", counting] as [string, Backend]]) {
+      await asyncScope(async () => {
+        const losses = (dtype: "f32" | "f16") => {
+          const logits = tensor(values, [rows, vocab], { backend, dtype, requiresGrad: true });
+          const targets = tensor(ids, [rows], { backend, dtype: "i32" });
+          const out = [
+            ops.tokenLogProbs(logits, targets, 0.8),
+            ops.entropy(logits, 0.8),
+            ops.crossEntropy(logits, targets),
+          ];
+          backward(ops.sum(ops.add(ops.add(out[0]!, ops.scale(out[1]!, 0.3)), out[2]!)));
+          return { logits, out };
+        };
+        casts = 0;
+        const half = losses("f16");
+        expect(casts, name).toBe(0);
+        expect(half.out.map((t) => t.dtype)).toEqual(["f32", "f32", "f32"]);
+        expect(half.logits.grad!.dtype).toBe("f16");
+        const wide = losses("f32");
+        for (const [i, t] of half.out.entries())
+          expectClose(await t.floats(), await wide.out[i]!.floats(), 1e-5, 1e-5);
+        // Each of the three gradients rounded to f16 as it is stored and as they are added.
+        expectClose(await half.logits.grad!.floats(), await wide.logits.grad!.floats(), 2e-3, 4e-3);
+      });
+    }
+  });
+
   it("a sum over several axes rounds to f16 once, after the last axis", async () => {
     for (const [name, backend] of backends()) {
       // Rows sum to 1 + 2^-11 and 2^-11: rounded between the axes the first becomes 1 (a tie, to even)

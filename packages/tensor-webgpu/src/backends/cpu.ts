@@ -216,6 +216,7 @@ export function createCpuBackend(): CpuBackend {
         dLogits: a.accumulate ? f32(a.dLogits, a.rows * a.vocab) : undefined,
       });
       store(a.dLogits, grad);
+      roundIfHalf(a.dLogits, grad.length, a.dtype);
     },
     entropy: (a) => {
       const { out, lse } = entropyRef({ ...a, logits: f32(a.logits, a.rows * a.vocab) });
@@ -231,6 +232,7 @@ export function createCpuBackend(): CpuBackend {
         dLogits: a.accumulate ? f32(a.dLogits, a.rows * a.vocab) : undefined,
       });
       store(a.dLogits, grad);
+      roundIfHalf(a.dLogits, grad.length, a.dtype);
     },
     crossEntropy: (a) => {
       const { out, lse } = crossEntropyRef({
@@ -251,6 +253,7 @@ export function createCpuBackend(): CpuBackend {
         dLogits: a.accumulate ? f32(a.dLogits, a.rows * a.vocab) : undefined,
       });
       store(a.dLogits, grad);
+      roundIfHalf(a.dLogits, grad.length, a.dtype);
     },
     sampleRows: (a) => {
       const { tokens, logProbs } = sampleRowsRef({

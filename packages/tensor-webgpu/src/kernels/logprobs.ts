@@ -16,10 +16,20 @@
  * device; per-row scalars (lse, dOut, id or entropy) are loaded once per invocation.
  * Logits larger than one storage binding ([512, 151936] f32 is 311 MB; lavapipe binds at most 128 MiB) are
  * processed in batches of rows, each binding its window of the logits (`shift`: where the window starts).
+ * Logits may be f16 (an f16 model's head): every kernel widens them as it reads them and computes in f32,
+ * and dLogits is stored in the logits' dtype, so an f16 head needs no f32 copy of its logits.
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
-import { f32Bits, uniforms } from "./elementwise.js";
+import {
+  enableFor,
+  type FloatStorage,
+  f32Bits,
+  loadF32,
+  storeAs,
+  uniforms,
+  vectorOf,
+} from "./elementwise.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 import {
   LOWEST_WGSL,
@@ -38,6 +48,7 @@ const TARGET_WORKGROUPS = 256;
 const MIN_CHUNK_VECTORS = 1024;
 const BACKWARD_LANES = 64;
 const BACKWARD_VECTORS_PER_LANE = 8;
+const STORAGE_BYTES: Record<FloatStorage, number> = { f32: 4, f16: 2 };
 
 type Mode = "logprob" | "entropy";
 
@@ -66,14 +77,14 @@ fn merge(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
 }
 `;
 
-function buildStatsShader(width: 1 | 4, lanes: number, mode: Mode): string {
+function buildStatsShader(width: 1 | 4, lanes: number, mode: Mode, storage: FloatStorage): string {
   const entropy = mode === "entropy";
-  return /* wgsl */ `
+  return /* wgsl */ `${enableFor(storage)}
 ${vectorType(width)}
 ${STATE}
 ${lanesWgsl(lanes)}
 struct Params { rows: u32, vectors: u32, chunks: u32, chunkVectors: u32, firstRow: u32, shift: u32, invT: f32 }
-@group(0) @binding(0) var<storage, read> logits: array<V>;
+@group(0) @binding(0) var<storage, read> logits: array<${vectorOf(storage, width)}>;
 @group(0) @binding(1) var<storage, read_write> states: array<vec4<f32>>;
 @group(0) @binding(2) var<uniform> params: Params;
 ${workgroupReduce({
@@ -92,7 +103,7 @@ ${rowMain("index")}
   var s = 0.0;
   var t = 0.0;
   for (var i = start + lane; i < end; i += LANES) {
-    let z = logits[base + i] * params.invT;
+    let z = ${loadF32(storage, width, "logits[base + i]")} * params.invT;
     let next = max(m, hmax(z));
     let drop = m - next; // <= 0: re-centre the sums on the new max
     let rescale = exp(drop);
@@ -106,9 +117,9 @@ ${rowMain("index")}
 }`;
 }
 
-function buildFinishShader(mode: Mode): string {
+function buildFinishShader(mode: Mode, storage: FloatStorage): string {
   const logprob = mode === "logprob";
-  return /* wgsl */ `
+  return /* wgsl */ `${logprob ? enableFor(storage) : ""}
 ${STATE}
 struct Params { rows: u32, chunks: u32, vocab: u32, firstRow: u32, shift: u32, invT: f32, sign: f32 }
 @group(0) @binding(0) var<storage, read> states: array<vec4<f32>>;
@@ -116,7 +127,7 @@ struct Params { rows: u32, chunks: u32, vocab: u32, firstRow: u32, shift: u32, i
 @group(0) @binding(2) var<storage, read_write> lse: array<f32>;
 ${
   logprob
-    ? `@group(0) @binding(3) var<storage, read> logits: array<f32>;
+    ? `@group(0) @binding(3) var<storage, read> logits: array<${storage}>;
 @group(0) @binding(4) var<storage, read> ids: array<i32>;
 @group(0) @binding(5) var<uniform> params: Params;`
     : "@group(0) @binding(3) var<uniform> params: Params;"
@@ -137,7 +148,8 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
       ? `let token = ids[row];
   var value = 0.0;
   if (token >= 0 && u32(token) < params.vocab) {
-    value = params.sign * (logits[params.shift + local * params.vocab + u32(token)] * params.invT - rowLse);
+    let logit = ${loadF32(storage, 1, "logits[params.shift + local * params.vocab + u32(token)]")};
+    value = params.sign * (logit * params.invT - rowLse);
   }
   out[row] = value;`
       : "out[row] = logSum - state.z / state.y;"
@@ -145,21 +157,23 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
 }`;
 }
 
-function buildGradientShader(width: 1 | 4, mode: Mode, accumulate: boolean): string {
+function buildGradientShader(width: 1 | 4, mode: Mode, accumulate: boolean, storage: FloatStorage): string {
   const logprob = mode === "logprob";
+  const slot = "dLogits[base + i]";
   const store = (value: string) =>
-    accumulate ? `dLogits[base + i] += ${value};` : `dLogits[base + i] = ${value};`;
-  return /* wgsl */ `
+    `${slot} = ${storeAs(storage, width, accumulate ? `${loadF32(storage, width, slot)} + ${value}` : value)};`;
+  const logit = loadF32(storage, width, "logits[base + i]");
+  return /* wgsl */ `${enableFor(storage)}
 ${vectorType(width)}
 ${LOWEST_WGSL}
 ${lanesWgsl(BACKWARD_LANES)}
 struct Params {
   rows: u32, vectors: u32, chunks: u32, chunkVectors: u32, vocab: u32, firstRow: u32, shift: u32, invT: f32, sign: f32,
 }
-@group(0) @binding(0) var<storage, read> logits: array<V>;
+@group(0) @binding(0) var<storage, read> logits: array<${vectorOf(storage, width)}>;
 @group(0) @binding(1) var<storage, read> lse: array<f32>;
 @group(0) @binding(2) var<storage, read> dOut: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dLogits: array<V>;
+@group(0) @binding(3) var<storage, read_write> dLogits: array<${vectorOf(storage, width)}>;
 ${logprob ? "@group(0) @binding(4) var<storage, read> ids: array<i32>;" : "@group(0) @binding(4) var<storage, read> entropy: array<f32>;"}
 @group(0) @binding(5) var<uniform> params: Params;
 
@@ -175,13 +189,13 @@ ${rowMain("index")}
     logprob
       ? `let token = ids[row];
   if (token < 0 || u32(token) >= params.vocab) {
-    ${accumulate ? "" : "for (var i = start + lane; i < end; i += LANES) { dLogits[base + i] = V(0.0); }"}
+    ${accumulate ? "" : `for (var i = start + lane; i < end; i += LANES) { ${slot} = ${storeAs(storage, width, "V(0.0)")}; }`}
     return;
   }
   // d(sign * (z[token] - lse)) / dlogits = sign * (onehot - p) / T
   let scale = params.sign * dOut[row] * params.invT;
   for (var i = start + lane; i < end; i += LANES) {
-    let p = exp(logits[base + i] * params.invT - rowLse);
+    let p = exp(${logit} * params.invT - rowLse);
     let onehot = select(V(0.0), V(1.0), lanesIndex(i) == ${width === 4 ? "vec4<u32>(u32(token))" : "u32(token)"});
     ${store("scale * (onehot - p)")}
   }`
@@ -189,7 +203,7 @@ ${rowMain("index")}
   let rowEntropy = entropy[row];
   let scale = -dOut[row] * params.invT;
   for (var i = start + lane; i < end; i += LANES) {
-    let logP = max(logits[base + i] * params.invT - rowLse, V(LOWEST));
+    let logP = max(${logit} * params.invT - rowLse, V(LOWEST));
     ${store("scale * exp(logP) * (logP + rowEntropy)")}
   }`
   }
@@ -199,6 +213,8 @@ ${rowMain("index")}
 interface LogitShape {
   rows: number;
   vocab: number;
+  /** How logits (and dLogits) are stored; f32 when not given. */
+  dtype?: FloatStorage;
 }
 
 function checkTemperature(temperature: number): void {
@@ -218,9 +234,11 @@ function forward(
     vocab: number;
     temperature: number;
     sign: number;
+    dtype?: FloatStorage;
   },
 ): void {
   const { rows, vocab } = args;
+  const storage = args.dtype ?? "f32";
   checkTemperature(args.temperature);
   if (rows === 0) return;
   if (vocab === 0) throw new RangeError(`${mode}: vocab must be positive`);
@@ -237,10 +255,18 @@ function forward(
   const lanes = rowLanes(ctx, chunkVectors, logProbsTuning);
   const invT = 1 / args.temperature;
   const states = ctx.pool.acquire(rows * chunks * 16, "logprobs states");
-  const stats = ctx.pipeline(`${mode} stats`, statsShader(width, lanes, mode));
-  const finish = ctx.pipeline(`${mode} finish`, finishShader(mode));
-  for (const batch of batches(ctx, rows, vocab * 4)) {
-    const { bindings, shift } = batchWindows(ctx, [args.logits], batch, vocab * 4, width * 4);
+  const label = storage === "f32" ? mode : `${mode} ${storage}`;
+  const stats = ctx.pipeline(`${label} stats`, statsShader(width, lanes, mode, storage));
+  const finish = ctx.pipeline(`${label} finish`, finishShader(mode, storage));
+  const elementBytes = STORAGE_BYTES[storage];
+  for (const batch of batches(ctx, rows, vocab * elementBytes)) {
+    const { bindings, shift } = batchWindows(
+      ctx,
+      [args.logits],
+      batch,
+      vocab * elementBytes,
+      width * elementBytes,
+    );
     ctx.dispatch(
       stats,
       [bindings[0]!, states],
@@ -283,18 +309,28 @@ function backward(
     temperature: number;
     sign: number;
     accumulate: boolean;
+    dtype?: FloatStorage;
   },
 ): void {
   const { rows, vocab } = args;
+  const storage = args.dtype ?? "f32";
   checkTemperature(args.temperature);
   if (rows === 0 || vocab === 0) return;
   const { width, vectors } = rowLayout(vocab);
   const chunkVectors = BACKWARD_LANES * BACKWARD_VECTORS_PER_LANE;
   const chunks = Math.ceil(vectors / chunkVectors);
-  const pipeline = ctx.pipeline(`${mode} backward`, gradientShader(width, mode, args.accumulate));
+  const label = storage === "f32" ? `${mode} backward` : `${mode} backward ${storage}`;
+  const pipeline = ctx.pipeline(label, gradientShader(width, mode, args.accumulate, storage));
   const invT = 1 / args.temperature;
-  for (const batch of batches(ctx, rows, vocab * 4)) {
-    const { bindings, shift } = batchWindows(ctx, [args.logits, args.dLogits], batch, vocab * 4, width * 4);
+  const elementBytes = STORAGE_BYTES[storage];
+  for (const batch of batches(ctx, rows, vocab * elementBytes)) {
+    const { bindings, shift } = batchWindows(
+      ctx,
+      [args.logits, args.dLogits],
+      batch,
+      vocab * elementBytes,
+      width * elementBytes,
+    );
     ctx.dispatch(
       pipeline,
       [bindings[0]!, args.lse, args.dOut, bindings[1]!, args.perRow],
@@ -389,7 +425,14 @@ export function entropyBackward(
   let values = a.entropy;
   if (!values) {
     values = ctx.pool.acquire(a.rows * 4, "entropy scratch");
-    entropy(ctx, { logits: a.logits, out: values, rows: a.rows, vocab: a.vocab, temperature });
+    entropy(ctx, {
+      logits: a.logits,
+      out: values,
+      rows: a.rows,
+      vocab: a.vocab,
+      temperature,
+      dtype: a.dtype,
+    });
   }
   backward(ctx, "entropy", {
     ...a,

@@ -1,8 +1,7 @@
 import { record } from "../autograd.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
-import { inF32 } from "./precision.js";
-import { backendOf, expectDType, ShapeError } from "./util.js";
+import { backendOf, expectDType, floatDtypeOf, ShapeError } from "./util.js";
 
 function rowsAndVocab(
   op: string,
@@ -20,13 +19,16 @@ function rowsAndVocab(
   return { rows, vocab, shape };
 }
 
+/*
+ * The losses read f32 or f16 logits in their kernels (computing in f32) and give f32 results; the
+ * logits' gradient has the logits' dtype. An f16 head's logits, the largest tensor of a step, are
+ * never copied to f32.
+ */
+
 /** log softmax(logits / T)[id] for each row: the log-probability of the chosen tokens (PPO's log π). */
 export function tokenLogProbs(logits: Tensor, ids: Tensor, temperature = 1): Tensor {
-  return inF32([logits], ([wide]) => tokenLogProbsF32(wide, ids, temperature), "f32");
-}
-
-function tokenLogProbsF32(logits: Tensor, ids: Tensor, temperature: number): Tensor {
   const backend = backendOf("tokenLogProbs", logits, ids);
+  const dtype = floatDtypeOf("tokenLogProbs", logits);
   const { rows, vocab, shape } = rowsAndVocab("tokenLogProbs", logits, ids);
   const out = emptyTensor(backend, shape, "f32");
   const lse = emptyTensor(backend, [rows], "f32");
@@ -38,9 +40,10 @@ function tokenLogProbsF32(logits: Tensor, ids: Tensor, temperature: number): Ten
     rows,
     vocab,
     temperature,
+    dtype,
   });
   const result = record("tokenLogProbs", out, [logits, ids], [logits, ids, lse], (g, [sl, si, sx]) => {
-    const dLogits = emptyTensor(backend, logits.shape, "f32");
+    const dLogits = emptyTensor(backend, logits.shape, dtype);
     backend.tokenLogProbsBackward({
       logits: sl!.buffer,
       ids: si!.buffer,
@@ -50,6 +53,7 @@ function tokenLogProbsF32(logits: Tensor, ids: Tensor, temperature: number): Ten
       rows,
       vocab,
       temperature,
+      dtype,
     });
     return [dLogits, null];
   });
@@ -59,17 +63,22 @@ function tokenLogProbsF32(logits: Tensor, ids: Tensor, temperature: number): Ten
 
 /** Entropy of softmax(logits / T) per row. */
 export function entropy(logits: Tensor, temperature = 1): Tensor {
-  return inF32([logits], ([wide]) => entropyF32(wide, temperature), "f32");
-}
-
-function entropyF32(logits: Tensor, temperature: number): Tensor {
   const backend = backendOf("entropy", logits);
+  const dtype = floatDtypeOf("entropy", logits);
   const { rows, vocab, shape } = rowsAndVocab("entropy", logits);
   const out = emptyTensor(backend, shape, "f32");
   const lse = emptyTensor(backend, [rows], "f32");
-  backend.entropy({ logits: logits.buffer, out: out.buffer, lse: lse.buffer, rows, vocab, temperature });
+  backend.entropy({
+    logits: logits.buffer,
+    out: out.buffer,
+    lse: lse.buffer,
+    rows,
+    vocab,
+    temperature,
+    dtype,
+  });
   const result = record("entropy", out, [logits], [logits, lse], (g, [sl, sx]) => {
-    const dLogits = emptyTensor(backend, logits.shape, "f32");
+    const dLogits = emptyTensor(backend, logits.shape, dtype);
     backend.entropyBackward({
       logits: sl!.buffer,
       lse: sx!.buffer,
@@ -78,6 +87,7 @@ function entropyF32(logits: Tensor, temperature: number): Tensor {
       rows,
       vocab,
       temperature,
+      dtype,
     });
     return [dLogits];
   });
@@ -87,11 +97,8 @@ function entropyF32(logits: Tensor, temperature: number): Tensor {
 
 /** Per-row cross-entropy against i32 `targets` (-100 = ignored: loss 0 and no gradient). */
 export function crossEntropy(logits: Tensor, targets: Tensor): Tensor {
-  return inF32([logits], ([wide]) => crossEntropyF32(wide, targets), "f32");
-}
-
-function crossEntropyF32(logits: Tensor, targets: Tensor): Tensor {
   const backend = backendOf("crossEntropy", logits, targets);
+  const dtype = floatDtypeOf("crossEntropy", logits);
   const { rows, vocab, shape } = rowsAndVocab("crossEntropy", logits, targets);
   const out = emptyTensor(backend, shape, "f32");
   const lse = emptyTensor(backend, [rows], "f32");
@@ -102,9 +109,10 @@ function crossEntropyF32(logits: Tensor, targets: Tensor): Tensor {
     lse: lse.buffer,
     rows,
     vocab,
+    dtype,
   });
   const result = record("crossEntropy", out, [logits, targets], [logits, targets, lse], (g, [sl, st, sx]) => {
-    const dLogits = emptyTensor(backend, logits.shape, "f32");
+    const dLogits = emptyTensor(backend, logits.shape, dtype);
     backend.crossEntropyBackward({
       logits: sl!.buffer,
       targets: st!.buffer,
@@ -113,6 +121,7 @@ function crossEntropyF32(logits: Tensor, targets: Tensor): Tensor {
       dLogits: dLogits.buffer,
       rows,
       vocab,
+      dtype,
     });
     return [dLogits, null];
   });
