@@ -41,4 +41,29 @@ describe("a run whose loss stays non-finite", () => {
     // Steps 2 and 3 (one non-finite step at a time) were logged as before.
     expect(storage.rows.map((row) => row.step)).toEqual([0, 1, 2, 3]);
   });
+
+  it("on f16 weights, also names f16's range and precision=f32", async () => {
+    losses.updates = 0;
+    const storage = new MemoryRunStorage("nan-f16");
+    const { settings } = await resolveSettings({
+      overrides: [
+        ...SMOKE_RUN_SETTINGS,
+        "validation.every=100",
+        "envs=Bandit",
+        "model=tiny",
+        "steps=10",
+        "precision=f16",
+      ],
+      parameterCount: 1e5,
+    });
+    await expect(
+      runTraining({
+        settings,
+        backend: await webGpuBackend(),
+        storage,
+        loadPolicy: memoryPolicyLoader(storage, settings.envs),
+        say: () => {},
+      }),
+    ).rejects.toThrow(/not been finite for 3 steps in a row.*f16's range \(65504\).*precision=f32 avoids it/);
+  });
 });

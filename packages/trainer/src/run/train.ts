@@ -280,10 +280,16 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
       sayLostEpisodes(rollout, `step ${step}`, say);
       const badLosses = nonFiniteLosses(updateMetrics);
       nonFiniteSteps = badLosses.length > 0 ? nonFiniteSteps + 1 : 0;
-      if (nonFiniteSteps >= MAX_NON_FINITE_LOSS_STEPS)
+      if (nonFiniteSteps >= MAX_NON_FINITE_LOSS_STEPS) {
+        // Loss scaling catches gradients that overflow f16, not a forward whose activations do.
+        const halfRange =
+          settings.precision === "f16"
+            ? "; on f16 weights an activation past f16's range (65504) does this too: precision=f32 avoids it"
+            : "";
         throw new Error(
-          `step ${step}: ${badLosses.map((name) => `${name} = ${updateMetrics[name]}`).join(", ")} — the loss has not been finite for ${nonFiniteSteps} steps in a row; lower the learning rate or resume from the last checkpoint`,
+          `step ${step}: ${badLosses.map((name) => `${name} = ${updateMetrics[name]}`).join(", ")} — the loss has not been finite for ${nonFiniteSteps} steps in a row; lower the learning rate or resume from the last checkpoint${halfRange}`,
         );
+      }
       const metrics: Record<string, number> = { ...rollout.metrics, ...updateMetrics, ...remoteMetrics };
       // Stage-1 metrics (A*-PO) go with the step they were estimated for.
       Object.assign(metrics, stage1);
