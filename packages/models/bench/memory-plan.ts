@@ -38,10 +38,10 @@ export const PLAN_SETTINGS: { name: string; options: TrainingMemoryOptions }[] =
     options: { microBatch: 2, seqLen: 1024, recompute: true, critic: true, referenceModel: true },
   },
   {
-    // What precision=f16 runs: f16 weights and gradients, f32 masters; the kept activations (f32 copies
-    // beside the f16 ones) and the KV cache counted in f32; rollouts on an f32 copy of the weights.
+    // What precision=f16 runs: f16 weights, gradients and activations, f32 masters; the attention
+    // region's tensors in f32; rollouts on an f32 copy of the weights, with an f32 KV cache.
     name: "f16 weights + f32 master (`precision=f16`), recompute, micro-batch 4",
-    options: { ...PLAN, weights: "f16", activations: "f32" },
+    options: { ...PLAN, weights: "f16" },
   },
   { name: "LoRA r=64 (f32), recompute, micro-batch 4", options: { ...PLAN, lora: { rank: 64 } } },
 ];

@@ -9,6 +9,7 @@ import {
   scale,
   sum,
   tensor,
+  webGpuBackend,
 } from "@ragen/tensor-webgpu";
 import { describe, expect, it } from "vitest";
 import { QWEN2_5_0_5B_INSTRUCT_CONFIG } from "../src/io/config.js";
@@ -43,17 +44,22 @@ interface StepSettings {
   seqLen: number;
   loraRank?: number;
   maxLogits?: number;
+  /** f16 weights (toDtype) with loss scaling, counted on WebGPU, where a half takes 2 bytes. */
+  dtype?: "f32" | "f16";
 }
 
 async function measuredStepPeak(settings: StepSettings): Promise<number> {
   const { config, recompute, microBatch, microBatches, seqLen, loraRank, maxLogits } = settings;
-  const counter = countingBackend(createCpuBackend() as Backend);
+  const half = settings.dtype === "f16";
+  const counter = countingBackend(
+    half ? ((await webGpuBackend()) as Backend) : (createCpuBackend() as Backend),
+  );
   const backend = counter.backend;
-  const model = Qwen2Model.random(config, 1, backend);
+  const model = Qwen2Model.random(config, 1, backend).toDtype(settings.dtype ?? "f32");
   if (loraRank) model.attachLora({ rank: loraRank, alpha: 2 * loraRank });
   model.gradientCheckpointing = recompute;
   if (maxLogits !== undefined) model.maxLogits = maxLogits;
-  const optimizer = new AdamW(model.parameters(), { lr: 1e-3, maxGradNorm: 1 });
+  const optimizer = new AdamW(model.parameters(), { lr: 1e-3, maxGradNorm: 1, lossScaling: half });
   const tokens = microBatch * seqLen;
   const step = async (): Promise<void> => {
     for (let m = 0; m < microBatches; m++) {
@@ -67,7 +73,7 @@ async function measuredStepPeak(settings: StepSettings): Promise<number> {
           { backend },
         );
         const loss = add(sum(mul(logProbs, advantages)), scale(sum(entropy), 0.01));
-        backward(scale(loss, 1 / microBatches));
+        backward(optimizer.scaleLoss(scale(loss, 1 / microBatches)));
       });
     }
     const { gradNorm, clipScale } = optimizer.step();
@@ -133,6 +139,26 @@ const cases: (StepSettings & { name: string })[] = [
     seqLen: 64,
     maxLogits: 16 * 8192,
   },
+  // f16 weights: f16 activations but for the f32 attention region, f16 logits and gradients.
+  {
+    name: "f16 weights",
+    config: { ...small, vocabSize: 1024 },
+    recompute: false,
+    microBatch: 4,
+    microBatches: 2,
+    seqLen: 64,
+    dtype: "f16",
+  },
+  {
+    name: "f16 weights with recomputation, LoRA",
+    config: { ...small, vocabSize: 1024 },
+    recompute: true,
+    microBatch: 4,
+    microBatches: 2,
+    seqLen: 64,
+    loraRank: 8,
+    dtype: "f16",
+  },
 ];
 
 /** Peak bytes of `generate` on fresh weights, above the weights. */
@@ -170,6 +196,7 @@ describe("estimateTrainingMemory", () => {
         recompute: c.recompute,
         lora: c.loraRank ? { rank: c.loraRank } : undefined,
         maxLogits: c.maxLogits,
+        weights: c.dtype,
       });
       expect(Math.abs(estimate.trainingPeak - measured) / measured).toBeLessThan(0.05);
     });
@@ -203,7 +230,6 @@ describe("estimateTrainingMemory", () => {
       microBatch: 1,
       seqLen: 1,
       weights: "f16",
-      activations: "f32",
       rollout: { batch, promptLength, newTokens },
     });
     expect(bytes.widenedWeights).toBe(bytes.weights * 2);
@@ -258,7 +284,7 @@ describe("estimateTrainingMemory", () => {
     expect(keepEverything.bytes.activations).toBeGreaterThan(10 * plan.bytes.activations);
   });
 
-  it("scales with precision: f16 weights add an f32 master copy and halve activations and logits", () => {
+  it("scales with precision: f16 weights add an f32 master copy and halve the layers' f16 activations and logits", () => {
     const options = { batch: 32, microBatch: 2, seqLen: 1024, recompute: true };
     const f32 = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, options);
     const f16 = estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, { ...options, weights: "f16" });
@@ -266,6 +292,9 @@ describe("estimateTrainingMemory", () => {
     expect(f16.bytes.masterWeights).toBe(f32.bytes.weights);
     expect(f16.bytes.logits).toBe(f32.bytes.logits / 2);
     expect(f16.bytes.optimizerState).toBe(f32.bytes.optimizerState);
+    // The f32 attention region keeps a recomputed layer above half of its f32 size.
+    expect(f16.bytes.recomputedLayer).toBeGreaterThan(f32.bytes.recomputedLayer / 2);
+    expect(f16.bytes.recomputedLayer).toBeLessThan(f32.bytes.recomputedLayer);
     expect(f16.trainingPeak).toBeLessThan(f32.trainingPeak);
   });
 

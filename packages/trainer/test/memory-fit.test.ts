@@ -71,12 +71,12 @@ describe("trainingMemoryOptions", () => {
     expect(lora).toMatchObject({ referenceModel: false, lora: { rank: 64 } });
     const grpo = await settingsFor(["profile=ragen", "starpo.advantageEstimator=grpo"]);
     expect(trainingMemoryOptions(grpo, 1000).critic).toBe(false);
-    // f16: half the weights' and gradients' bytes, f32 masters; activations still counted in f32.
+    // f16: half the weights' and gradients' bytes, f32 masters; f16 activations (attention's in f32).
     const half = await settingsFor(["profile=ragen", "precision=f16"]);
     expect(trainingMemoryOptions(half, 1000)).toMatchObject({
       weights: "f16",
       gradients: "f16",
-      activations: "f32",
+      activations: "f16",
     });
     const [full, mixed] = [ragen, half].map((s) =>
       estimateTrainingMemory(QWEN2_5_0_5B_INSTRUCT_CONFIG, trainingMemoryOptions(s, 1000)),
@@ -84,6 +84,10 @@ describe("trainingMemoryOptions", () => {
     expect(mixed!.bytes.weights).toBe(full!.bytes.weights / 2);
     expect(mixed!.bytes.masterWeights).toBe(full!.bytes.weights);
     expect(mixed!.bytes.gradients).toBe(full!.bytes.gradients / 2);
+    expect(mixed!.bytes.logits).toBe(full!.bytes.logits / 2);
+    // Generation runs on an f32 copy of the weights, with an f32 KV cache.
+    expect(mixed!.bytes.kvCache).toBe(full!.bytes.kvCache);
+    expect(mixed!.bytes.widenedWeights).toBe(full!.bytes.weights);
   });
 
   it("counts the rollout's prefill passes of rollout.prefillTokens, which the local engine is given", async () => {

@@ -20,7 +20,11 @@ export interface TrainingMemoryOptions {
   seqLen: number;
   /** Weights as stored for the forward (default f32). */
   weights?: Precision;
-  /** Activations and logits (default: as the weights). */
+  /**
+   * Activations and logits (default: as the weights). Below f32, as Qwen2Model runs an f16 layer: RoPE
+   * and attention on f32 copies of q, k and v, so those, the attention's output and the norms' rstd are
+   * counted in f32; generation runs on the f32 copy of the weights, with an f32 KV cache.
+   */
   activations?: Precision;
   /** Gradients (default: as the weights). */
   gradients?: Precision;
@@ -195,14 +199,18 @@ export function estimateTrainingMemory(
   const criticState = options.critic ? weights + masterWeights + optimizerState : 0;
 
   // What one decoder layer's backward reads, in values per token (see Qwen2Model.decoderLayer and the
-  // ops' saved tensors): its input x, the normed h (read by q/k/v), rotated q and k, v, the attention
-  // output and its log-sum-exp per head, x + attention (read by the second norm), the normed m, the
-  // MLP's gate, up and silu(gate)·up, and each norm's reciprocal RMS. LoRA adds x·Aᵀ (rank values) for
-  // each adapted projection.
+  // ops' saved tensors): its input x, the normed h (read by q/k/v), x + attention (read by the second
+  // norm), the normed m, the MLP's gate, up and silu(gate)·up, and LoRA's x·Aᵀ (rank values) for each
+  // adapted projection, in the activations' precision; rotated q and k, v, the attention output and its
+  // log-sum-exp per head, and each norm's reciprocal RMS, in f32 below it (the f32 attention region),
+  // where o_proj also reads the output narrowed.
   const adaptedModules = options.lora ? loraTargets.size : 0;
+  const narrowedAttention = activationBytes < PRECISION_BYTES.f32;
+  const attentionBytes = narrowedAttention ? PRECISION_BYTES.f32 : activationBytes;
   const layerValuesPerToken =
-    6 * H + 2 * kv + 3 * I + heads + 2 + (options.lora ? adaptedModules * options.lora.rank : 0);
-  const layerFull = N * layerValuesPerToken * activationBytes;
+    4 * H + 3 * I + (options.lora ? adaptedModules * options.lora.rank : 0) + (narrowedAttention ? H : 0);
+  const attentionValuesPerToken = 2 * H + 2 * kv + heads + 2;
+  const layerFull = N * (layerValuesPerToken * activationBytes + attentionValuesPerToken * attentionBytes);
   const layerInput = N * H * activationBytes;
   // Under recomputation only the input stays; the layer's activations come back one layer at a time.
   const activationsPerLayer = options.recompute ? layerInput : layerFull;
@@ -258,14 +266,16 @@ export function estimateTrainingMemory(
 
   // Rollouts: weights, master and reference copies and the optimizers' moments survive between steps;
   // gradients are cleared after each. The KV cache holds keys and values of every layer for every
-  // prompt and generated token (in the activations' precision). The prefill runs the prompts one layer
+  // prompt and generated token (in the activations' precision, f32 for weights below it: generation
+  // runs on the f32 copy). The prefill runs the prompts one layer
   // at a time, and all that layer's tensors are alive until it ends: its input, h, q, k, v, rotated q
   // and k, the attention output, x + o_proj's (the residual is added in the projection's epilogue), m,
   // gate, up, silu(gate)·up and the output (x + attention + down_proj's, likewise). Then only the last
   // position's logits are computed.
   const rollout = options.rollout;
+  const rolloutBytes = weightBytes < PRECISION_BYTES.f32 ? PRECISION_BYTES.f32 : activationBytes;
   const kvCache = rollout
-    ? 2 * L * rollout.batch * (rollout.promptLength + rollout.newTokens) * kv * activationBytes
+    ? 2 * L * rollout.batch * (rollout.promptLength + rollout.newTokens) * kv * rolloutBytes
     : 0;
   // generate() prefills at most prefillTokens prompt tokens at once, in groups of whole rows, each on a
   // KV cache of its own rows (copied back after the group).
@@ -274,11 +284,11 @@ export function estimateTrainingMemory(
     : 0;
   const groupCache =
     rollout && prefillGroup < rollout.batch
-      ? 2 * L * prefillGroup * (rollout.promptLength + rollout.newTokens) * kv * activationBytes
+      ? 2 * L * prefillGroup * (rollout.promptLength + rollout.newTokens) * kv * rolloutBytes
       : 0;
   const rolloutForward = rollout
-    ? prefillGroup * rollout.promptLength * (8 * H + 3 * kv + 3 * I) * activationBytes +
-      rollout.batch * V * activationBytes +
+    ? prefillGroup * rollout.promptLength * (8 * H + 3 * kv + 3 * I) * rolloutBytes +
+      rollout.batch * V * rolloutBytes +
       groupCache
     : 0;
   // generate() stacks each layer's q/k/v and gate/up weights (see PackedProjections); with LoRA they are

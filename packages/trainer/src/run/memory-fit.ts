@@ -76,11 +76,10 @@ export function trainingMemoryOptions(settings: MemorySettings, seqLen: number):
   const lora = settings.lora && settings.lora.rank > 0 ? settings.lora : undefined;
   const critic = starpo && usesCritic(settings.starpo.advantageEstimator);
   return {
-    // f16 weights and gradients with f32 masters. Activations stay counted in f32, an upper bound: the
-    // norms, SwiGLU, products and the head's logits are f16, but attention keeps f32 copies of q, k, v
-    // and its output for the backward, and the KV cache is f32.
+    // f16 weights, gradients and activations with f32 masters (the estimate counts the f32 attention
+    // region, and generation on an f32 copy with an f32 KV cache).
     ...(settings.precision === "f16"
-      ? { weights: "f16" as const, gradients: "f16" as const, activations: "f32" as const }
+      ? { weights: "f16" as const, gradients: "f16" as const, activations: "f16" as const }
       : {}),
     microBatch: Math.min(microBatch, rollouts),
     batch: Math.max(Math.min(microBatch, rollouts), Math.min(miniBatch, rollouts)),
