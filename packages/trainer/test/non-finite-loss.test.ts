@@ -22,48 +22,43 @@ const { MemoryRunStorage, resolveSettings, runTraining, SMOKE_RUN_SETTINGS } = a
 );
 const { memoryPolicyLoader } = await import("./helpers/memory-policy.js");
 
+/** A smoke run of 10 steps on Bandit with `extra` settings, whose updates the mock makes non-finite. */
+async function runWithLosses(name: string, extra: string[] = []) {
+  losses.updates = 0;
+  const storage = new MemoryRunStorage(name);
+  const { settings } = await resolveSettings({
+    overrides: [
+      ...SMOKE_RUN_SETTINGS,
+      "validation.every=100",
+      "envs=Bandit",
+      "model=tiny",
+      "steps=10",
+      ...extra,
+    ],
+    parameterCount: 1e5,
+  });
+  const run = runTraining({
+    settings,
+    backend: await webGpuBackend(),
+    storage,
+    loadPolicy: memoryPolicyLoader(storage, settings.envs),
+    say: () => {},
+  });
+  return { storage, run };
+}
+
 describe("a run whose loss stays non-finite", () => {
   it("stops after 3 steps in a row, naming the step and the metric", async () => {
-    const storage = new MemoryRunStorage("nan");
-    const { settings } = await resolveSettings({
-      overrides: [...SMOKE_RUN_SETTINGS, "validation.every=100", "envs=Bandit", "model=tiny", "steps=10"],
-      parameterCount: 1e5,
-    });
-    await expect(
-      runTraining({
-        settings,
-        backend: await webGpuBackend(),
-        storage,
-        loadPolicy: memoryPolicyLoader(storage, settings.envs),
-        say: () => {},
-      }),
-    ).rejects.toThrow(/step 4: actor\/pg_loss = NaN .*not been finite for 3 steps in a row/);
+    const { storage, run } = await runWithLosses("nan");
+    await expect(run).rejects.toThrow(/step 4: actor\/pg_loss = NaN .*not been finite for 3 steps in a row/);
     // Steps 2 and 3 (one non-finite step at a time) were logged as before.
     expect(storage.rows.map((row) => row.step)).toEqual([0, 1, 2, 3]);
   });
 
   it("on f16 weights, also names f16's range and precision=f32", async () => {
-    losses.updates = 0;
-    const storage = new MemoryRunStorage("nan-f16");
-    const { settings } = await resolveSettings({
-      overrides: [
-        ...SMOKE_RUN_SETTINGS,
-        "validation.every=100",
-        "envs=Bandit",
-        "model=tiny",
-        "steps=10",
-        "precision=f16",
-      ],
-      parameterCount: 1e5,
-    });
-    await expect(
-      runTraining({
-        settings,
-        backend: await webGpuBackend(),
-        storage,
-        loadPolicy: memoryPolicyLoader(storage, settings.envs),
-        say: () => {},
-      }),
-    ).rejects.toThrow(/not been finite for 3 steps in a row.*f16's range \(65504\).*precision=f32 avoids it/);
+    const { run } = await runWithLosses("nan-f16", ["precision=f16"]);
+    await expect(run).rejects.toThrow(
+      /not been finite for 3 steps in a row.*f16's range \(65504\).*precision=f32 avoids it/,
+    );
   });
 });

@@ -10,7 +10,7 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows, maxBindingBytes } from "./binding-windows.js";
-import { enableFor, type FloatStorage, loadF32, storeAs, vectorOf } from "./elementwise.js";
+import { enableFor, type FloatStorage, loadF32, storageBytes, storeAs, vectorOf } from "./elementwise.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
@@ -91,7 +91,7 @@ function run(
   if (n === 0) return;
   const { inputs, outputs, body } = KERNELS[name];
   const width: 1 | 4 = n % 4 === 0 ? 4 : 1;
-  const elementBytes = storage === "f16" ? 2 : 4;
+  const elementBytes = storageBytes(storage);
   const label = storage === "f16" ? `${name} f16` : name;
   const pipeline = ctx.pipeline(label, shader(width, [...inputs], [...outputs], body, storage));
   for (const batch of batches(ctx, n, elementBytes, width)) {

@@ -161,9 +161,11 @@ export function vectorOf(scalar: "f32" | "i32" | "u32" | "f16", width: 1 | 4): s
   return width === 4 ? `vec4<${scalar}>` : scalar;
 }
 
-/** Element type of float storage: kernels compute in f32 and convert at loads and stores. */
-/** How floats are stored in a kernel's buffers (the float element types). */
+/** How floats are stored in a kernel's buffers: kernels compute in f32 and convert at loads and stores. */
 export type FloatStorage = FloatDType;
+
+/** Bytes one element of `storage` takes in a buffer. */
+export const storageBytes = (storage: FloatStorage): number => (storage === "f16" ? 2 : 4);
 
 /** WGSL prefix enabling f16 where the storage needs it. */
 export const enableFor = (storage: "f32" | "i32" | "f16"): string =>

@@ -26,6 +26,7 @@ import {
   type FloatStorage,
   f32Bits,
   loadF32,
+  storageBytes,
   storeAs,
   uniforms,
   vectorOf,
@@ -48,7 +49,6 @@ const TARGET_WORKGROUPS = 256;
 const MIN_CHUNK_VECTORS = 1024;
 const BACKWARD_LANES = 64;
 const BACKWARD_VECTORS_PER_LANE = 8;
-const STORAGE_BYTES: Record<FloatStorage, number> = { f32: 4, f16: 2 };
 
 type Mode = "logprob" | "entropy";
 
@@ -258,7 +258,7 @@ function forward(
   const label = storage === "f32" ? mode : `${mode} ${storage}`;
   const stats = ctx.pipeline(`${label} stats`, statsShader(width, lanes, mode, storage));
   const finish = ctx.pipeline(`${label} finish`, finishShader(mode, storage));
-  const elementBytes = STORAGE_BYTES[storage];
+  const elementBytes = storageBytes(storage);
   for (const batch of batches(ctx, rows, vocab * elementBytes)) {
     const { bindings, shift } = batchWindows(
       ctx,
@@ -322,7 +322,7 @@ function backward(
   const label = storage === "f32" ? `${mode} backward` : `${mode} backward ${storage}`;
   const pipeline = ctx.pipeline(label, gradientShader(width, mode, args.accumulate, storage));
   const invT = 1 / args.temperature;
-  const elementBytes = STORAGE_BYTES[storage];
+  const elementBytes = storageBytes(storage);
   for (const batch of batches(ctx, rows, vocab * elementBytes)) {
     const { bindings, shift } = batchWindows(
       ctx,

@@ -23,6 +23,7 @@ import {
   type FloatStorage,
   f32Bits,
   loadF32,
+  storageBytes,
   storeAs,
   uniforms,
   vectorOf,
@@ -39,7 +40,6 @@ import {
 } from "./wgsl/row-reduce.js";
 
 const ROWS_PER_CHUNK = 32;
-const STORAGE_BYTES: Record<FloatStorage, number> = { f32: 4, f16: 2 };
 const COLUMN_LANES = 64;
 
 /** Overrides for tests and tuning (see RowTuning). */
@@ -192,14 +192,14 @@ export function rmsNorm(
     `rmsNorm${labelOf(storage)}`,
     forwardShader(width, rowLanes(ctx, vectors, rmsNormTuning), a.rstd !== undefined, storage),
   );
-  const rowBytes = a.dim * STORAGE_BYTES[storage.act];
+  const rowBytes = a.dim * storageBytes(storage.act);
   for (const batch of batches(ctx, a.rows, rowBytes)) {
     const { bindings, shift } = batchWindows(
       ctx,
       [a.x, a.out],
       batch,
       rowBytes,
-      width * STORAGE_BYTES[storage.act],
+      width * storageBytes(storage.act),
     );
     const [x, out] = bindings;
     ctx.dispatch(
@@ -252,8 +252,8 @@ export function rmsNormBackward(
     }
     return;
   }
-  const rowBytes = dim * STORAGE_BYTES[storage.act];
-  const vectorBytes = width * STORAGE_BYTES[storage.act];
+  const rowBytes = dim * storageBytes(storage.act);
+  const vectorBytes = width * storageBytes(storage.act);
   const rowBatches = batches(ctx, rows, rowBytes, ROWS_PER_CHUNK);
   const inputGradient = ctx.pipeline(
     `rmsNorm dX${label}`,
