@@ -29,6 +29,7 @@ import {
   localPolicyOptions,
   longestSequence,
   measureBaselines,
+  NonFiniteLossGuard,
   type ResolvedSettings,
   RUN_DOCUMENTS,
   rolloutOptions,
@@ -195,6 +196,8 @@ async function trainQuestInFolder(
       logs.appendTrajectories(val.records);
       logs.log(0, val.metrics);
     }
+    // A loss that stays NaN or infinite stops the run (its optimiser would skip every step).
+    const lossGuard = new NonFiniteLossGuard(settings.precision);
     for (let step = lastStep + 1; step <= settings.steps && !budgetSpent(); step++) {
       // Rollout: every env plays up to maxTurns turns; each trajectory keeps its exact sampled tokens.
       const stepStart = performance.now();
@@ -206,7 +209,9 @@ async function trainQuestInFolder(
       );
       const genSeconds = (performance.now() - stepStart) / 1000;
       // Update: StarPO-S filter, GAE advantages from the critic, PPO clip-higher over mini-batches.
-      const metrics: Record<string, number> = { ...rollout.metrics, ...(await starpo.update(rollout)) };
+      const updateMetrics = await starpo.update(rollout);
+      lossGuard.check(step, updateMetrics);
+      const metrics: Record<string, number> = { ...rollout.metrics, ...updateMetrics };
       metrics["timing_s/gen"] = genSeconds;
       tokens += generatedTokens(rollout);
       metrics[GENERATED_TOKENS] = tokens;

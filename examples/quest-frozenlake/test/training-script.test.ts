@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { StarPO } from "@ragen/algos-ppo";
 import { runRagen } from "@ragen/cli";
 import { parseMetricsJsonl } from "@ragen/logging";
 import { saveTinyModel } from "@ragen/sft/node";
@@ -92,6 +93,21 @@ describe("the Quest training script", () => {
     ]);
     expect(readFileSync(join(outDir, "sweep.md"), "utf8")).toContain("### Bandit");
     expect(readFileSync(join(outDir, "report.html"), "utf8")).toContain('id="sweep-FrozenLakeGridCoord"');
+  });
+
+  it("stops, as `ragen train` does, when the loss has not been finite for 3 steps in a row", async () => {
+    const update = vi
+      .spyOn(StarPO.prototype, "update")
+      .mockResolvedValue({ "actor/pg_loss": Number.NaN, "critic/vf_loss": 0.1 });
+    try {
+      const settings = [...SMOKE_RUN_SETTINGS, `model=${model}`, "steps=6", "validation.every=100"];
+      await expect(trainQuest([...settings, `outDir=${join(dir, "nan")}`], dir)).rejects.toThrow(
+        /step 3: actor\/pg_loss = NaN .*not been finite for 3 steps in a row/,
+      );
+      expect(learnedMetrics(join(dir, "nan")).map((row) => row.step)).toEqual([0, 1, 2]);
+    } finally {
+      update.mockRestore();
+    }
   });
 
   it("prints its settings with their sources, and exits on a bad one with the field named", async () => {

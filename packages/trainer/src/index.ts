@@ -23,6 +23,7 @@ export {
   trainingMemoryOptions,
 } from "./run/memory-fit.js";
 export { MemoryRunStorage } from "./run/memory-storage.js";
+export { MAX_NON_FINITE_LOSS_STEPS, NonFiniteLossGuard, nonFiniteLosses } from "./run/non-finite.js";
 export {
   AdapterVersions,
   correctForSampler,
@@ -75,8 +76,6 @@ export {
 export {
   GENERATED_TOKENS,
   generatedTokens,
-  MAX_NON_FINITE_LOSS_STEPS,
-  nonFiniteLosses,
   RUN_DOCUMENTS,
   runTraining,
   type SavedSettings,

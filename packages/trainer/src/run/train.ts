@@ -22,6 +22,7 @@ import { type EnvBaselines, measureBaselines } from "./baselines.js";
 import { type KernelChoiceStore, KernelTuner } from "./kernel-tuning.js";
 import { attachActorAdapters, checkLoraResume, loraCheckpointState, usesLora } from "./lora.js";
 import { checkMemoryFit, longestSequence } from "./memory-fit.js";
+import { NonFiniteLossGuard } from "./non-finite.js";
 import { type PolicyLoader, parameterCount } from "./policy.js";
 import { toTrajectoryRecord } from "./records.js";
 import { RemoteRollouts, usesRemoteEngine } from "./remote-rollouts.js";
@@ -47,16 +48,6 @@ export const RUN_DOCUMENTS = { settings: "config.json", summary: "summary.json" 
 export const GENERATED_TOKENS = "perf/generated_tokens_total";
 /** A*-PO stage 1's generated tokens, counted over the whole run (a resumed one included). */
 export const VSTAR_GENERATED_TOKENS = "vstar/generated_tokens";
-/** Steps in a row whose loss is NaN or infinite before the run stops (the optimiser skips each one). */
-export const MAX_NON_FINITE_LOSS_STEPS = 3;
-
-/** The loss metrics of an update that are not finite numbers. */
-export function nonFiniteLosses(metrics: Record<string, number>): string[] {
-  return Object.entries(metrics)
-    .filter(([name, value]) => /(^|\/)[a-z_]*loss$/.test(name) && !Number.isFinite(value))
-    .map(([name]) => name);
-}
-
 export interface TrainingRun {
   settings: TrainingSettings;
   /** Where each setting came from (resolveSettings'), saved with the settings. */
@@ -224,7 +215,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
     );
 
   let lastStep = Math.max(lastDone, 0);
-  let nonFiniteSteps = 0;
+  const lossGuard = new NonFiniteLossGuard(settings.precision);
   let finished = false;
   try {
     if (usesRemoteEngine(settings)) {
@@ -278,18 +269,7 @@ async function trainWithStorageHeld(run: TrainingRun): Promise<TrainingSummary> 
         updateMetrics = await updater.update(rollout);
       }
       sayLostEpisodes(rollout, `step ${step}`, say);
-      const badLosses = nonFiniteLosses(updateMetrics);
-      nonFiniteSteps = badLosses.length > 0 ? nonFiniteSteps + 1 : 0;
-      if (nonFiniteSteps >= MAX_NON_FINITE_LOSS_STEPS) {
-        // Loss scaling catches gradients that overflow f16, not a forward whose activations do.
-        const halfRange =
-          settings.precision === "f16"
-            ? "; on f16 weights an activation past f16's range (65504) does this too: precision=f32 avoids it"
-            : "";
-        throw new Error(
-          `step ${step}: ${badLosses.map((name) => `${name} = ${updateMetrics[name]}`).join(", ")} — the loss has not been finite for ${nonFiniteSteps} steps in a row; lower the learning rate or resume from the last checkpoint${halfRange}`,
-        );
-      }
+      lossGuard.check(step, updateMetrics);
       const metrics: Record<string, number> = { ...rollout.metrics, ...updateMetrics, ...remoteMetrics };
       // Stage-1 metrics (A*-PO) go with the step they were estimated for.
       Object.assign(metrics, stage1);
