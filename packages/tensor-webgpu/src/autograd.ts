@@ -67,6 +67,8 @@ class Node implements GradNode {
 
   constructor(
     readonly op: string,
+    /** The dtype of the output, which its backward receives its gradient in. */
+    readonly outputDtype: Tensor["dtype"],
     inputs: readonly (Tensor | undefined)[],
     saved: readonly Tensor[],
     private readonly backwardFn: BackwardFn,
@@ -119,7 +121,7 @@ export function record(
 ): Tensor {
   if (!needsGrad(inputs)) return output;
   output.requiresGrad = true;
-  output.node = new Node(op, inputs, saved, backward);
+  output.node = new Node(op, output.dtype, inputs, saved, backward);
   return output;
 }
 
@@ -147,12 +149,18 @@ function reverseTopological(root: Node): Node[] {
   return order.reverse();
 }
 
-/** Adds `b` into `a` (a new tensor); set by ops/ to avoid an import cycle. */
+/** Adds `b` into `a` (a new tensor), ones like t, and t cast to a float dtype; set by ops/ to avoid an import cycle. */
 let addTensors: ((a: Tensor, b: Tensor) => Tensor) | undefined;
 let onesLike: ((t: Tensor) => Tensor) | undefined;
-export function setAutogradHelpers(add: (a: Tensor, b: Tensor) => Tensor, ones: (t: Tensor) => Tensor): void {
+let castTensor: ((t: Tensor, dtype: "f32" | "f16") => Tensor) | undefined;
+export function setAutogradHelpers(
+  add: (a: Tensor, b: Tensor) => Tensor,
+  ones: (t: Tensor) => Tensor,
+  cast: (t: Tensor, dtype: "f32" | "f16") => Tensor,
+): void {
   addTensors = add;
   onesLike = ones;
+  castTensor = cast;
 }
 
 /**
@@ -175,9 +183,12 @@ export function backward(root: Tensor, gradient?: Tensor): void {
     scope(() => {
       grads.set(root.node as Node, gradient ? aliasOf(gradient) : onesLike!(root).keep());
       for (const node of nodes) {
-        const gradOutput = grads.get(node);
-        if (!gradOutput) continue;
+        const arrived = grads.get(node);
+        if (!arrived) continue;
         grads.delete(node);
+        // Every backward gets its gradient in its output's dtype (a caller's gradient may be f32 for an
+        // f16 output): the kernels read their buffers as that dtype.
+        const gradOutput = inDtype(arrived, node.outputDtype);
         // A scope per node: what its backward makes besides the gradients it returns goes at once.
         const inputGrads = scope(() => node.runBackward(gradOutput));
         // Nothing later in this walk reads this node's saved tensors: free them now, not after the walk,
@@ -206,6 +217,14 @@ export function backward(root: Tensor, gradient?: Tensor): void {
   );
   for (const g of grads.values()) g.dispose();
   for (const node of nodes) node.free();
+}
+
+/** `g` itself when it has `dtype`, else a cast of it (g is disposed). */
+function inDtype(g: Tensor, dtype: Tensor["dtype"]): Tensor {
+  if (g.dtype === dtype || g.dtype === "i32" || dtype === "i32") return g;
+  const converted = castTensor!(g, dtype).keep();
+  g.dispose();
+  return converted;
 }
 
 function accumulate(add: (a: Tensor, b: Tensor) => Tensor, a: Tensor, b: Tensor): Tensor {

@@ -257,6 +257,27 @@ describe("f16 ops match their f32 results within f16 tolerance (forward and back
     }
   });
 
+  it("a gradient given in f32 for an f16 output reaches each backward as f16", async () => {
+    for (const [name, backend] of backends()) {
+      await asyncScope(async () => {
+        const xValues = halves(randomArray(4 * 16, 31, 2));
+        const wValues = halves(randomArray(16 * 16, 32));
+        const gradient = halves(randomArray(4 * 16, 33));
+        const grads = async (gradientDtype: "f32" | "f16") => {
+          const x = tensor(xValues, [4, 16], { backend, dtype: "f16", requiresGrad: true });
+          const w = tensor(wValues, [16, 16], { backend, dtype: "f16", requiresGrad: true });
+          const norm = tensor(halves(randomArray(16, 34)), [16], { backend, dtype: "f16" });
+          const h = ops.linear(x, w);
+          const out = ops.swiglu(ops.rmsNorm(h, norm), h);
+          backward(out, tensor(gradient, [4, 16], { backend, dtype: gradientDtype }));
+          return [await x.grad!.floats(), await w.grad!.floats()];
+        };
+        const [fromF32, fromF16] = [await grads("f32"), await grads("f16")];
+        for (const [i, g] of fromF32.entries()) expect(Array.from(g), name).toEqual(Array.from(fromF16[i]!));
+      });
+    }
+  });
+
   it("a sum over several axes rounds to f16 once, after the last axis", async () => {
     for (const [name, backend] of backends()) {
       // Rows sum to 1 + 2^-11 and 2^-11: rounded between the axes the first becomes 1 (a tie, to even)

@@ -167,9 +167,9 @@ export type FloatStorage = FloatDType;
 /** Bytes one element of `storage` takes in a buffer. */
 export const storageBytes = (storage: FloatStorage): number => (storage === "f16" ? 2 : 4);
 
-/** WGSL prefix enabling f16 where the storage needs it. */
-export const enableFor = (storage: "f32" | "i32" | "f16"): string =>
-  storage === "f16" ? "enable f16;\n" : "";
+/** WGSL prefix enabling f16 where any of the storages needs it. */
+export const enableFor = (...storages: ("f32" | "i32" | "f16")[]): string =>
+  storages.includes("f16") ? "enable f16;\n" : "";
 
 /** WGSL: `expr` (read from `storage`) as f32 of `width`. */
 export const loadF32 = (storage: FloatStorage, width: 1 | 4, expr: string): string =>

@@ -93,8 +93,7 @@ const COMBINE_WGSL: Record<Combine, { identity: string; combine: string }> = {
 function reduceHelpers(pass: ReducePass, width: 1 | 4): string {
   const { identity, combine } = COMBINE_WGSL[pass.combine];
   const horizontal = width === 4 ? "combine(combine(v.x, v.y), combine(v.z, v.w))" : "v";
-  const half = pass.input === "f16" || pass.output === "f16";
-  return /* wgsl */ `${enableFor(half ? "f16" : "f32")}
+  return /* wgsl */ `${enableFor(pass.input, pass.output)}
 ${FLOAT_BITS_WGSL}
 alias V = ${vectorOf("f32", width)};
 fn combine(a: f32, b: f32) -> f32 { return ${combine}; }

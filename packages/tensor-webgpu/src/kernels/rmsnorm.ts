@@ -53,8 +53,7 @@ interface NormStorage {
 
 /** WGSL: `enable f16;` when any buffer holds halves, and `A` / `W`, the activation and weight arrays' elements. */
 function storageWgsl(width: 1 | 4, storage: NormStorage): string {
-  const half = storage.act === "f16" || storage.weight === "f16";
-  return `${enableFor(half ? "f16" : "f32")}
+  return `${enableFor(storage.act, storage.weight)}
 alias A = ${vectorOf(storage.act, width)};
 alias W = ${vectorOf(storage.weight, width)};`;
 }

@@ -2,7 +2,7 @@ import { record, setAutogradHelpers } from "../autograd.js";
 import type { BinaryOp, FloatDType, UnaryOp } from "../backend.js";
 import { emptyTensor, full, onesLike } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
-import { inF32, isHalf, promoted } from "./precision.js";
+import { castUnrecorded, inF32, isHalf, promoted } from "./precision.js";
 import { sumToShape } from "./reduce.js";
 import { backendOf, broadcastShapes, broadcastStrides, sameShape } from "./util.js";
 
@@ -246,6 +246,7 @@ export function relu(x: Tensor): Tensor {
 setAutogradHelpers(
   (a, b) => binaryRaw("add", a, b),
   (t) => onesLike(t),
+  (t, dtype) => castUnrecorded(t, dtype),
 );
 
 /** x · sigmoid(x) (SiLU / swish). */

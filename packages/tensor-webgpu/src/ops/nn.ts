@@ -3,7 +3,7 @@ import type { Backend } from "../backend.js";
 import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
 import { shapeSize, type Tensor } from "../tensor.js";
-import { castUnrecorded, inF32 } from "./precision.js";
+import { inF32 } from "./precision.js";
 import { cast, narrow, writeSlice } from "./shape.js";
 import {
   appendFits,
@@ -54,14 +54,13 @@ function rmsNormStored(x: Tensor, weight: Tensor, eps: number): Tensor {
     weightDtype,
   });
   const result = record("rmsNorm", out, [x, weight], [x, weight, rstd], (g, [sx, sw, sr]) => {
-    const dOut = g.dtype === dtype ? g : castUnrecorded(g, dtype);
     const dX = emptyTensor(backend, x.shape, dtype);
     const dW = emptyTensor(backend, [dim], weightDtype);
     backend.rmsNormBackward({
       x: sx!.buffer,
       weight: sw!.buffer,
       rstd: sr!.buffer,
-      dOut: dOut.buffer,
+      dOut: g.buffer,
       dX: dX.buffer,
       dWeight: dW.buffer,
       rows,
@@ -69,7 +68,6 @@ function rmsNormStored(x: Tensor, weight: Tensor, eps: number): Tensor {
       dtype,
       weightDtype,
     });
-    if (dOut !== g) dOut.dispose();
     return [dX, dW];
   });
   rstd.dispose();
@@ -359,19 +357,17 @@ function swigluStored(gate: Tensor, up: Tensor): Tensor {
   const out = emptyTensor(backend, gate.shape, dtype);
   backend.swiglu({ gate: gate.buffer, up: up.buffer, out: out.buffer, n: gate.size, dtype });
   return record("swiglu", out, [gate, up], [gate, up], (g, [sg, su]) => {
-    const dOut = g.dtype === dtype ? g : castUnrecorded(g, dtype);
     const dGate = emptyTensor(backend, gate.shape, dtype);
     const dUp = emptyTensor(backend, up.shape, dtype);
     backend.swigluBackward({
       gate: sg!.buffer,
       up: su!.buffer,
-      dOut: dOut.buffer,
+      dOut: g.buffer,
       dGate: dGate.buffer,
       dUp: dUp.buffer,
       n: gate.size,
       dtype,
     });
-    if (dOut !== g) dOut.dispose();
     return [dGate, dUp];
   });
 }
