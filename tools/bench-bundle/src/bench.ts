@@ -6,7 +6,8 @@
  *                  [--decode-batch 16] [--prompt 32] [--new-tokens 32] [--lora-rank 0] [--dtype f32]
  *                  [--repeats 1]
  *                  [--starpo-groups 8] [--starpo-group-size 16] [--starpo-prompt 256] [--starpo-new-tokens 400]
- *                  [--torch auto|on|off] [--profile] [--tune] [--tune-budget S] [--out results-folder] [--help]
+ *                  [--torch auto|on|off] [--profile] [--tune] [--tune-budget S] [--tuning-file F]
+ *                  [--out results-folder] [--help]
  *
  * Runs the kernel benchmarks (matmul, attention, row ops, ...) and the model benchmark (a Qwen2-shaped
  * model's forward+backward and batched decode) on the machine's preferred high-performance WebGPU adapter,
@@ -27,9 +28,12 @@
  * kernels and attention tiles tuned to the problems they met (what a run with kernelTuning does).
  * --tune-budget S: each of those tuning passes starts no new problem after S seconds (largest problems
  * go first; the rest keep the fixed rule), so a run on a time-limited machine still ends with figures.
+ * --tuning-file F: the tuning passes start from the measurements F holds for this adapter and write
+ * theirs back to it, so that a later run (the GPU-server suite's next part) measures only what is left.
+ * The untuned figures never read it.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -53,11 +57,14 @@ import {
   choiceName,
   enableKernelTuning,
   type KernelTime,
+  type KernelTuningFile,
   type KernelTuningOptions,
   type KernelTuningPass,
+  loadKernelTuning,
   type MatmulShape,
   matmulCandidates,
   measuredKernelProblems,
+  saveKernelTuning,
   tileName,
   timeMatmulCandidates,
   tuneKernels,
@@ -71,7 +78,7 @@ const USAGE = `usage: node bench.mjs [--quick] [--only kernels|matmul,attention,
   [--model tiny|small|qwen0.5b] [--batch N] [--seq N] [--steps N] [--decode-batch N] [--prompt N]
   [--new-tokens N] [--lora-rank N] [--dtype f32|f16] [--repeats N] [--starpo-groups N] [--starpo-group-size N]
   [--starpo-prompt N] [--starpo-new-tokens N] [--torch auto|on|off] [--profile] [--tune] [--tune-budget S]
-  [--out FOLDER]`;
+  [--tuning-file FILE] [--out FOLDER]`;
 
 const { values } = parseCommandLine({
   options: {
@@ -97,6 +104,7 @@ const { values } = parseCommandLine({
     profile: { type: "boolean", default: false },
     tune: { type: "boolean", default: false },
     "tune-budget": { type: "string" },
+    "tuning-file": { type: "string" },
     out: { type: "string", default: "bench-results" },
     help: { type: "boolean", default: false },
   },
@@ -568,6 +576,44 @@ async function measureProjections(
 }
 
 /**
+ * Before a tuning pass: take what --tuning-file holds for this adapter, so that the pass measures only
+ * what is left. A file that cannot be used is reported and measured anew (tuning only makes kernels
+ * faster; a benchmark should not end on it). Taking measurements turns tuning on, so the untuned figures
+ * are measured before this is called.
+ */
+function takeSavedTuning(): void {
+  const path = values["tuning-file"];
+  if (path === undefined || !existsSync(path)) return;
+  let saved: unknown;
+  try {
+    saved = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    const reason = (error as Error).message.replace(/\s+/g, " ");
+    console.log(`--tuning-file ${path} is not readable JSON (${reason}); measuring anew`);
+    return;
+  }
+  try {
+    if (loadKernelTuning(ctx, saved, path)) {
+      const file = saved as KernelTuningFile;
+      const count = file.matmul.length + file.attention.length + (file.attentionForms?.length ?? 0);
+      console.log(`took the measurements of ${count} kernel problems from ${path}`);
+    } else console.log(`${path} holds another adapter's measurements; measuring anew and replacing them`);
+  } catch (error) {
+    console.log(`${(error as Error).message}; measuring anew`);
+  }
+}
+
+/** After a tuning pass: write every measurement of this context to --tuning-file (atomically). */
+function keepTuning(): void {
+  const path = values["tuning-file"];
+  if (path === undefined) return;
+  mkdirSync(dirname(resolve(path)), { recursive: true });
+  writeFileSync(`${path}.partial`, `${JSON.stringify(saveKernelTuning(ctx), null, 2)}\n`);
+  renameSync(`${path}.partial`, path);
+  console.log(`kept ${measuredKernelProblems(ctx)} measured kernel problems in ${path}`);
+}
+
+/**
  * A tuning pass's options: --tune-budget, and each problem printed as tuning reaches it, with the seconds
  * so far (a long pass shows where it is).
  */
@@ -604,12 +650,15 @@ async function measureTuned(
   decode: { batch: number; promptLength: number; newTokens: number },
 ): Promise<NonNullable<ModelResult["tuned"]>> {
   enableKernelTuning(ctx);
+  takeSavedTuning();
   await measureTraining(qwen, backend, { ...train, steps: 0 });
   await measureDecode(qwen, { ...decode, newTokens: 2 });
   const start = performance.now();
   const tuned = await tuneKernels(ctx, tuningOptions());
   const seconds = (performance.now() - start) / 1000;
-  console.log(`\ntuned ${measuredCount(tuned)} of the model in ${seconds.toFixed(1)} s${leftOut(tuned)}:`);
+  console.log(`\ntuned ${measuredCount(tuned)} of the model in ${seconds.toFixed(1)} s${leftOut(tuned)}`);
+  keepTuning();
+  console.log("each problem's kernel and the times of its fastest candidates:");
   // Each problem's winner (the fastest, or the fixed rule's choice within the margin) and every time.
   const problems = [
     ...tuned.matmul.map((t) => ({
@@ -713,11 +762,13 @@ if (wants("starpo")) {
   starpo = await measureStarPOStep(actor, backend, options);
   printStep("seconds per phase", starpo);
   if (values.tune) {
+    takeSavedTuning();
     const start = performance.now();
     const tuned = await tuneKernels(ctx, tuningOptions());
     console.log(
       `tuned ${measuredCount(tuned, "more ")} in ${((performance.now() - start) / 1000).toFixed(1)} s${leftOut(tuned)}`,
     );
+    keepTuning();
     starpoTuned = await measureStarPOStep(actor, backend, options);
     printStep("seconds per phase, tuned kernels", starpoTuned);
   }

@@ -134,7 +134,8 @@ run_suite() {
       mkdir -p "$out/$name"
       local -a args
       read -r -a args <<<"$command"
-      [[ "${args[0]}" == bench ]] && args+=(--out "$out/$name")
+      # Bench parts share one tuning file: a later part measures only the problems earlier ones left.
+      [[ "${args[0]}" == bench ]] && args+=(--out "$out/$name" --tuning-file "$out/kernel-tuning.json")
       printf '\n[suite] %s (at most %d s): %s\n' "$name" "$limit" "${args[*]}" >&2
       local began=$SECONDS code
       set +e

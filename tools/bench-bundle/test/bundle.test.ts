@@ -1,7 +1,16 @@
 // The portable benchmark: built into a folder of its own, copied away from the workspace, and run with
 // plain `node bench.mjs --quick` on this machine's adapter (lavapipe here), writing its JSON and markdown.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -165,6 +174,43 @@ describe("bench:bundle", () => {
     const markdown = readFileSync(join(out, "results.md"), "utf8");
     expect(markdown).toMatch(/tiny forward\+backward 2x32, f16 weights \| [0-9.]+ tokens\/s/);
     expect(markdown).toMatch(/## One StarPO step \(.*, f16 weights\)/);
+  }, 300_000);
+
+  it("--tuning-file: a second run takes the first's measurements; a damaged or foreign file is measured anew", () => {
+    const bench = join(work, "elsewhere", "ragen-bench", "bench.mjs");
+    const file = join(work, "tuning", "kernel-tuning.json");
+    const run = () =>
+      execFileSync(
+        process.execPath,
+        [bench, "--quick", "--only", "model", "--tune", "--torch", "off", "--tuning-file", file],
+        { cwd: work, encoding: "utf8" },
+      );
+    const counted = (log: string, pattern: RegExp) => Number(log.match(pattern)?.[1]);
+
+    const first = run();
+    const kept = counted(first, /kept (\d+) measured kernel problems/);
+    expect(kept).toBeGreaterThan(0);
+    expect(first).toMatch(/tuned [1-9]\d* matmul/);
+    const saved = JSON.parse(readFileSync(file, "utf8"));
+    expect(saved.format).toBe("ragen-kernel-tuning/1");
+    expect(saved.matmul.length + saved.attention.length + saved.attentionForms.length).toBe(kept);
+
+    // Everything the model meets was measured: the second pass has nothing left to time.
+    const second = run();
+    expect(counted(second, /took the measurements of (\d+) kernel problems/)).toBe(kept);
+    expect(second).toMatch(/tuned 0 matmul and 0 attention problems of the model/);
+
+    writeFileSync(file, "{ not json");
+    const damaged = run();
+    expect(damaged).toContain("is not readable JSON");
+    expect(damaged).toMatch(/tuned [1-9]\d* matmul/);
+    expect(JSON.parse(readFileSync(file, "utf8")).format).toBe("ragen-kernel-tuning/1");
+
+    writeFileSync(file, JSON.stringify({ ...saved, adapter: "another card" }));
+    const foreign = run();
+    expect(foreign).toContain("holds another adapter's measurements; measuring anew and replacing them");
+    expect(foreign).toMatch(/tuned [1-9]\d* matmul/);
+    expect(JSON.parse(readFileSync(file, "utf8")).adapter).toBe(saved.adapter);
   }, 300_000);
 
   it("keeps the finished parts of a run stopped before its end", async () => {

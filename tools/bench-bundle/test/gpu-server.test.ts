@@ -104,6 +104,8 @@ describe("bench:gpu-server", () => {
     expect(table).toMatch(/\| kernels \| done \| \d+ \| 25 \|/);
     expect(table).toMatch(/\| slow \| stopped at its time limit \(what it finished is kept\) \| \d+ \| 8 \|/);
     expect(table).toMatch(/\| late \| not started: the suite's time was spent \|/);
+    // Bench parts share one tuning file, in the suite's folder.
+    expect(suite.stderr).toContain(`--tuning-file ${join(work, "suite", "kernel-tuning.json")}`);
 
     writeFileSync(plan, "kernels sixty bench --quick\n");
     const bad = runSh(["suite", "--plan", plan]);
