@@ -158,6 +158,8 @@ export interface Backend<B = unknown> {
     headDim: number;
     theta: number;
     inverse?: boolean;
+    /** Elements of x and out (default f32): f16 is rotated in f32 and rounded once. */
+    dtype?: FloatDType;
   }): void;
   /**
    * rope of q into qOut, and rope of k and a copy of v into the KV caches at slots at..at+seqLen, in one

@@ -7,6 +7,7 @@ import type { AttentionDims } from "../src/core/attention.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { attentionBackward, attentionForward } from "../src/kernels/attention/index.js";
 import { attentionBackwardRef, attentionForwardRef } from "../src/reference/attention.js";
+import { packF16Ref, unpackF16Ref } from "../src/reference/layout.js";
 import { expectClose, randomArray, testContext } from "./helpers.js";
 
 export interface Case extends AttentionDims {
@@ -28,32 +29,53 @@ export async function readF32(ctx: GpuContext, buffer: GPUBuffer, length: number
   return new Float32Array(await ctx.read(buffer, length * 4));
 }
 
+/** `length` values of `buffer` holding f32 or halves, as f32. */
+async function readValues(ctx: GpuContext, buffer: GPUBuffer, length: number, dtype: "f32" | "f16") {
+  if (dtype === "f32") return readF32(ctx, buffer, length);
+  const words = new Uint32Array(await ctx.read(buffer, Math.ceil(length / 2) * 4));
+  return unpackF16Ref({ x: words, out: new Float32Array(length), n: length });
+}
+
+/** A buffer of `values` as f32, or as halves (rounded to nearest). */
+function uploadValues(ctx: GpuContext, values: Float32Array, dtype: "f32" | "f16"): GPUBuffer {
+  if (dtype === "f32") return ctx.upload(values);
+  const words = new Uint32Array(Math.ceil(values.length / 2));
+  return ctx.upload(packF16Ref({ x: values, out: words, n: values.length }));
+}
+
 export type Results = Record<"out" | "lse" | "dQ" | "dK" | "dV", Float32Array>;
 
-/** Run the GPU forward and backward on `c` and read everything back. */
-export async function runGpu(ctx: GpuContext, c: Case, x: ReturnType<typeof inputs>): Promise<Results> {
-  const qb = ctx.upload(x.q);
-  const kb = ctx.upload(x.k);
-  const vb = ctx.upload(x.v);
-  const dOut = ctx.upload(x.dOut);
+/**
+ * Run the GPU forward and backward on `c` and read everything back; `dtype` f16 puts q, k, v, dOut, the
+ * output and the gradients in halves (lse stays f32).
+ */
+export async function runGpu(
+  ctx: GpuContext,
+  c: Case,
+  x: ReturnType<typeof inputs>,
+  dtype: "f32" | "f16" = "f32",
+): Promise<Results> {
+  const [qb, kb, vb, dOut] = [x.q, x.k, x.v, x.dOut].map((values) => uploadValues(ctx, values, dtype));
   const kvStart = x.kvStart ? ctx.upload(x.kvStart) : undefined;
   const kvSize = c.batch * c.kvLen * c.numKvHeads * c.headDim;
   const rows = c.batch * c.numHeads * c.seqLen;
-  const out = ctx.pool.acquire(x.q.byteLength);
+  const bytes = (n: number) => Math.ceil((n * (dtype === "f16" ? 2 : 4)) / 4) * 4;
+  const out = ctx.pool.acquire(bytes(x.q.length));
   const lse = ctx.pool.acquire(rows * 4);
-  const dQ = ctx.pool.acquire(x.q.byteLength);
-  const dK = ctx.pool.acquire(kvSize * 4);
-  const dV = ctx.pool.acquire(kvSize * 4);
-  attentionForward(ctx, { ...c, q: qb, k: kb, v: vb, out, lse, kvStart });
-  attentionBackward(ctx, { ...c, q: qb, k: kb, v: vb, out, dOut, lse, dQ, dK, dV, kvStart });
+  const dQ = ctx.pool.acquire(bytes(x.q.length));
+  const dK = ctx.pool.acquire(bytes(kvSize));
+  const dV = ctx.pool.acquire(bytes(kvSize));
+  const dims = { ...c, dtype };
+  attentionForward(ctx, { ...dims, q: qb!, k: kb!, v: vb!, out, lse, kvStart });
+  attentionBackward(ctx, { ...dims, q: qb!, k: kb!, v: vb!, out, dOut: dOut!, lse, dQ, dK, dV, kvStart });
   const results: Results = {
-    out: await readF32(ctx, out, x.q.length),
+    out: await readValues(ctx, out, x.q.length, dtype),
     lse: await readF32(ctx, lse, rows),
-    dQ: await readF32(ctx, dQ, x.q.length),
-    dK: await readF32(ctx, dK, kvSize),
-    dV: await readF32(ctx, dV, kvSize),
+    dQ: await readValues(ctx, dQ, x.q.length, dtype),
+    dK: await readValues(ctx, dK, kvSize, dtype),
+    dV: await readValues(ctx, dV, kvSize, dtype),
   };
-  for (const buffer of [qb, kb, vb, dOut, out, lse, dQ, dK, dV, ...(kvStart ? [kvStart] : [])]) {
+  for (const buffer of [qb!, kb!, vb!, dOut!, out, lse, dQ, dK, dV, ...(kvStart ? [kvStart] : [])]) {
     ctx.pool.release(buffer);
   }
   return results;

@@ -99,8 +99,8 @@ describe("attention tuning checks each tile against the list's tile", () => {
     const broken: TiledKernel = {
       ...FORWARD_KERNEL,
       key: "forward-wrong-scale",
-      code: (tile, d4, profile) => {
-        const code = FORWARD_KERNEL.code(tile, d4, profile);
+      code: (tile, d4, profile, dtype) => {
+        const code = FORWARD_KERNEL.code(tile, d4, profile, dtype);
         return tileName(tile) === listed ? code : code.replaceAll("params.scale", "(params.scale * 1.5)");
       },
     };

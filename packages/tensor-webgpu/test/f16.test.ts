@@ -328,6 +328,34 @@ describe("f16 ops match their f32 results within f16 tolerance (forward and back
   });
 });
 
+describe("f16 RoPE and attention", () => {
+  it("run on the halves themselves: no cast, forward or backward", async () => {
+    const { counting, casts } = castCounting();
+    await asyncScope(async () => {
+      const make = (shape: number[], seed: number) =>
+        tensor(halves(randomArray(size(shape), seed, 1.5)), shape, {
+          backend: counting,
+          dtype: "f16",
+          requiresGrad: true,
+        });
+      const [q, k, v] = [make([2, 5, 4, 8], 41), make([2, 5, 2, 8], 42), make([2, 5, 2, 8], 43)];
+      const positions = tensor(Int32Array.from([0, 1, 2, 3, 4, 0, 0, 1, 2, 3]), [2, 5], {
+        backend: counting,
+        dtype: "i32",
+      });
+      const heads = { numHeads: 4, numKvHeads: 2 };
+      const out = ops.attention(ops.rope(q, positions, 10000), ops.rope(k, positions, 10000), v, heads);
+      expect(out.dtype).toBe("f16");
+      backward(
+        out,
+        tensor(halves(randomArray(out.size, 44)), out.shape, { backend: counting, dtype: "f16" }),
+      );
+      expect(casts()).toBe(0);
+      for (const t of [q, k, v]) expect(t.grad!.dtype).toBe("f16");
+    });
+  });
+});
+
 describe("writeSlice between f16 and f32", () => {
   it("converts the source to the target's type (an f16 model's keys into an f32 cache, and back)", async () => {
     for (const [name, backend] of backends()) {

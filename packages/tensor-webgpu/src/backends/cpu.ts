@@ -160,6 +160,7 @@ export function createCpuBackend(): CpuBackend {
     rope: (a) => {
       const n = a.batch * a.seqLen * a.numHeads * a.headDim;
       store(a.out, ropeRef({ ...a, x: f32(a.x, n), positions: i32(a.positions, a.batch * a.seqLen) }));
+      roundIfHalf(a.out, n, a.dtype);
     },
     softmax: (a) => store(a.out, softmaxRef({ ...a, x: f32(a.x, a.rows * a.cols) })),
     softmaxBackward: (a) =>
@@ -273,6 +274,7 @@ export function createCpuBackend(): CpuBackend {
         kvStart: a.kvStart ? i32(a.kvStart, a.batch) : undefined,
       });
       store(a.out, out);
+      roundIfHalf(a.out, out.length, a.dtype);
       if (a.lse) store(a.lse, lse);
     },
     attentionBackward: (a) => {
@@ -287,6 +289,9 @@ export function createCpuBackend(): CpuBackend {
       store(a.dQ, dQ);
       store(a.dK, dK);
       store(a.dV, dV);
+      roundIfHalf(a.dQ, dQ.length, a.dtype);
+      roundIfHalf(a.dK, dK.length, a.dtype);
+      roundIfHalf(a.dV, dV.length, a.dtype);
     },
     decodeAttention: (a) => {
       store(

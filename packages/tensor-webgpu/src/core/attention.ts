@@ -16,6 +16,11 @@ export interface AttentionDims {
   causal?: boolean;
   /** Multiplies Q·Kᵀ; default 1/sqrt(headDim). */
   scale?: number;
+  /**
+   * Elements of q, k, v, the output and their gradients (default f32). f16 is read and written as halves
+   * by the kernels, which compute in f32; lse and the backward's row statistics stay f32.
+   */
+  dtype?: "f32" | "f16";
 }
 
 /**

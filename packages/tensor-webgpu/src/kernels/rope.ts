@@ -12,10 +12,13 @@
  * product pos * freq is already off by ~1e-3 rad).
  * Each invocation reads exactly the elements it writes, so `out` may be `x` (a variant with one
  * read_write binding, since WebGPU forbids binding a buffer as read and read_write at once).
- * Tensors larger than one storage binding are processed in batches of tokens.
+ * Tensors larger than one storage binding are processed in batches of tokens. f16 x and out are read and
+ * written as halves by the kernel itself, rotated in f32 and rounded once on store (the bits of an f32
+ * copy rotated and cast back).
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows, maxBindingBytes } from "./binding-windows.js";
+import { enableFor, type FloatStorage, storageBytes } from "./elementwise.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
@@ -34,21 +37,31 @@ function frequencyTable(headDim: number, theta: number, width: 1 | 4): string {
   return `const TURNS = array<${width === 4 ? "vec4<u32>" : "u32"}, ${entries.length}>(${entries.join(", ")});`;
 }
 
-function buildRopeShader(headDim: number, theta: number, width: 1 | 4, inPlace: boolean): string {
+function buildRopeShader(
+  headDim: number,
+  theta: number,
+  width: 1 | 4,
+  inPlace: boolean,
+  storage: FloatStorage,
+): string {
   const source = inPlace ? "data" : "x";
   const target = inPlace ? "data" : "out";
-  return /* wgsl */ `
-alias V = ${width === 4 ? "vec4<f32>" : "f32"};
+  const half = storage === "f16";
+  // Halves are widened as they are read and rounded as they are stored; f32 runs the same text as ever.
+  const load = (index: string) => (half ? `V(${source}[${index}])` : `${source}[${index}]`);
+  const store = (value: string) => (half ? `S(${value})` : value);
+  return /* wgsl */ `${enableFor(storage)}
+alias V = ${width === 4 ? "vec4<f32>" : "f32"};${half ? `\nalias S = ${width === 4 ? "vec4<f16>" : "f16"};` : ""}
 ${frequencyTable(headDim, theta, width)}
 const TAU = 6.283185307179586;
 struct Params { count: u32, pairVectors: u32, numHeads: u32, sign: f32, firstToken: u32, shift: u32 }
 ${
   inPlace
-    ? `@group(0) @binding(0) var<storage, read_write> data: array<V>;
+    ? `@group(0) @binding(0) var<storage, read_write> data: array<${half ? "S" : "V"}>;
 @group(0) @binding(1) var<storage, read> positions: array<i32>;
 @group(0) @binding(2) var<uniform> params: Params;`
-    : `@group(0) @binding(0) var<storage, read> x: array<V>;
-@group(0) @binding(1) var<storage, read_write> out: array<V>;
+    : `@group(0) @binding(0) var<storage, read> x: array<${half ? "S" : "V"}>;
+@group(0) @binding(1) var<storage, read_write> out: array<${half ? "S" : "V"}>;
 @group(0) @binding(2) var<storage, read> positions: array<i32>;
 @group(0) @binding(3) var<uniform> params: Params;`
 }
@@ -65,10 +78,10 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   let sine = params.sign * sin(angle);
   let first = params.shift + tokenHead * 2u * params.pairVectors + pair;
   let second = first + params.pairVectors;
-  let a = ${source}[first];
-  let b = ${source}[second];
-  ${target}[first] = a * cosine - b * sine;
-  ${target}[second] = b * cosine + a * sine;
+  let a = ${load("first")};
+  let b = ${load("second")};
+  ${target}[first] = ${store("a * cosine - b * sine")};
+  ${target}[second] = ${store("b * cosine + a * sine")};
 }`;
 }
 
@@ -89,9 +102,13 @@ export function rope(
     headDim: number;
     theta: number;
     inverse?: boolean;
+    /** Elements of x and out (default f32). */
+    dtype?: FloatStorage;
   },
 ): void {
   const { batch: batchSize, seqLen, numHeads, headDim, theta } = a;
+  const storage = a.dtype ?? "f32";
+  const elementBytes = storageBytes(storage);
   if (headDim % 2 !== 0) throw new RangeError(`rope: headDim must be even, got ${headDim}`);
   const half = headDim / 2;
   const count = batchSize * seqLen * numHeads * half;
@@ -99,15 +116,15 @@ export function rope(
   const width: 1 | 4 = half % 4 === 0 ? 4 : 1;
   const pairVectors = half / width;
   const inPlace = a.x === a.out;
-  const pipeline = ctx.pipeline("rope", ropeShader(headDim, theta, width, inPlace));
-  const tokenBytes = numHeads * headDim * 4;
+  const pipeline = ctx.pipeline("rope", ropeShader(headDim, theta, width, inPlace, storage));
+  const tokenBytes = numHeads * headDim * elementBytes;
   for (const batch of batches(ctx, batchSize * seqLen, tokenBytes)) {
     const { bindings, shift } = batchWindows(
       ctx,
       inPlace ? [a.x] : [a.x, a.out],
       batch,
       tokenBytes,
-      width * 4,
+      width * elementBytes,
     );
     const vectors = (batch.count * numHeads * half) / width;
     const params = new Uint32Array([vectors, pairVectors, numHeads, 0, batch.first, shift]);

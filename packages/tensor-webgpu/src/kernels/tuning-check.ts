@@ -5,6 +5,7 @@
  * candidate's result compared with that of the kernel that runs without tuning. A kernel that compiles can
  * still compute wrongly on one driver, and a fast wrong kernel must never win.
  */
+import { float16ArrayToFloat32, float32ToFloat16Bits } from "../core/half-float.js";
 import type { GpuContext } from "../gpu/context.js";
 
 /** STORAGE | COPY_DST | COPY_SRC: filled by writes, read by kernels, results read back. */
@@ -22,10 +23,15 @@ function writeRepeated(ctx: GpuContext, buffer: GPUBuffer, words: Uint32Array, b
 }
 
 export interface PatternOptions {
-  /** "f32" (default): values in [-amplitude, amplitude); "f16": pairs of halves in [0.5, 1) per word. */
+  /**
+   * "f32" (default): values in [-amplitude, amplitude); "f16": pairs of halves in [0.5, 1) per word, or
+   * with `signed`, the f32 pattern's values rounded to halves.
+   */
   dtype?: "f32" | "f16";
   /** Half the f32 values' range (default 0.5). */
   amplitude?: number;
+  /** f16: the signed values of the f32 pattern instead of [0.5, 1) (attention's inputs need them). */
+  signed?: boolean;
   /** Where in the pattern the buffer starts, so that two operands of one problem differ (default 0). */
   phase?: number;
   label?: string;
@@ -33,14 +39,19 @@ export interface PatternOptions {
 
 /** A new buffer of `elements` values of the tuning pattern. */
 export function patternBuffer(ctx: GpuContext, elements: number, options: PatternOptions = {}): GPUBuffer {
-  const { dtype = "f32", amplitude = 0.5, phase = 0, label = "tuning operand" } = options;
+  const { dtype = "f32", amplitude = 0.5, phase = 0, label = "tuning operand", signed = false } = options;
   const bytes = Math.max(4, Math.ceil((elements * (dtype === "f16" ? 2 : 4)) / 4) * 4);
   const buffer = ctx.device.createBuffer({ size: bytes, usage: CHECKED_USAGE, label });
   const words = new Uint32Array(Math.min(bytes, FILL_CHUNK) / 4);
   const f32 = new Float32Array(words.buffer);
+  const value = (i: number) => ((((i + phase) * 7919) % 1000) / 500 - 1) * amplitude;
+  const halves = new Uint16Array(words.buffer);
   for (let i = 0; i < words.length; i++) {
-    if (dtype === "f32") f32[i] = ((((i + phase) * 7919) % 1000) / 500 - 1) * amplitude;
-    else words[i] = 0x3800_3800 ^ ((i + phase) & 0x03ff_03ff); // halves in [0.5, 1), varying mantissas
+    if (dtype === "f32") f32[i] = value(i);
+    else if (signed) {
+      halves[2 * i] = float32ToFloat16Bits(value(2 * i));
+      halves[2 * i + 1] = float32ToFloat16Bits(value(2 * i + 1));
+    } else words[i] = 0x3800_3800 ^ ((i + phase) & 0x03ff_03ff); // halves in [0.5, 1), varying mantissas
   }
   writeRepeated(ctx, buffer, words, bytes);
   return buffer;
@@ -90,11 +101,12 @@ export function resultMismatch(
   return `wrong ${what}: element ${at} is ${result[at]}, the reference kernel's ${reference[at]} (allowed difference ${allowed.toPrecision(3)})`;
 }
 
-/** An f32 output a check compares: the first `bytes` of `buffer`, named `name` in messages. */
+/** An output a check compares: the first `bytes` of `buffer` (f32, or halves), named `name` in messages. */
 export interface CheckedOutput {
   name: string;
   buffer: GPUBuffer;
   bytes: number;
+  dtype?: "f32" | "f16";
 }
 
 /**
@@ -111,7 +123,10 @@ export async function outputsCheck<T>(
     for (const { buffer, bytes } of outputs) poison(ctx, buffer, bytes);
     run(candidate);
     return Promise.all(
-      outputs.map(async ({ buffer, bytes }) => new Float32Array(await ctx.read(buffer, bytes))),
+      outputs.map(async ({ buffer, bytes, dtype }) => {
+        const read = await ctx.read(buffer, bytes);
+        return dtype === "f16" ? float16ArrayToFloat32(new Uint16Array(read)) : new Float32Array(read);
+      }),
     );
   };
   const expected = await results(reference);

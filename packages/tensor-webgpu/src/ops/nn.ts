@@ -76,14 +76,12 @@ function rmsNormStored(x: Tensor, weight: Tensor, eps: number): Tensor {
 
 /**
  * Rotary position embedding (rotate-half convention, as Qwen2/Llama) on x [batch, seqLen, heads, headDim]
- * at the absolute `positions` (i32 [batch, seqLen]; left-padded rows start later). f16 runs in f32.
+ * at the absolute `positions` (i32 [batch, seqLen]; left-padded rows start later). An f16 x is read and
+ * written as halves by the kernel (rotated in f32, rounded once), and so is its gradient.
  */
 export function rope(x: Tensor, positions: Tensor, theta: number): Tensor {
-  return inF32([x], ([wx]) => ropeF32(wx, positions, theta));
-}
-
-function ropeF32(x: Tensor, positions: Tensor, theta: number): Tensor {
   const backend = backendOf("rope", x, positions);
+  const dtype = floatDtypeOf("rope", x);
   expectDType("rope", positions, "i32");
   if (x.rank !== 4)
     throw new ShapeError(`rope: expected x as [batch, seqLen, heads, headDim], got ${x.describe()}`);
@@ -92,11 +90,11 @@ function ropeF32(x: Tensor, positions: Tensor, theta: number): Tensor {
     throw new ShapeError(`rope: positions ${positions.describe()} do not match ${batch}x${seqLen} tokens`);
   }
   const dims = { batch, seqLen, numHeads, headDim, theta };
-  const out = emptyTensor(backend, x.shape, "f32");
-  backend.rope({ x: x.buffer, out: out.buffer, positions: positions.buffer, ...dims });
+  const out = emptyTensor(backend, x.shape, dtype);
+  backend.rope({ x: x.buffer, out: out.buffer, positions: positions.buffer, ...dims, dtype });
   return record("rope", out, [x, positions], [positions], (g, [p]) => {
-    const dX = emptyTensor(backend, x.shape, "f32");
-    backend.rope({ x: g.buffer, out: dX.buffer, positions: p!.buffer, ...dims, inverse: true });
+    const dX = emptyTensor(backend, x.shape, dtype);
+    backend.rope({ x: g.buffer, out: dX.buffer, positions: p!.buffer, ...dims, dtype, inverse: true });
     return [dX, null];
   });
 }
@@ -237,15 +235,19 @@ export interface AttentionOptions {
 
 /**
  * Fused attention. q: [batch, seqLen, numHeads·headDim] (or [..., numHeads, headDim]); k, v: [batch, kvLen,
- * numKvHeads·headDim]. Causal masks align the queries with the last seqLen keys. Returns q's shape (and
- * dtype: f16 q, k, v run the f32 kernels on f32 copies).
+ * numKvHeads·headDim]. Causal masks align the queries with the last seqLen keys. Returns q's shape and
+ * dtype. f16 q, k and v are read as halves by the kernels, which compute in f32 and round the output (and
+ * the gradients) once; a mix of f16 and f32 runs on f32 copies and gives f16.
  */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions): Tensor {
-  return inF32([q, k, v], ([wq, wk, wv]) => attentionF32(wq, wk, wv, options));
+  if (q.dtype === k.dtype && k.dtype === v.dtype) return attentionStored(q, k, v, options);
+  return inF32([q, k, v], ([wq, wk, wv]) => attentionStored(wq, wk, wv, options));
 }
 
-function attentionF32(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions): Tensor {
+/** attention of q, k and v of one float dtype, the output and gradients in it (lse in f32). */
+function attentionStored(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions): Tensor {
   const backend = backendOf("attention", q, k, v, options.kvStart);
+  const dtype = floatDtypeOf("attention", q);
   sameShape("attention", k, v);
   const { numHeads, numKvHeads } = options;
   if (numHeads % numKvHeads !== 0)
@@ -276,8 +278,9 @@ function attentionF32(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions
     headDim,
     causal: options.causal ?? true,
     scale: options.scale,
+    dtype,
   };
-  const out = emptyTensor(backend, q.shape, "f32");
+  const out = emptyTensor(backend, q.shape, dtype);
   const lse = emptyTensor(backend, [batch, numHeads, seqLen], "f32");
   const kvStart = options.kvStart?.buffer;
   backend.attentionForward({
@@ -293,9 +296,9 @@ function attentionF32(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions
   const result = record("attention", out, [q, k, v], saved, (g, [sq, sk, sv, so, sl, ss]) => {
     if (kvLen !== kvCapacity)
       throw new Error("attention: no gradient when only part of k and v is used (kvLen)");
-    const dQ = emptyTensor(backend, q.shape, "f32");
-    const dK = emptyTensor(backend, k.shape, "f32");
-    const dV = emptyTensor(backend, v.shape, "f32");
+    const dQ = emptyTensor(backend, q.shape, dtype);
+    const dK = emptyTensor(backend, k.shape, dtype);
+    const dV = emptyTensor(backend, v.shape, dtype);
     backend.attentionBackward({
       ...dims,
       q: sq!.buffer,

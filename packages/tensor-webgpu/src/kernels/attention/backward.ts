@@ -19,7 +19,16 @@ import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
 import { attentionBackwardByMatmul } from "./backward-matmul.js";
 import { type AttentionForm, attentionForm } from "./form-choice.js";
-import { checkHeadDim, conflictFreeStride, each, roundUp } from "./shared.js";
+import {
+  type AttentionStorage,
+  cachedCode,
+  checkHeadDim,
+  conflictFreeStride,
+  each,
+  roundUp,
+  storageElementBytes,
+  storageWgsl,
+} from "./shared.js";
 import { textureKvGradCode, textureKvGradKeys, textureQGradCode } from "./texture-backward.js";
 import { TEXTURE_ROWS } from "./texture-forward.js";
 import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
@@ -54,11 +63,13 @@ export interface AttentionBackwardArgs extends AttentionDims {
   kvStart?: GPUBuffer;
 }
 
-/** Per query row: (lse, D = rowsum(dOut∘out)), one invocation per row. */
-const STATS_CODE = /* wgsl */ `
+/** Per query row: (lse, D = rowsum(dOut∘out)), one invocation per row; out and dOut of `dtype`. */
+const statsCode = (dtype: AttentionStorage) => {
+  const storage = storageWgsl(dtype);
+  return /* wgsl */ `${storage.enable}
 struct Params { rows: u32, seqLen: u32, numHeads: u32, d4: u32 }
-@group(0) @binding(0) var<storage, read> out: array<vec4f>;
-@group(0) @binding(1) var<storage, read> dOut: array<vec4f>;
+@group(0) @binding(0) var<storage, read> out: array<${storage.vec4}>;
+@group(0) @binding(1) var<storage, read> dOut: array<${storage.vec4}>;
 @group(0) @binding(2) var<storage, read> lse: array<f32>;
 @group(0) @binding(3) var<storage, read_write> stats: array<vec2f>;
 @group(0) @binding(4) var<uniform> params: Params;
@@ -72,20 +83,26 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   let b = i / (params.seqLen * params.numHeads);
   let base = ((b * params.seqLen + position) * params.numHeads + head) * params.d4;
   var sum = vec4f(0.0);
-  for (var c = 0u; c < params.d4; c++) { sum += out[base + c] * dOut[base + c]; }
+  for (var c = 0u; c < params.d4; c++) { sum += ${storage.widen("out[base + c]")} * ${storage.widen("dOut[base + c]")}; }
   stats[i] = vec2f(lse[i], sum.x + sum.y + sum.z + sum.w);
 }`;
+};
 
-/** WGSL: the bindings of a gradient kernel: the shared inputs, then `outputs`, then Params. */
-function gradientBindings(outputs: string[]): string {
+/**
+ * WGSL: the bindings of a gradient kernel: the shared inputs (q, k, v and dOut of `dtype`), then
+ * `outputs` (of `outputDtype`), then Params.
+ */
+function gradientBindings(outputs: string[], dtype: AttentionStorage, outputDtype: AttentionStorage): string {
+  const input = storageWgsl(dtype);
+  const output = storageWgsl(outputDtype);
   const written = outputs.map(
-    (name, i) => `@group(0) @binding(${6 + i}) var<storage, read_write> ${name}: array<vec4f>;`,
+    (name, i) => `@group(0) @binding(${6 + i}) var<storage, read_write> ${name}: array<${output.vec4}>;`,
   );
-  return /* wgsl */ `
-@group(0) @binding(0) var<storage, read> q: array<vec4f>;
-@group(0) @binding(1) var<storage, read> k: array<vec4f>;
-@group(0) @binding(2) var<storage, read> v: array<vec4f>;
-@group(0) @binding(3) var<storage, read> dOut: array<vec4f>;
+  return /* wgsl */ `${input.enable || output.enable}
+@group(0) @binding(0) var<storage, read> q: array<${input.vec4}>;
+@group(0) @binding(1) var<storage, read> k: array<${input.vec4}>;
+@group(0) @binding(2) var<storage, read> v: array<${input.vec4}>;
+@group(0) @binding(3) var<storage, read> dOut: array<${input.vec4}>;
 @group(0) @binding(4) var<storage, read> stats: array<vec2f>;
 ${written.join("\n")}
 @group(0) @binding(${6 + outputs.length}) var<uniform> params: Params;
@@ -182,7 +199,7 @@ function kvGradStrides(t: Tile, d4: number) {
  * [batch, kvLen, numHeads, headDim] (summed over each KV head's group afterwards); otherwise one per
  * (KV block, KV head, sequence), looping over the group's heads.
  */
-function kvGradCode(tile: Tile, d4: number, perHead: boolean): string {
+function kvGradCode(tile: Tile, d4: number, perHead: boolean, dtype: AttentionStorage): string {
   const { bq, bk, rn } = tile;
   const { ty, tx, threads, key } = tileThreads(tile);
   const strides = kvGradStrides(tile, d4);
@@ -192,7 +209,10 @@ function kvGradCode(tile: Tile, d4: number, perHead: boolean): string {
   const columns = strides.qColumns / ty; // vec4 columns of dK/dV per thread
   const col = (c: number) => `ty + ${ty * c}u`;
   const pairs = (f: (b: number, c: number) => string) => each(rn, (b) => each(columns, (c) => f(b, c)));
-  return /* wgsl */ `${gradientBindings(["dK", "dV"])}
+  // Each query head's shares are summed in f32 afterwards (groupSumCode), which rounds once.
+  const outputDtype = perHead ? "f32" : dtype;
+  const { narrow } = storageWgsl(outputDtype);
+  return /* wgsl */ `${gradientBindings(["dK", "dV"], dtype, outputDtype)}
 
 ${gradientTiles(tile, qStride, kStride, true).wgsl}
 
@@ -207,7 +227,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let ty = t / ${tx}u;
   let tx = t % ${tx}u;
   let kStart = firstKey(b);
-  ${loadKeyBlock({ d4, stride: kStride, threads })}
+  ${loadKeyBlock({ d4, stride: kStride, threads, dtype })}
   ${pairs((b, c) => `var dk${b}_${c} = vec4f(0.0);\nvar dv${b}_${c} = vec4f(0.0);`)}
 
   // Query blocks that see some key of this block: none if all its keys are before kStart.
@@ -218,7 +238,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     for (var qb = qbFirst; qb < qbEnd; qb++) {
       let q0 = qb * ${bq}u;
       workgroupBarrier();
-      ${loadQueryBlock({ d4, stride: qStride, threads })}
+      ${loadQueryBlock({ d4, stride: qStride, threads, dtype })}
       workgroupBarrier();
       ${scorePhaseWgsl(tile, qStride, kStride, true)}
       workgroupBarrier();
@@ -236,26 +256,27 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     rn,
     (b) => `if (k0 + ${key(b)} < params.kvLen) {
     let base = ((b * params.kvLen + k0 + ${key(b)}) * ${perHead ? "params.numHeads + headFirst" : "params.numKvHeads + kvHead"}) * ${d4}u;
-    ${storeColumns({ columns, spread: ty, d4, col, store: (c) => `dK[base + ${col(c)}] = dk${b}_${c};\n    dV[base + ${col(c)}] = dv${b}_${c};` })}
+    ${storeColumns({ columns, spread: ty, d4, col, store: (c) => `dK[base + ${col(c)}] = ${narrow(`dk${b}_${c}`)};\n    dV[base + ${col(c)}] = ${narrow(`dv${b}_${c}`)};` })}
   }`,
   )}
 }
 `;
 }
 
-/** dK and dV, [batch, kvLen, heads, headDim]: per KV head, or each query head's share. */
-function kvGradOutputs(dims: AttentionDims, heads: number): TiledOutput[] {
-  const bytes = dims.batch * dims.kvLen * heads * dims.headDim * 4;
+/** dK and dV, [batch, kvLen, heads, headDim] of `dtype`: per KV head, or each query head's share. */
+function kvGradOutputs(dims: AttentionDims, heads: number, dtype: AttentionStorage): TiledOutput[] {
+  const bytes = dims.batch * dims.kvLen * heads * dims.headDim * storageElementBytes(dtype);
   return [
-    { binding: 6, bytes },
-    { binding: 7, bytes },
+    { binding: 6, bytes, dtype },
+    { binding: 7, bytes, dtype },
   ];
 }
 
 export const KV_GRAD_KERNEL: TiledKernel = {
   name: "backward dK/dV",
   key: "dkdv",
-  outputs: (_, dims) => kvGradOutputs(dims, dims.numKvHeads),
+  outputs: (_, dims) => kvGradOutputs(dims, dims.numKvHeads, dims.dtype ?? "f32"),
+  storageInputs: [0, 1, 2, 3],
   tiles: tileChoices(
     { bq: 16, bk: 32, rm: 4, rn: 4 },
     [
@@ -276,7 +297,7 @@ export const KV_GRAD_KERNEL: TiledKernel = {
     const strides = kvGradStrides(t, d4);
     return gradientTiles(t, strides.q, strides.k, true).bytes;
   },
-  code: (tile, d4) => kvGradCode(tile, d4, false),
+  code: (tile, d4, _, dtype) => kvGradCode(tile, d4, false, dtype),
 };
 
 /**
@@ -289,17 +310,22 @@ export const KV_GRAD_PER_HEAD_KERNEL: TiledKernel = {
   ...KV_GRAD_KERNEL,
   name: "backward dK/dV per head",
   key: "dkdv-head",
-  outputs: (_, dims) => kvGradOutputs(dims, dims.numHeads),
-  code: (tile, d4) => kvGradCode(tile, d4, true),
+  outputs: (_, dims) => kvGradOutputs(dims, dims.numHeads, "f32"),
+  code: (tile, d4, _, dtype) => kvGradCode(tile, d4, true, dtype),
 };
 
-/** dK/dV = the sum of each KV head's query heads' shares; one invocation per vec4 of dK and of dV. */
-const GROUP_SUM_CODE = /* wgsl */ `
+/**
+ * dK/dV (of `dtype`) = the sum of each KV head's query heads' f32 shares; one invocation per vec4 of dK and
+ * of dV.
+ */
+const groupSumCode = (dtype: AttentionStorage) => {
+  const storage = storageWgsl(dtype);
+  return /* wgsl */ `${storage.enable}
 struct Params { count: u32, group: u32, d4: u32 }
 @group(0) @binding(0) var<storage, read> dKShares: array<vec4f>;
 @group(0) @binding(1) var<storage, read> dVShares: array<vec4f>;
-@group(0) @binding(2) var<storage, read_write> dK: array<vec4f>;
-@group(0) @binding(3) var<storage, read_write> dV: array<vec4f>;
+@group(0) @binding(2) var<storage, read_write> dK: array<${storage.vec4}>;
+@group(0) @binding(3) var<storage, read_write> dV: array<${storage.vec4}>;
 @group(0) @binding(4) var<uniform> params: Params;
 
 @compute @workgroup_size(64)
@@ -314,9 +340,10 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
     dk += dKShares[first + g * params.d4];
     dv += dVShares[first + g * params.d4];
   }
-  dK[i] = dk;
-  dV[i] = dv;
+  dK[i] = ${storage.narrow("dk")};
+  dV[i] = ${storage.narrow("dv")};
 }`;
+};
 
 // ---------------------------------------------------------------------------------------------------
 // dQ: the query block stays, key blocks stream.
@@ -330,7 +357,7 @@ function qGradStrides(t: Tile, d4: number) {
   return { kColumns, q: conflictFreeStride(d4), k: conflictFreeStride(kColumns) };
 }
 
-function qGradCode(tile: Tile, d4: number): string {
+function qGradCode(tile: Tile, d4: number, dtype: AttentionStorage): string {
   const { bq, bk, rm } = tile;
   const { ty, tx, threads, row } = tileThreads(tile);
   const strides = qGradStrides(tile, d4);
@@ -340,7 +367,8 @@ function qGradCode(tile: Tile, d4: number): string {
   const columns = strides.kColumns / tx; // vec4 columns of dQ per thread
   const col = (c: number) => `tx + ${tx * c}u`;
   const pairs = (f: (a: number, c: number) => string) => each(rm, (a) => each(columns, (c) => f(a, c)));
-  return /* wgsl */ `${gradientBindings(["dQ"])}
+  const { narrow } = storageWgsl(dtype);
+  return /* wgsl */ `${gradientBindings(["dQ"], dtype, dtype)}
 
 ${gradientTiles(tile, qStride, kStride, false).wgsl}
 
@@ -355,12 +383,12 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let tx = t % ${tx}u;
   let kStart = firstKey(b);
   let kEnd = keyEnd(q0 + ${bq}u);
-  ${loadQueryBlock({ d4, stride: qStride, threads })}
+  ${loadQueryBlock({ d4, stride: qStride, threads, dtype })}
   ${pairs((a, c) => `var dq${a}_${c} = vec4f(0.0);`)}
 
   for (var k0 = kStart / ${bk}u * ${bk}u; k0 < kEnd; k0 += ${bk}u) {
     workgroupBarrier();
-    ${loadKeyBlock({ d4, stride: kStride, threads })}
+    ${loadKeyBlock({ d4, stride: kStride, threads, dtype })}
     workgroupBarrier();
     ${scorePhaseWgsl(tile, qStride, kStride, false)}
     workgroupBarrier();
@@ -377,7 +405,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     rm,
     (a) => `if (q0 + ${row(a)} < params.seqLen) {
     let base = ${qIndex(d4, `q0 + ${row(a)}`)};
-    ${storeColumns({ columns, spread: tx, d4, col, store: (c) => `dQ[base + ${col(c)}] = dq${a}_${c};` })}
+    ${storeColumns({ columns, spread: tx, d4, col, store: (c) => `dQ[base + ${col(c)}] = ${narrow(`dq${a}_${c}`)};` })}
   }`,
   )}
 }
@@ -387,9 +415,10 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 export const Q_GRAD_KERNEL: TiledKernel = {
   name: "backward dQ",
   key: "dq",
-  outputs: (_, { batch, seqLen, numHeads, headDim }) => [
-    { binding: 6, bytes: batch * seqLen * numHeads * headDim * 4 }, // dQ
+  outputs: (_, { batch, seqLen, numHeads, headDim, dtype = "f32" }) => [
+    { binding: 6, bytes: batch * seqLen * numHeads * headDim * storageElementBytes(dtype), dtype }, // dQ
   ],
+  storageInputs: [0, 1, 2, 3],
   tiles: tileChoices(
     { bq: 32, bk: 16, rm: 4, rn: 4 },
     [
@@ -409,7 +438,7 @@ export const Q_GRAD_KERNEL: TiledKernel = {
     const strides = qGradStrides(t, d4);
     return gradientTiles(t, strides.q, strides.k, false).bytes;
   },
-  code: qGradCode,
+  code: (tile, d4, _, dtype) => qGradCode(tile, d4, dtype),
 };
 
 /** dK/dV and dQ by the texture kernels (software adapters), on Q, K, V and dOut staged once per chunk. */
@@ -433,7 +462,7 @@ function textureBackward(
     {
       name: "backward dK/dV",
       key: "dkdv-texture",
-      code: (l, d4) => textureKvGradCode(l, d4, keys),
+      code: (l, d4, dtype) => textureKvGradCode(l, d4, keys, dtype),
       tile: { bq: 4 * lanes, bk: keys },
       buffers: [stats, kvStart, args.dK, args.dV],
       workgroups: [Math.ceil(args.kvLen / keys), args.numKvHeads],
@@ -441,7 +470,7 @@ function textureBackward(
     {
       name: "backward dQ",
       key: "dq-texture",
-      code: (l, d4) => textureQGradCode(l, d4, TEXTURE_ROWS),
+      code: (l, d4, dtype) => textureQGradCode(l, d4, TEXTURE_ROWS, dtype),
       tile: { bq: TEXTURE_ROWS, bk: 4 * lanes },
       buffers: [stats, kvStart, args.dQ],
       workgroups: [Math.ceil(args.seqLen / TEXTURE_ROWS), args.numHeads],
@@ -470,9 +499,13 @@ export function recordAttentionBackward(
   checkHeadDim(args.headDim);
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = args;
   const rows = batch * numHeads * seqLen;
+  const dtype = args.dtype ?? "f32";
   const stats = ctx.pool.acquire(rows * 8, "attention stats");
   ctx.dispatch(
-    ctx.pipeline("attention backward stats", STATS_CODE),
+    ctx.pipeline(
+      `attention backward stats${dtype === "f16" ? " (f16)" : ""}`,
+      cachedCode(`stats:${dtype}`, () => statsCode(dtype)),
+    ),
     [args.out, args.dOut, args.lse, stats],
     new Uint32Array([rows, seqLen, numHeads, headDim / 4]),
     grid(Math.ceil(rows / 64)),
@@ -500,7 +533,10 @@ export function recordAttentionBackward(
     ]);
     const count = batch * kvLen * numKvHeads * (headDim / 4);
     ctx.dispatch(
-      ctx.pipeline("attention backward group sum", GROUP_SUM_CODE),
+      ctx.pipeline(
+        `attention backward group sum${dtype === "f16" ? " (f16)" : ""}`,
+        cachedCode(`group-sum:${dtype}`, () => groupSumCode(dtype)),
+      ),
       [dKShares, dVShares, args.dK, args.dV],
       new Uint32Array([count, group, headDim / 4]),
       grid(Math.ceil(count / 64)),

@@ -12,7 +12,17 @@ import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { type AttentionForm, attentionForm } from "./form-choice.js";
 import { attentionForwardByMatmul } from "./forward-matmul.js";
-import { checkHeadDim, conflictFreeStride, EMPTY_LSE, each, MASKED, roundUp } from "./shared.js";
+import {
+  type AttentionStorage,
+  checkHeadDim,
+  conflictFreeStride,
+  EMPTY_LSE,
+  each,
+  MASKED,
+  roundUp,
+  storageElementBytes,
+  storageWgsl,
+} from "./shared.js";
 import { TEXTURE_ROWS, textureForwardCode, textureForwardTile } from "./texture-forward.js";
 import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
 import {
@@ -70,7 +80,7 @@ const maxOf = (terms: string[]): string => terms.reduce((acc, term) => `max(${ac
  * workgroup memory; no thread idles through a serial pass, and each thread keeps its rows' running max,
  * sum and rescale factor in registers.
  */
-function forwardCode(tile: Tile, d4: number, profile: TileProfile): string {
+function forwardCode(tile: Tile, d4: number, profile: TileProfile, dtype: AttentionStorage): string {
   const { bq, bk, rm, rn } = tile;
   const { ty, tx, threads, row, key } = tileThreads(tile);
   const strides = forwardStrides(tile, d4);
@@ -78,7 +88,8 @@ function forwardCode(tile: Tile, d4: number, profile: TileProfile): string {
   const pStride = strides.p;
   const columns = kvColumns(tile, d4) / tx; // vec4 columns of the output per thread
   const col = (c: number) => `tx + ${tx * c}u`;
-  const kvLayout = { d4, stride, threads };
+  const kvLayout = { d4, stride, threads, dtype };
+  const storage = storageWgsl(dtype);
   const parallel = profile === "hardware";
   const pairs = (f: (a: number, b: number) => string) => each(rm, (a) => each(rn, (b) => f(a, b)));
   const score = (a: number, b: number) => `s${a * rn + b}`;
@@ -168,11 +179,11 @@ var<workgroup> rowState: array<vec2f, ${bq}>;        // per row: running max and
   workgroupBarrier();
   ${each(rm, (a) => `let inverse${a} = alphaTile[${row(a)}];`)}`;
 
-  return /* wgsl */ `
-@group(0) @binding(0) var<storage, read> q: array<vec4f>;
-@group(0) @binding(1) var<storage, read> k: array<vec4f>;
-@group(0) @binding(2) var<storage, read> v: array<vec4f>;
-@group(0) @binding(3) var<storage, read_write> out: array<vec4f>;
+  return /* wgsl */ `${storage.enable}
+@group(0) @binding(0) var<storage, read> q: array<${storage.vec4}>;
+@group(0) @binding(1) var<storage, read> k: array<${storage.vec4}>;
+@group(0) @binding(2) var<storage, read> v: array<${storage.vec4}>;
+@group(0) @binding(3) var<storage, read_write> out: array<${storage.vec4}>;
 @group(0) @binding(4) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;
 ${commonWgsl(KV_START_BINDING)}
@@ -194,7 +205,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   let kStart = firstKey(b);
   let kEnd = keyEnd(q0 + ${bq}u);
 
-  ${loadQueryRows({ d4, stride: strides.q, threads }, "qTile", "q", "params.scale")}
+  ${loadQueryRows({ d4, stride: strides.q, threads, dtype }, "qTile", "q", "params.scale")}
 
   ${initState}
   ${each(rm, (a) => each(columns, (c) => `var acc${a}_${c} = vec4f(0.0);`))}
@@ -228,7 +239,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     rm,
     (a) => `if (q0 + ${row(a)} < params.seqLen) {
     let base = ${qIndex(d4, `q0 + ${row(a)}`)};
-    ${storeColumns({ columns, spread: tx, d4, col, store: (c) => `out[base + ${col(c)}] = acc${a}_${c} * inverse${a};` })}
+    ${storeColumns({ columns, spread: tx, d4, col, store: (c) => `out[base + ${col(c)}] = ${storage.narrow(`acc${a}_${c} * inverse${a}`)};` })}
   }`,
   )}
 }
@@ -242,11 +253,12 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 export const FORWARD_KERNEL: TiledKernel = {
   name: "forward",
   key: "forward",
-  outputs: (flags, { batch, seqLen, numHeads, headDim }) => {
+  outputs: (flags, { batch, seqLen, numHeads, headDim, dtype = "f32" }) => {
     const rows = batch * seqLen * numHeads;
-    const out = { binding: 3, bytes: rows * headDim * 4 };
-    return flags & WRITE_LSE ? [out, { binding: 4, bytes: rows * 4 }] : [out];
+    const out = { binding: 3, bytes: rows * headDim * storageElementBytes(dtype), dtype };
+    return flags & WRITE_LSE ? [out, { binding: 4, bytes: rows * 4, dtype: "f32" as const }] : [out];
   },
+  storageInputs: [0, 1, 2],
   tiles: tileChoices(
     { bq: 32, bk: 32, rm: 8, rn: 4 },
     [

@@ -39,6 +39,8 @@ export interface MatmulFormPlan {
 
 /** The matmul forms' chunks and blocks for a problem, or undefined when they do not take it. */
 export function matmulFormPlan(ctx: GpuContext, dims: AttentionDims): MatmulFormPlan | undefined {
+  // Its head-major copies and score matrices are f32: halves run on the tiled kernels.
+  if (dims.dtype === "f16") return undefined;
   const { limits } = ctx.device;
   const budget = Math.min(
     testBytes ?? MATMUL_FORM_BYTES,

@@ -5,6 +5,27 @@
 import { EMPTY_ROW_LSE } from "../../core/attention.js";
 import { wgslCache } from "../wgsl/code-cache.js";
 
+/** Elements of q, k, v, the output and their gradients in memory (AttentionDims.dtype). */
+export type AttentionStorage = "f32" | "f16";
+
+/**
+ * WGSL for buffers of q-like elements of `dtype`: the `enable` line, the vec4 element type, and the
+ * conversions of a value read (to f32, where every kernel computes) and of a value stored. f32 kernels
+ * keep their text: no conversion is written.
+ */
+export function storageWgsl(dtype: AttentionStorage = "f32") {
+  const half = dtype === "f16";
+  return {
+    enable: half ? "enable f16;\n" : "",
+    vec4: half ? "vec4<f16>" : "vec4f",
+    widen: (value: string) => (half ? `vec4f(${value})` : value),
+    narrow: (value: string) => (half ? `vec4<f16>(${value})` : value),
+  };
+}
+
+/** Bytes of one q-like element. */
+export const storageElementBytes = (dtype: AttentionStorage = "f32") => (dtype === "f16" ? 2 : 4);
+
 /** Largest supported headDim (the tiles must fit in workgroup memory). */
 export const MAX_HEAD_DIM = 256;
 

@@ -9,35 +9,45 @@
  *    (their P and dS) and vec4 columns l, l + L, ... of dK and dV. Rows run in the order the tiled kernel
  *    sums them (the group's heads one after another, rows ascending), so dK and dV come out the same.
  */
-import { each } from "./shared.js";
+import { type AttentionStorage, each, storageWgsl } from "./shared.js";
 import { commonWgsl, qIndex } from "./tiles.js";
 
 const comp = ["x", "y", "z", "w"];
 const four = [0, 1, 2, 3];
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-/** WGSL shared by both kernels: the input textures, stats, kvStart and the Params block. */
-function backwardBindings(outputs: string[]): string {
-  return /* wgsl */ `enable subgroups;
+/**
+ * WGSL shared by both kernels: the input textures, stats, kvStart, the outputs (of `dtype` elements) and
+ * the Params block.
+ */
+function backwardBindings(outputs: string[], dtype: AttentionStorage): string {
+  const storage = storageWgsl(dtype);
+  return /* wgsl */ `${storage.enable}enable subgroups;
 @group(0) @binding(0) var qTex: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(1) var kTex: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(2) var vTex: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(3) var dOTex: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(4) var<storage, read> stats: array<vec2f>;
-${outputs.map((name, i) => `@group(0) @binding(${6 + i}) var<storage, read_write> ${name}: array<vec4f>;`).join("\n")}
+${outputs.map((name, i) => `@group(0) @binding(${6 + i}) var<storage, read_write> ${name}: array<${storage.vec4}>;`).join("\n")}
 @group(0) @binding(${6 + outputs.length}) var<uniform> params: Params;
 ${commonWgsl(5)}`;
 }
 
 /** dQ = dS·K, R query rows of one head per workgroup. */
-export function textureQGradCode(lanes: number, d4: number, rows: number): string {
+export function textureQGradCode(
+  lanes: number,
+  d4: number,
+  rows: number,
+  dtype: AttentionStorage = "f32",
+): string {
+  const { narrow } = storageWgsl(dtype);
   const bk = 4 * lanes;
   const columns = Math.ceil(d4 / lanes);
   const loads = rows / lanes;
   const rowList = range(rows);
   const colList = range(columns);
   const lines = (f: (r: number) => string) => rowList.map(f).join("\n    ");
-  return /* wgsl */ `${backwardBindings(["dQ"])}
+  return /* wgsl */ `${backwardBindings(["dQ"], dtype)}
 
 @compute @workgroup_size(${lanes})
 fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -99,7 +109,7 @@ fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: v
   ${lines(
     (r) => `if (q0 + ${r}u < params.seqLen) {
     let base = ${qIndex(d4, `q0 + ${r}u`)};
-    ${colList.map((c) => `if (lane + ${c * lanes}u < ${d4}u) { dQ[base + lane + ${c * lanes}u] = dq${r}_${c}; }`).join("\n    ")}
+    ${colList.map((c) => `if (lane + ${c * lanes}u < ${d4}u) { dQ[base + lane + ${c * lanes}u] = ${narrow(`dq${r}_${c}`)}; }`).join("\n    ")}
   }`,
   )}
 }
@@ -110,14 +120,20 @@ fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: v
 export const textureKvGradKeys = (lanes: number) => Math.max(8, lanes);
 
 /** dV = Pᵀ·dOut and dK = dSᵀ·Q, `keys` keys of one KV head per workgroup, over its group's query heads. */
-export function textureKvGradCode(lanes: number, d4: number, keys: number): string {
+export function textureKvGradCode(
+  lanes: number,
+  d4: number,
+  keys: number,
+  dtype: AttentionStorage = "f32",
+): string {
+  const { narrow } = storageWgsl(dtype);
   const bq = 4 * lanes;
   const columns = Math.ceil(d4 / lanes);
   const loads = keys / lanes;
   const keyList = range(keys);
   const colList = range(columns);
   const lines = (f: (j: number) => string) => keyList.map(f).join("\n      ");
-  return /* wgsl */ `${backwardBindings(["dK", "dV"])}
+  return /* wgsl */ `${backwardBindings(["dK", "dV"], dtype)}
 
 @compute @workgroup_size(${lanes})
 fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -191,7 +207,7 @@ fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: v
     .map(
       (j) => `if (k0 + ${j}u < params.kvLen) {
     let base = ((b * params.kvLen + k0 + ${j}u) * params.numKvHeads + kvHead) * ${d4}u;
-    ${colList.map((c) => `if (lane + ${c * lanes}u < ${d4}u) { dK[base + lane + ${c * lanes}u] = dk${j}_${c}; dV[base + lane + ${c * lanes}u] = dv${j}_${c}; }`).join("\n    ")}
+    ${colList.map((c) => `if (lane + ${c * lanes}u < ${d4}u) { dK[base + lane + ${c * lanes}u] = ${narrow(`dk${j}_${c}`)}; dV[base + lane + ${c * lanes}u] = ${narrow(`dv${j}_${c}`)}; }`).join("\n    ")}
   }`,
     )
     .join("\n  ")}

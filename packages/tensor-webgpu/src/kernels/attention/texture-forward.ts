@@ -7,7 +7,7 @@
  * reach every lane by subgroup broadcast and probabilities by subgroup shuffle, so no workgroup memory is
  * touched: lavapipe serves workgroup-memory loads lane by lane, and the tiled kernel ran at 1-2 GFLOP/s.
  */
-import { EMPTY_LSE, each, MASKED } from "./shared.js";
+import { type AttentionStorage, EMPTY_LSE, each, MASKED, storageWgsl } from "./shared.js";
 import { commonWgsl, qIndex, WRITE_LSE } from "./tiles.js";
 
 /** Query rows per workgroup (8 and 32 measured no faster on lavapipe; 32 took seconds longer to JIT). */
@@ -16,7 +16,14 @@ export const TEXTURE_ROWS = 16;
 /** The block sizes, for the Params block's tileRows and tileKeys. */
 export const textureForwardTile = (lanes: number) => ({ bq: TEXTURE_ROWS, bk: 4 * lanes });
 
-export function textureForwardCode(lanes: number, d4: number, rows = TEXTURE_ROWS): string {
+/** `dtype`: the output's elements (the staged operands are f32 textures either way). */
+export function textureForwardCode(
+  lanes: number,
+  d4: number,
+  dtype: AttentionStorage = "f32",
+  rows = TEXTURE_ROWS,
+): string {
+  const storage = storageWgsl(dtype);
   const bk = 4 * lanes;
   const columns = Math.ceil(d4 / lanes); // vec4 columns of the output per lane
   const loadsQ = rows / lanes;
@@ -25,11 +32,11 @@ export function textureForwardCode(lanes: number, d4: number, rows = TEXTURE_ROW
   const rowList = Array.from({ length: rows }, (_, r) => r);
   const colList = Array.from({ length: columns }, (_, c) => c);
   const lines = (f: (r: number) => string) => rowList.map(f).join("\n    ");
-  return /* wgsl */ `enable subgroups;
+  return /* wgsl */ `${storage.enable}enable subgroups;
 @group(0) @binding(0) var qTex: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(1) var kTex: texture_storage_2d<rgba32float, read>;
 @group(0) @binding(2) var vTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(3) var<storage, read_write> out: array<vec4f>;
+@group(0) @binding(3) var<storage, read_write> out: array<${storage.vec4}>;
 @group(0) @binding(4) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;
 ${commonWgsl(5)}
@@ -102,7 +109,7 @@ fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: v
       lse[(b * params.numHeads + head) * params.seqLen + q0 + ${r}u] = select(${EMPTY_LSE}, m${r} + log(l${r}), hasKeys);
     }
     let base = ${qIndex(d4, `q0 + ${r}u`)};
-    ${colList.map((c) => `if (lane + ${c * lanes}u < ${d4}u) { out[base + lane + ${c * lanes}u] = acc${r}_${c} * inverse; }`).join("\n    ")}
+    ${colList.map((c) => `if (lane + ${c * lanes}u < ${d4}u) { out[base + lane + ${c * lanes}u] = ${storage.narrow(`acc${r}_${c} * inverse`)}; }`).join("\n    ")}
   }`,
   )}
 }

@@ -7,7 +7,7 @@
 import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid, type Resource } from "../../gpu/context.js";
 import { textureLanes } from "../texture-lanes.js";
-import { cachedCode } from "./shared.js";
+import { type AttentionStorage, cachedCode, storageWgsl } from "./shared.js";
 import { attentionParams, attentionTuning, tileProfile } from "./tiles.js";
 
 /**
@@ -48,10 +48,15 @@ export interface TextureSource {
 
 const COPY_SRC = 0x4;
 
-/** Copies flat vec4s into a texture `width` texels wide: for sources whose rows a buffer copy cannot take. */
-const REPACK_CODE = /* wgsl */ `
+/**
+ * Copies flat vec4s into a texture `width` texels wide: for sources whose rows a buffer copy cannot take,
+ * and for halves, widened as they are copied.
+ */
+const repackCode = (dtype: AttentionStorage) => {
+  const storage = storageWgsl(dtype);
+  return /* wgsl */ `${storage.enable}
 struct Params { width: u32, texels: u32, base: u32 }
-@group(0) @binding(0) var<storage, read> src: array<vec4f>;
+@group(0) @binding(0) var<storage, read> src: array<${storage.vec4}>;
 @group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
 @group(0) @binding(2) var<uniform> params: Params;
 
@@ -59,17 +64,28 @@ struct Params { width: u32, texels: u32, base: u32 }
 fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
   let t = id.x + id.y * groups.x * 64u;
   if (t >= params.texels) { return; }
-  textureStore(dst, vec2u(t % params.width, t / params.width), src[params.base + t]);
+  textureStore(dst, vec2u(t % params.width, t / params.width), ${storage.widen("src[params.base + t]")});
 }`;
+};
 
-/** Records the copy of sequences [b0, b0 + count) of `source` into a scratch texture, and returns it. */
-function stage(ctx: GpuContext, source: TextureSource, headDim: number, b0: number, count: number) {
+/**
+ * Records the copy of sequences [b0, b0 + count) of `source` (of `dtype` elements) into a scratch f32
+ * texture, and returns it.
+ */
+function stage(
+  ctx: GpuContext,
+  source: TextureSource,
+  headDim: number,
+  b0: number,
+  count: number,
+  dtype: AttentionStorage,
+) {
   const width = (source.heads * headDim) / 4;
   const height = count * source.rows;
   const texture = ctx.textures.acquire("rgba32float", width, height, "attention operand");
   const firstTexel = b0 * source.rows * width;
   const bytesPerRow = width * 16;
-  if ((source.buffer.usage & COPY_SRC) !== 0 && bytesPerRow % 256 === 0) {
+  if (dtype === "f32" && (source.buffer.usage & COPY_SRC) !== 0 && bytesPerRow % 256 === 0) {
     ctx.copyToTexture(
       { buffer: source.buffer, offset: firstTexel * 16, bytesPerRow },
       texture.texture,
@@ -79,7 +95,10 @@ function stage(ctx: GpuContext, source: TextureSource, headDim: number, b0: numb
   } else {
     const texels = width * height;
     ctx.dispatch(
-      ctx.pipeline("attention repack", REPACK_CODE),
+      ctx.pipeline(
+        `attention repack${dtype === "f16" ? " (f16)" : ""}`,
+        cachedCode(`repack:${dtype}`, () => repackCode(dtype)),
+      ),
       [source.buffer, { textureView: texture.view }],
       new Uint32Array([width, texels, firstTexel]),
       grid(Math.ceil(texels / 64)),
@@ -92,7 +111,8 @@ function stage(ctx: GpuContext, source: TextureSource, headDim: number, b0: numb
 export interface TexturePass {
   name: string;
   key: string;
-  code: (lanes: number, d4: number) => string;
+  /** `dtype`: the elements of the pass's q-like outputs. */
+  code: (lanes: number, d4: number, dtype: AttentionStorage) => string;
   /** The block sizes, for the Params block's tileRows and tileKeys. */
   tile: { bq: number; bk: number };
   /** Bound after the staged textures; the Params block follows them. */
@@ -103,7 +123,7 @@ export interface TexturePass {
 
 /**
  * Records texture kernels over the whole batch: per chunk of sequences, stages `sources` once (bindings
- * 0..n-1 of every pass) and dispatches each pass in order.
+ * 0..n-1 of every pass) and dispatches each pass in order. Sources and q-like outputs hold `dims.dtype`.
  */
 export function dispatchTextureAttention(
   ctx: GpuContext,
@@ -114,17 +134,18 @@ export function dispatchTextureAttention(
   passes: TexturePass[],
 ): void {
   const d4 = dims.headDim / 4;
+  const dtype = dims.dtype ?? "f32";
   const pipelines = passes.map((pass) =>
     ctx.pipeline(
-      `attention ${pass.name} (texture, headDim ${dims.headDim})`,
-      cachedCode(`${pass.key}:${lanes}:${d4}`, () => pass.code(lanes, d4)),
+      `attention ${pass.name} (texture, headDim ${dims.headDim}${dtype === "f16" ? ", f16" : ""})`,
+      cachedCode(`${pass.key}:${lanes}:${d4}:${dtype}`, () => pass.code(lanes, d4, dtype)),
     ),
   );
   const tallest = Math.max(...sources.map((s) => s.rows));
   const perChunk = Math.floor(maxTextureRows(ctx) / tallest);
   for (let b0 = 0; b0 < dims.batch; b0 += perChunk) {
     const count = Math.min(perChunk, dims.batch - b0);
-    const textures = sources.map((source) => stage(ctx, source, dims.headDim, b0, count));
+    const textures = sources.map((source) => stage(ctx, source, dims.headDim, b0, count, dtype));
     const views = textures.map((t) => ({ textureView: t.view }));
     for (const [i, pass] of passes.entries()) {
       ctx.dispatch(pipelines[i]!, [...views, ...pass.buffers], attentionParams(dims, flags, pass.tile, b0), [

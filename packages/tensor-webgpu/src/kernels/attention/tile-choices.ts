@@ -14,6 +14,7 @@ import type { GpuContext } from "../../gpu/context.js";
 import { KernelTuningFileError, parseRejected, type RejectedKernel } from "../matmul-choices.js";
 import { PerContext } from "../per-context.js";
 import { TuningTable } from "../tuning-table.js";
+import type { AttentionStorage } from "./shared.js";
 
 /** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
 export interface Tile {
@@ -55,14 +56,18 @@ export interface TiledKernel {
    * buffer may be larger). The other bindings it reads.
    */
   outputs(flags: number, dims: AttentionDims): TiledOutput[];
+  /** The bindings it reads that hold q-like elements (AttentionDims.dtype); the others hold f32 or i32. */
+  storageInputs: number[];
   bytes(tile: Tile, d4: number, profile: TileProfile): number;
-  code(tile: Tile, d4: number, profile: TileProfile): string;
+  /** WGSL for q-like elements of `dtype` in memory (the workgroup tiles and the arithmetic are f32). */
+  code(tile: Tile, d4: number, profile: TileProfile, dtype: AttentionStorage): string;
 }
 
-/** A binding a tiled kernel writes, and how many of its bytes. */
+/** A binding a tiled kernel writes, how many of its bytes, and its elements. */
 export interface TiledOutput {
   binding: number;
   bytes: number;
+  dtype: AttentionStorage;
 }
 
 /** One dispatch of a tiled kernel, as tuning runs it again on buffers of its own. */
@@ -91,13 +96,14 @@ export const tileName = (t: Tile): string => `${t.bq}x${t.bk}/${t.rm}x${t.rn}`;
 const bucket = (x: number) => 2 ** Math.ceil(Math.log2(Math.max(1, x)));
 
 /**
- * The group of an attention problem, after `prefix`: its heads, head size and mask, and batch, query and
- * key lengths rounded up to powers of two.
+ * The group of an attention problem, after `prefix`: its heads, head size and mask, batch, query and key
+ * lengths rounded up to powers of two, and " f16" where its elements are halves.
  */
 export function attentionProblemKey(prefix: string, dims: AttentionDims): string {
   const { numHeads, numKvHeads, headDim, batch, seqLen, kvLen } = dims;
   const causal = (dims.causal ?? true) ? "causal" : "full";
-  return `${prefix} ${numHeads}/${numKvHeads}x${headDim} ${causal} ${bucket(batch)}x${bucket(seqLen)}x${bucket(kvLen)}`;
+  const halves = dims.dtype === "f16" ? " f16" : "";
+  return `${prefix} ${numHeads}/${numKvHeads}x${headDim} ${causal} ${bucket(batch)}x${bucket(seqLen)}x${bucket(kvLen)}${halves}`;
 }
 
 /** The group a dispatch belongs to. */

@@ -44,11 +44,15 @@ export async function timeAttentionTiles(
   const candidates = tileCandidates(kernel, d4, limit, tileProfile(ctx), ctx.info.adapter.isSoftware);
   const outputs = kernel.outputs(flags, dims);
   const written = new Set(outputs.map((o) => o.binding));
-  // Inputs hold the pattern; kvStart zeros (every key visible from the start); outputs are written.
+  const halves = dims.dtype === "f16" ? new Set(kernel.storageInputs) : new Set<number>();
+  // Inputs hold the pattern (q-like ones in their dtype); kvStart zeros (every key visible from the start);
+  // outputs are written.
   const buffers = bindingSizes.map((size, binding) =>
     written.has(binding) || binding === KV_START_BINDING
       ? ctx.device.createBuffer({ size, usage: CHECKED_USAGE, label: "attention tuning buffer" })
-      : patternBuffer(ctx, size / 4, {
+      : patternBuffer(ctx, halves.has(binding) ? size / 2 : size / 4, {
+          dtype: halves.has(binding) ? "f16" : "f32",
+          signed: true,
           amplitude: ATTENTION_PATTERN_AMPLITUDE,
           phase: 257 * binding,
           label: "attention tuning buffer",
@@ -56,10 +60,11 @@ export async function timeAttentionTiles(
   );
   const run = (tile: Tile) => dispatchTiled(ctx, kernel, tile, dims, flags, buffers, workgroups);
   try {
-    const checked = outputs.map(({ binding, bytes }) => ({
+    const checked = outputs.map(({ binding, bytes, dtype }) => ({
       name: `binding ${binding}`,
       buffer: buffers[binding]!,
       bytes,
+      dtype,
     }));
     const check = await outputsCheck(ctx, checked, run, listTile(ctx, kernel, d4) ?? candidates[0]!);
     return await timeCandidates(ctx, candidates, run, options, check);

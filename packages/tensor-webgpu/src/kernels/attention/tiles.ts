@@ -18,7 +18,7 @@ import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { f32Bits, uniforms } from "../elementwise.js";
 import type { AttentionForm } from "./forms.js";
-import { cachedCode, each, resolveScale } from "./shared.js";
+import { type AttentionStorage, cachedCode, each, resolveScale, storageWgsl } from "./shared.js";
 import {
   attentionTiles,
   type Tile,
@@ -171,11 +171,15 @@ export const qIndex = (d4: number, row: string, head = "head") =>
 const kvIndex = (d4: number, key: string) =>
   `((b * params.kvCapacity + ${key}) * params.numKvHeads + kvHead) * ${d4}u`;
 
-/** How a kernel stages rows in a workgroup tile: vec4s per row, tile row stride, threads loading. */
+/**
+ * How a kernel stages rows in a workgroup tile: vec4s per row, tile row stride, threads loading, and the
+ * source's elements (default f32; halves are widened as they are loaded).
+ */
 export interface TileLoad {
   d4: number;
   stride: number;
   threads: number;
+  dtype?: AttentionStorage;
 }
 
 /**
@@ -184,7 +188,7 @@ export interface TileLoad {
  * first element; `factor` multiplies every element.
  */
 function loadTile(
-  { d4, stride, threads }: TileLoad,
+  { d4, stride, threads, dtype }: TileLoad,
   opts: {
     tile: string;
     source: string;
@@ -196,11 +200,12 @@ function loadTile(
   },
 ): string {
   const { tile, source, rows, rowValid, index, factor } = opts;
+  const loaded = storageWgsl(dtype).widen(`${source}[${index("r")} + c]`);
   return `for (var e = t; e < ${rows} * params.d4; e += ${threads}u) {
     let r = e / ${d4}u;
     let c = e % ${d4}u;
     var value = vec4f(0.0);
-    if (${rowValid("r")}) { value = ${source}[${index("r")} + c]${factor ? ` * ${factor}` : ""}; }
+    if (${rowValid("r")}) { value = ${loaded}${factor ? ` * ${factor}` : ""}; }
     ${tile}[r * ${stride}u + c] = value;
   }`;
 }
@@ -286,10 +291,11 @@ export function dispatchTiled(
 ): void {
   const d4 = dims.headDim / 4;
   const profile = tileProfile(ctx);
-  const key = `${kernel.key}:${tile.bq}:${tile.bk}:${tile.rm}:${tile.rn}:${d4}:${profile}`;
-  const code = cachedCode(key, () => kernel.code(tile, d4, profile));
+  const dtype = dims.dtype ?? "f32";
+  const key = `${kernel.key}:${tile.bq}:${tile.bk}:${tile.rm}:${tile.rn}:${d4}:${profile}:${dtype}`;
+  const code = cachedCode(key, () => kernel.code(tile, d4, profile, dtype));
   ctx.dispatch(
-    ctx.pipeline(`attention ${kernel.name} (headDim ${dims.headDim})`, code),
+    ctx.pipeline(`attention ${kernel.name} (headDim ${dims.headDim}${dtype === "f16" ? ", f16" : ""})`, code),
     bindings,
     attentionParams(dims, flags, tile),
     workgroups(tile),

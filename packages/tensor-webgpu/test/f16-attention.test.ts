@@ -1,0 +1,117 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { attentionTuning } from "../src/kernels/attention/index.js";
+import {
+  attentionTiles,
+  disableAttentionTuning,
+  enableAttentionTuning,
+} from "../src/kernels/attention/tile-choices.js";
+import { tuneAttentionTiles } from "../src/kernels/attention/tile-tuning.js";
+import { fromHalfBits, toHalfBits } from "../src/reference/layout.js";
+import { type Case, inputs, qwen, runGpu, small } from "./attention-cases.js";
+import { expectClose, testContext } from "./helpers.js";
+
+/**
+ * Attention on f16 q, k, v (and dOut): every kernel path reads the halves itself, computes in f32 as the
+ * f32 kernels do on the same values, and rounds the output and the gradients once as it stores them. The
+ * forward is compared with the f32 kernel's on the same (widened) inputs: lse the same bits, the output
+ * that output rounded to halves. The backward computes D = rowsum(dOut∘out) from the rounded output, so
+ * its gradients may differ from the f32 kernel's by that and their own rounding.
+ */
+const halves = (values: Float32Array) => Float32Array.from(values, (v) => fromHalfBits(toHalfBits(v)));
+const GRADIENT_TOLERANCE = { atol: 2e-3, rtol: 2 ** -8 };
+
+// `qwenHeads`: also at Qwen2.5-0.5B's heads, whose kernels take seconds more to compile on lavapipe: on the
+// paths an f16 run takes (textures on software adapters, the GPU tiles elsewhere).
+const PATHS = [
+  { name: "texture kernels (software adapters)", profile: "auto", textures: true, qwenHeads: true },
+  { name: "tiled kernels, software profile", profile: "software", textures: false, qwenHeads: false },
+  {
+    name: "tiled kernels, GPU profile (dK/dV per query head, summed)",
+    profile: "hardware",
+    textures: false,
+    qwenHeads: true,
+  },
+] as const;
+
+const CASES: [string, Case][] = [
+  [
+    "grouped heads, ragged length, left padding",
+    { ...small, batch: 2, seqLen: 37, kvLen: 37, kvStart: [0, 5] },
+  ],
+  ["non-causal", { ...small, batch: 1, seqLen: 12, kvLen: 20, causal: false }],
+];
+const QWEN_CASE: [string, Case] = [
+  "Qwen2.5-0.5B heads (14/2 x 64)",
+  { ...qwen, batch: 1, seqLen: 70, kvLen: 70 },
+];
+
+afterEach(() => {
+  attentionTuning.profile = "auto";
+  attentionTuning.textures = true;
+});
+
+async function halfContext() {
+  const ctx = await testContext();
+  return ctx.info.features.shaderF16 ? ctx : undefined; // f16 tensors need shader-f16 (f16.test.ts)
+}
+
+/** inputs(c, seed) with every value a half, so that the f32 and f16 runs see the same numbers. */
+function halfInputs(c: Case, seed: number) {
+  const x = inputs(c, seed);
+  return { ...x, q: halves(x.q), k: halves(x.k), v: halves(x.v), dOut: halves(x.dOut) };
+}
+
+describe("attention on f16 buffers", () => {
+  for (const path of PATHS)
+    for (const [label, c] of path.qwenHeads ? [...CASES, QWEN_CASE] : CASES)
+      it(`${path.name}: ${label}`, async () => {
+        const ctx = await halfContext();
+        if (!ctx) return;
+        attentionTuning.profile = path.profile;
+        attentionTuning.textures = path.textures;
+        const x = halfInputs(c, 11);
+        const wide = await runGpu(ctx, c, x, "f32");
+        const half = await runGpu(ctx, c, x, "f16");
+        expect(Array.from(half.lse)).toEqual(Array.from(wide.lse));
+        expect(Array.from(half.out)).toEqual(Array.from(halves(wide.out)));
+        for (const grad of ["dQ", "dK", "dV"] as const) {
+          expect(half[grad].every(Number.isFinite), grad).toBe(true);
+          expectClose(half[grad], wide[grad], GRADIENT_TOLERANCE.atol, GRADIENT_TOLERANCE.rtol);
+        }
+      });
+
+  it("tunes f16 problems apart from f32 ones, every candidate tile agreeing with the listed one", async () => {
+    const ctx = await halfContext();
+    if (!ctx) return;
+    attentionTuning.profile = "hardware";
+    attentionTuning.textures = false;
+    enableAttentionTuning(ctx);
+    try {
+      const c: Case = { ...small, batch: 2, seqLen: 40, kvLen: 40 };
+      const x = halfInputs(c, 12);
+      const before = await runGpu(ctx, c, x, "f16");
+      const pending = attentionTiles(ctx)!.pendingDispatches();
+      expect(pending.length).toBe(3); // forward, dK/dV per head, dQ
+      const tuned = await tuneAttentionTiles(ctx, undefined, { repeats: 1, rounds: 1 });
+      for (const entry of tuned) {
+        expect(entry.key).toMatch(/ f16$/);
+        expect(entry.rejected, entry.key).toEqual([]);
+        expect(entry.candidates.length).toBeGreaterThan(1);
+      }
+      // On the tuned tiles: the same forward (the tiles sum in the same order), gradients within rounding.
+      const after = await runGpu(ctx, c, x, "f16");
+      expect(Array.from(after.out)).toEqual(Array.from(before.out));
+      for (const grad of ["dQ", "dK", "dV"] as const)
+        expectClose(after[grad], before[grad], GRADIENT_TOLERANCE.atol, GRADIENT_TOLERANCE.rtol);
+      // An f32 run of the same shape is another problem, not yet measured.
+      await runGpu(ctx, c, x, "f32");
+      expect(
+        attentionTiles(ctx)!
+          .pendingDispatches()
+          .map((d) => d.dims.dtype ?? "f32"),
+      ).toEqual(["f32", "f32", "f32"]);
+    } finally {
+      disableAttentionTuning(ctx);
+    }
+  });
+});
