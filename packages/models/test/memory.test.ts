@@ -139,7 +139,7 @@ const cases: (StepSettings & { name: string })[] = [
     seqLen: 64,
     maxLogits: 16 * 8192,
   },
-  // f16 weights: f16 activations but for the f32 attention region, f16 logits and gradients.
+  // f16 weights: f16 activations but for the attention's lse and the norms' rstd, f16 logits and gradients.
   {
     name: "f16 weights",
     config: { ...small, vocabSize: 1024 },
@@ -292,7 +292,7 @@ describe("estimateTrainingMemory", () => {
     expect(f16.bytes.masterWeights).toBe(f32.bytes.weights);
     expect(f16.bytes.logits).toBe(f32.bytes.logits / 2);
     expect(f16.bytes.optimizerState).toBe(f32.bytes.optimizerState);
-    // The f32 attention region keeps a recomputed layer above half of its f32 size.
+    // The f32 lse and rstd keep a recomputed layer above half of its f32 size.
     expect(f16.bytes.recomputedLayer).toBeGreaterThan(f32.bytes.recomputedLayer / 2);
     expect(f16.bytes.recomputedLayer).toBeLessThan(f32.bytes.recomputedLayer);
     expect(f16.trainingPeak).toBeLessThan(f32.trainingPeak);

@@ -199,7 +199,7 @@ describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
     critic.dispose();
   });
 
-  it("casts 4 tensors in an f16 layer's forward and 4 in its backward: only around RoPE and attention", async () => {
+  it("casts nothing in an f16 layer's forward or backward: every op of a layer runs on halves", async () => {
     let casts = 0;
     const cpu = createCpuBackend();
     const counting: typeof cpu = {
@@ -223,10 +223,11 @@ describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
       return result;
     };
     const [one, two] = [castsFor(1), castsFor(2)];
-    // q, k and v widened once each and the attention's output narrowed once; their gradients cast back.
-    // The norms, SwiGLU, products and residual adds run on halves.
-    expect(two.forward - one.forward).toBe(4);
-    expect(two.backward - one.backward).toBe(4);
+    // The norms, RoPE, attention, SwiGLU, products and residual adds read and write halves themselves.
+    expect(two.forward - one.forward).toBe(0);
+    expect(two.backward - one.backward).toBe(0);
+    // What a one-layer step casts is outside its layers (counted, so the counter works).
+    expect(one.forward + one.backward).toBeGreaterThan(0);
   });
 
   it("scores log-probs on the f16 head's logits without an f32 copy of them, whole or in chunks", async () => {
@@ -252,7 +253,7 @@ describe.runIf(hasF16)("Qwen2 in mixed precision (f16 weights)", () => {
         backward(sum(add(logProbs, entropy)));
       });
       const logitSized = castSizes.filter((n) => n % shape.vocabSize === 0 && n !== 40 * tiny.hiddenSize);
-      expect(castSizes.length).toBeGreaterThan(0); // the attention casts are counted
+      expect(castSizes.length).toBeGreaterThan(0); // the step casts something (outside its layers): counted
       expect(logitSized).toEqual([]);
     }
     model.dispose();

@@ -21,9 +21,9 @@ export interface TrainingMemoryOptions {
   /** Weights as stored for the forward (default f32). */
   weights?: Precision;
   /**
-   * Activations and logits (default: as the weights). Below f32, as Qwen2Model runs an f16 layer: RoPE
-   * and attention on f32 copies of q, k and v, so those, the attention's output and the norms' rstd are
-   * counted in f32; generation runs on the f32 copy of the weights, with an f32 KV cache.
+   * Activations and logits (default: as the weights). Below f32, as Qwen2Model runs an f16 layer: every
+   * activation in that precision but the attention's log-sum-exp and the norms' rstd, kept in f32;
+   * generation runs on the f32 copy of the weights, with an f32 KV cache.
    */
   activations?: Precision;
   /** Gradients (default: as the weights). */
@@ -199,18 +199,15 @@ export function estimateTrainingMemory(
   const criticState = options.critic ? weights + masterWeights + optimizerState : 0;
 
   // What one decoder layer's backward reads, in values per token (see Qwen2Model.decoderLayer and the
-  // ops' saved tensors): its input x, the normed h (read by q/k/v), x + attention (read by the second
-  // norm), the normed m, the MLP's gate, up and silu(gate)·up, and LoRA's x·Aᵀ (rank values) for each
-  // adapted projection, in the activations' precision; rotated q and k, v, the attention output and its
-  // log-sum-exp per head, and each norm's reciprocal RMS, in f32 below it (the f32 attention region),
-  // where o_proj also reads the output narrowed.
+  // ops' saved tensors): its input x, the normed h (read by q/k/v), rotated q and k, v, the attention
+  // output (read by o_proj too), x + attention (read by the second norm), the normed m, the MLP's gate, up
+  // and silu(gate)·up, and LoRA's x·Aᵀ (rank values) for each adapted projection, in the activations'
+  // precision; the attention's log-sum-exp per head and each norm's reciprocal RMS, in f32.
   const adaptedModules = options.lora ? loraTargets.size : 0;
-  const narrowedAttention = activationBytes < PRECISION_BYTES.f32;
-  const attentionBytes = narrowedAttention ? PRECISION_BYTES.f32 : activationBytes;
   const layerValuesPerToken =
-    4 * H + 3 * I + (options.lora ? adaptedModules * options.lora.rank : 0) + (narrowedAttention ? H : 0);
-  const attentionValuesPerToken = 2 * H + 2 * kv + heads + 2;
-  const layerFull = N * (layerValuesPerToken * activationBytes + attentionValuesPerToken * attentionBytes);
+    6 * H + 2 * kv + 3 * I + (options.lora ? adaptedModules * options.lora.rank : 0);
+  const statisticsPerToken = heads + 2;
+  const layerFull = N * (layerValuesPerToken * activationBytes + statisticsPerToken * PRECISION_BYTES.f32);
   const layerInput = N * H * activationBytes;
   // Under recomputation only the input stays; the layer's activations come back one layer at a time.
   const activationsPerLayer = options.recompute ? layerInput : layerFull;

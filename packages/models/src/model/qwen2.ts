@@ -416,9 +416,10 @@ export class Qwen2Model {
     const c = this.config;
     const { batch, seqLen, positions, heads, cache } = run;
     const module = `model.layers.${i}.self_attn`;
-    // RoPE and attention have f32 kernels only: f16 projections are widened once here and the result
-    // narrowed once, instead of at each op's boundary (8 casts a layer's forward become 4).
-    const half = h.dtype === "f16";
+    // RoPE and attention read and write f16 themselves (training on f16 weights casts nothing here). A
+    // step with a KV cache writes into f32 caches with f32 kernels: there f16 projections are widened once
+    // and the result narrowed once.
+    const half = h.dtype === "f16" && (run.decoding || run.extending || cache !== undefined);
     const asHeads = (t: Tensor, count: number) => {
       const shaped = reshape(t, [batch, seqLen, count, this.headDim]);
       return half ? cast(shaped, "f32") : shaped;
