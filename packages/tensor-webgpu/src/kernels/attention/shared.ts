@@ -23,6 +23,10 @@ export function storageWgsl(dtype: AttentionStorage = "f32") {
   };
 }
 
+/** The texture format the software kernels stage q-like elements of `dtype` in (texture-staging.ts). */
+export const stagingFormat = (dtype: AttentionStorage = "f32"): "rgba32float" | "rgba16float" =>
+  dtype === "f16" ? "rgba16float" : "rgba32float";
+
 /** Bytes of one q-like element. */
 export const storageElementBytes = (dtype: AttentionStorage = "f32") => (dtype === "f16" ? 2 : 4);
 

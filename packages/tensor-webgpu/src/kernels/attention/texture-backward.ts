@@ -1,15 +1,15 @@
 /**
  * Attention backward for software adapters: the dQ and dK/dV kernels of backward.ts (the same products,
  * probabilities and order of every sum) with the data movement of texture-forward.ts: Q, K, V and dOut in
- * rgba32float textures, one subgroup of L lanes per workgroup, operands shared by subgroup broadcast and
- * shuffle instead of workgroup memory.
+ * textures (rgba32float, or rgba16float for halves), one subgroup of L lanes per workgroup, operands
+ * shared by subgroup broadcast and shuffle instead of workgroup memory.
  *  - dQ: R query rows per workgroup; lane l owns keys k0 + 4l .. 4l + 3 of each block of 4L keys (their
  *    P and dS) and vec4 columns l, l + L, ... of dQ.
  *  - dK/dV: KR keys per workgroup; query rows stream in blocks of 4L, lane l owning rows q0 + 4l .. 4l + 3
  *    (their P and dS) and vec4 columns l, l + L, ... of dK and dV. Rows run in the order the tiled kernel
  *    sums them (the group's heads one after another, rows ascending), so dK and dV come out the same.
  */
-import { type AttentionStorage, each, storageWgsl } from "./shared.js";
+import { type AttentionStorage, each, stagingFormat, storageWgsl } from "./shared.js";
 import { commonWgsl, qIndex } from "./tiles.js";
 
 const comp = ["x", "y", "z", "w"];
@@ -17,16 +17,17 @@ const four = [0, 1, 2, 3];
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /**
- * WGSL shared by both kernels: the input textures, stats, kvStart, the outputs (of `dtype` elements) and
- * the Params block.
+ * WGSL shared by both kernels: the input textures and the outputs (of `dtype` elements), stats, kvStart
+ * and the Params block.
  */
 function backwardBindings(outputs: string[], dtype: AttentionStorage): string {
   const storage = storageWgsl(dtype);
+  const format = stagingFormat(dtype);
   return /* wgsl */ `${storage.enable}enable subgroups;
-@group(0) @binding(0) var qTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(1) var kTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(2) var vTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(3) var dOTex: texture_storage_2d<rgba32float, read>;
+@group(0) @binding(0) var qTex: texture_storage_2d<${format}, read>;
+@group(0) @binding(1) var kTex: texture_storage_2d<${format}, read>;
+@group(0) @binding(2) var vTex: texture_storage_2d<${format}, read>;
+@group(0) @binding(3) var dOTex: texture_storage_2d<${format}, read>;
 @group(0) @binding(4) var<storage, read> stats: array<vec2f>;
 ${outputs.map((name, i) => `@group(0) @binding(${6 + i}) var<storage, read_write> ${name}: array<${storage.vec4}>;`).join("\n")}
 @group(0) @binding(${6 + outputs.length}) var<uniform> params: Params;

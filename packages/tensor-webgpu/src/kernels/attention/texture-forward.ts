@@ -1,13 +1,14 @@
 /**
  * Prefill/training attention forward for software adapters (lavapipe): the arithmetic of forward.ts's
  * kernel on its software tile (blocks of 32 keys, the same online softmax, the same order of every sum),
- * with the data movement of the "texture" matmul. Q, K and V are staged in rgba32float textures; one
- * workgroup is one subgroup of L lanes and computes R query rows of one head: lane l owns keys
+ * with the data movement of the "texture" matmul. Q, K and V are staged in textures (rgba32float, or
+ * rgba16float for halves); one workgroup is one subgroup of L lanes and computes R query rows of one
+ * head: lane l owns keys
  * k0 + 4l .. 4l + 3 of each block of 4L keys and vec4 columns l, l + L, ... of the output. Query vec4s
  * reach every lane by subgroup broadcast and probabilities by subgroup shuffle, so no workgroup memory is
  * touched: lavapipe serves workgroup-memory loads lane by lane, and the tiled kernel ran at 1-2 GFLOP/s.
  */
-import { type AttentionStorage, EMPTY_LSE, each, MASKED, storageWgsl } from "./shared.js";
+import { type AttentionStorage, EMPTY_LSE, each, MASKED, stagingFormat, storageWgsl } from "./shared.js";
 import { commonWgsl, qIndex, WRITE_LSE } from "./tiles.js";
 
 /** Query rows per workgroup (8 and 32 measured no faster on lavapipe; 32 took seconds longer to JIT). */
@@ -16,7 +17,7 @@ export const TEXTURE_ROWS = 16;
 /** The block sizes, for the Params block's tileRows and tileKeys. */
 export const textureForwardTile = (lanes: number) => ({ bq: TEXTURE_ROWS, bk: 4 * lanes });
 
-/** `dtype`: the output's elements (the staged operands are f32 textures either way). */
+/** `dtype`: the elements of the staged operands' textures (stagingFormat) and of the output. */
 export function textureForwardCode(
   lanes: number,
   d4: number,
@@ -24,6 +25,7 @@ export function textureForwardCode(
   rows = TEXTURE_ROWS,
 ): string {
   const storage = storageWgsl(dtype);
+  const format = stagingFormat(dtype);
   const bk = 4 * lanes;
   const columns = Math.ceil(d4 / lanes); // vec4 columns of the output per lane
   const loadsQ = rows / lanes;
@@ -33,9 +35,9 @@ export function textureForwardCode(
   const colList = Array.from({ length: columns }, (_, c) => c);
   const lines = (f: (r: number) => string) => rowList.map(f).join("\n    ");
   return /* wgsl */ `${storage.enable}enable subgroups;
-@group(0) @binding(0) var qTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(1) var kTex: texture_storage_2d<rgba32float, read>;
-@group(0) @binding(2) var vTex: texture_storage_2d<rgba32float, read>;
+@group(0) @binding(0) var qTex: texture_storage_2d<${format}, read>;
+@group(0) @binding(1) var kTex: texture_storage_2d<${format}, read>;
+@group(0) @binding(2) var vTex: texture_storage_2d<${format}, read>;
 @group(0) @binding(3) var<storage, read_write> out: array<${storage.vec4}>;
 @group(0) @binding(4) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;

@@ -1,13 +1,14 @@
 /**
  * Where the software attention kernels (texture-forward.ts, texture-backward.ts) run, and how their
  * operands get into textures: each q-like or k-like tensor ([batch, rows, heads, headDim], rows of
- * heads·headDim/4 texels) is copied into an rgba32float scratch texture, a chunk of whole sequences at a
- * time when the batch is taller than the device's texture limit, and each chunk is one dispatch.
+ * heads·headDim/4 texels) is copied into a scratch texture of its elements (rgba32float, or rgba16float
+ * for halves; the kernels read either as f32), a chunk of whole sequences at a time when the batch is
+ * taller than the device's texture limit, and each chunk is one dispatch.
  */
 import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid, type Resource } from "../../gpu/context.js";
 import { textureLanes } from "../texture-lanes.js";
-import { type AttentionStorage, cachedCode, storageWgsl } from "./shared.js";
+import { type AttentionStorage, cachedCode, stagingFormat, storageWgsl } from "./shared.js";
 import { attentionParams, attentionTuning, tileProfile } from "./tiles.js";
 
 /**
@@ -48,16 +49,13 @@ export interface TextureSource {
 
 const COPY_SRC = 0x4;
 
-/**
- * Copies flat vec4s into a texture `width` texels wide: for sources whose rows a buffer copy cannot take,
- * and for halves, widened as they are copied.
- */
+/** Copies flat vec4s into a texture `width` texels wide: for sources whose rows a buffer copy cannot take. */
 const repackCode = (dtype: AttentionStorage) => {
   const storage = storageWgsl(dtype);
   return /* wgsl */ `${storage.enable}
 struct Params { width: u32, texels: u32, base: u32 }
 @group(0) @binding(0) var<storage, read> src: array<${storage.vec4}>;
-@group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
+@group(0) @binding(1) var dst: texture_storage_2d<${stagingFormat(dtype)}, write>;
 @group(0) @binding(2) var<uniform> params: Params;
 
 @compute @workgroup_size(64)
@@ -69,8 +67,8 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
 };
 
 /**
- * Records the copy of sequences [b0, b0 + count) of `source` (of `dtype` elements) into a scratch f32
- * texture, and returns it.
+ * Records the copy of sequences [b0, b0 + count) of `source` (of `dtype` elements) into a scratch texture
+ * of the same elements, and returns it.
  */
 function stage(
   ctx: GpuContext,
@@ -82,12 +80,13 @@ function stage(
 ) {
   const width = (source.heads * headDim) / 4;
   const height = count * source.rows;
-  const texture = ctx.textures.acquire("rgba32float", width, height, "attention operand");
+  const texture = ctx.textures.acquire(stagingFormat(dtype), width, height, "attention operand");
   const firstTexel = b0 * source.rows * width;
-  const bytesPerRow = width * 16;
-  if (dtype === "f32" && (source.buffer.usage & COPY_SRC) !== 0 && bytesPerRow % 256 === 0) {
+  const texelBytes = dtype === "f16" ? 8 : 16;
+  const bytesPerRow = width * texelBytes;
+  if ((source.buffer.usage & COPY_SRC) !== 0 && bytesPerRow % 256 === 0) {
     ctx.copyToTexture(
-      { buffer: source.buffer, offset: firstTexel * 16, bytesPerRow },
+      { buffer: source.buffer, offset: firstTexel * texelBytes, bytesPerRow },
       texture.texture,
       { x: 0, y: 0 },
       [width, height],
