@@ -8,8 +8,9 @@ and attention forward/backward, median milliseconds and TFLOP/s.
                                "attention": [{"label": "...", "batch": 1, "seqLen": 512, "numHeads": 14,
                                               "numKvHeads": 2, "headDim": 64}]}'
 
-Prints one JSON line: {"matmul": [{label, mode, ms, tflops}], "attention": [{label, pass, ms, tflops}]}.
-Modes: f32 with TF32 off (the exact peer of f32 WGSL), f32 with TF32 on, bf16 and f16 operands. On CUDA
+Prints one JSON line: {"matmul": [{label, mode, ms, tflops}], "attention": [{label, pass, dtype, ms,
+tflops}]}. Modes: f32 with TF32 off (the exact peer of f32 WGSL), f32 with TF32 on, bf16 and f16
+operands; attention runs in f32, and on CUDA in bf16 too (the peer of attention on halves). On CUDA
 the timing uses CUDA events around `repeats` back-to-back calls after a warm-up; operands rotate among
 several copies so that repeated calls do not run out of the L2 cache. FLOPs count as the WGSL benchmark
 counts them: 2mnk per product; causal attention 2·b·h·T²·d forward and 3.5x that for forward+backward."""
@@ -95,12 +96,15 @@ def attention_cases(c, device, repeats, dtype=torch.float32):
         q.grad = k.grad = v.grad = None
 
     flops = 2 * b * h * t * t * d
+    name = "bf16" if dtype == torch.bfloat16 else "f32"
     results = []
     with torch.no_grad():
         ms = timer(device, fwd, repeats)
-    results.append({"label": c["label"], "pass": "fwd", "ms": ms, "tflops": flops / (ms * 1e9)})
+    results.append({"label": c["label"], "pass": "fwd", "dtype": name, "ms": ms, "tflops": flops / (ms * 1e9)})
     ms = timer(device, fwd_bwd, repeats)
-    results.append({"label": c["label"], "pass": "fwd+bwd", "ms": ms, "tflops": 3.5 * flops / (ms * 1e9)})
+    results.append(
+        {"label": c["label"], "pass": "fwd+bwd", "dtype": name, "ms": ms, "tflops": 3.5 * flops / (ms * 1e9)}
+    )
     return results
 
 
@@ -121,6 +125,9 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     for c in a.get("attention", []):
         out["attention"].extend(attention_cases(c, device, repeats))
+        # The peer of attention on halves (mixed-precision training): SDPA in bf16, flash kernels on CUDA.
+        if device == "cuda":
+            out["attention"].extend(attention_cases(c, device, repeats, torch.bfloat16))
     print(json.dumps(out))
 
 

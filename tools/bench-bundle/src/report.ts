@@ -7,7 +7,8 @@ export interface PeerResults {
   gpu?: string;
   torch?: string;
   matmul: { label: string; mode: string; ms: number; tflops: number; threads?: number }[];
-  attention: { label: string; pass: string; ms: number; tflops: number; threads?: number }[];
+  /** `dtype`: "f32", or "bf16" (the peer of attention on halves); absent in older reports: f32. */
+  attention: { label: string; pass: string; dtype?: string; ms: number; tflops: number; threads?: number }[];
   model: { dtype: string; threads: number; train: number; decode: number; peakBytes: number }[];
 }
 
@@ -108,19 +109,24 @@ export function comparisonRows(
     }
   }
   for (const label of attentionLabels) {
-    // Both forms: the tiled kernels ("auto" without tuning) and the matmul form, forced.
+    // Both forms: the tiled kernels ("auto" without tuning) and the matmul form, forced; and on halves,
+    // beside SDPA in bf16.
     for (const [pass, form] of ["fwd", "fwd+bwd"].flatMap((p) => [
       [p, ""],
       [p, " [matmul form]"],
+      [p, " [f16]"],
     ])) {
       const k = engine(`attention ${pass} ${label}${form}`);
       if (form && !k) continue;
-      const p = peer?.attention.find((r) => r.label === label && r.pass === pass);
+      const dtype = form === " [f16]" ? "bf16" : "f32";
+      const p = peer?.attention.find(
+        (r) => r.label === label && r.pass === pass && (r.dtype ?? "f32") === dtype,
+      );
       add(
         `attention ${pass} ${label}${form}`,
         k?.gflops !== undefined ? k.gflops / 1000 : undefined,
         p?.tflops,
-        "SDPA f32",
+        `SDPA ${dtype}`,
       );
     }
   }

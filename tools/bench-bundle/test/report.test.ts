@@ -38,6 +38,30 @@ describe("the comparison table's attention rows", () => {
     ]);
   });
 
+  it("compare attention on halves with SDPA in bf16, and f32 with f32 whichever comes first", () => {
+    const withBf16: PeerResults = {
+      ...peer,
+      attention: [
+        { label, pass: "fwd", dtype: "bf16", ms: 1, tflops: 40 },
+        { label, pass: "fwd+bwd", dtype: "bf16", ms: 1, tflops: 20 },
+        ...peer.attention.map((r) => ({ ...r, dtype: "f32" })),
+      ],
+    };
+    const kernels = [
+      kernel(`attention fwd ${label}`, 2400),
+      kernel(`attention fwd ${label} [f16]`, 4000),
+      kernel(`attention fwd+bwd ${label}`, 1000),
+      kernel(`attention fwd+bwd ${label} [f16]`, 2000),
+    ];
+    const rows = comparisonRows(kernels, undefined, withBf16, [], [label]);
+    expect(rows.map((r) => [r.case, r.peerMode, r.ratio?.toFixed(3)])).toEqual([
+      [`attention fwd ${label}`, "SDPA f32", "0.200"],
+      [`attention fwd ${label} [f16]`, "SDPA bf16", "0.100"],
+      [`attention fwd+bwd ${label}`, "SDPA f32", "0.100"],
+      [`attention fwd+bwd ${label} [f16]`, "SDPA bf16", "0.100"],
+    ]);
+  });
+
   it("leave the matmul form out where it did not run", () => {
     const rows = comparisonRows([kernel(`attention fwd+bwd ${label}`, 1000)], undefined, peer, [], [label]);
     expect(rows.map((r) => r.case)).toEqual([`attention fwd ${label}`, `attention fwd+bwd ${label}`]);

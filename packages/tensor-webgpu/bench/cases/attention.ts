@@ -3,6 +3,7 @@
  * FLOPs count the two matmuls (4·batch·heads·seqLen·kvLen·headDim, halved for causal); backward is counted
  * as 2.5x the forward, the usual convention (it recomputes the scores, so it does more).
  */
+import { float32ArrayToFloat16 } from "../../src/core/half-float.js";
 import type { GpuContext } from "../../src/gpu/context.js";
 import type { AttentionForm } from "../../src/kernels/attention/forms.js";
 import {
@@ -38,28 +39,40 @@ function randomData(length: number, seed: number): Float32Array<ArrayBuffer> {
 
 /**
  * `form`: the form of both passes, forced (the matmul form computes the masked half of the scores too, but
- * its figure counts the same FLOPs, so that the two forms compare as times).
+ * its figure counts the same FLOPs, so that the two forms compare as times). `dtype` f16: q, k, v, dOut,
+ * the output and the gradients in halves (named "[f16]"; PyTorch's peer is SDPA in bf16).
  */
-function prefillCase(heads: Heads, seqLen: number, backward: boolean, form?: AttentionForm): BenchCase {
+function prefillCase(
+  heads: Heads,
+  seqLen: number,
+  backward: boolean,
+  form?: AttentionForm,
+  dtype: "f32" | "f16" = "f32",
+): BenchCase {
   const { batch, numHeads, numKvHeads, headDim } = heads;
   const forwardFlops = (4 * batch * numHeads * seqLen * seqLen * headDim) / 2;
+  const half = dtype === "f16";
   return {
     family: "attention",
-    name: `attention ${backward ? "fwd+bwd" : "fwd"} ${heads.label} T=${seqLen} ${numHeads}/${numKvHeads}x${headDim} b=${batch}${form ? ` [${form} form]` : ""}`,
+    name: `attention ${backward ? "fwd+bwd" : "fwd"} ${heads.label} T=${seqLen} ${numHeads}/${numKvHeads}x${headDim} b=${batch}${form ? ` [${form} form]` : ""}${half ? " [f16]" : ""}`,
     flops: backward ? forwardFlops * 3.5 : forwardFlops,
+    skip: (ctx) => (half && !ctx.info.features.shaderF16 ? "no shader-f16 on this adapter" : undefined),
     setup(ctx: GpuContext) {
-      const dims = { batch, seqLen, kvLen: seqLen, numHeads, numKvHeads, headDim };
+      const dims = { batch, seqLen, kvLen: seqLen, numHeads, numKvHeads, headDim, dtype };
       const qSize = batch * seqLen * numHeads * headDim;
       const kvSize = batch * seqLen * numKvHeads * headDim;
-      const q = ctx.upload(randomData(qSize, 1));
-      const k = ctx.upload(randomData(kvSize, 2));
-      const v = ctx.upload(randomData(kvSize, 3));
-      const dOut = ctx.upload(randomData(qSize, 4));
-      const out = ctx.pool.acquire(qSize * 4);
+      const upload = (values: Float32Array<ArrayBuffer>) =>
+        ctx.upload(half ? float32ArrayToFloat16(values) : values);
+      const bytes = (elements: number) => elements * (half ? 2 : 4);
+      const q = upload(randomData(qSize, 1));
+      const k = upload(randomData(kvSize, 2));
+      const v = upload(randomData(kvSize, 3));
+      const dOut = upload(randomData(qSize, 4));
+      const out = ctx.pool.acquire(bytes(qSize));
       const lse = ctx.pool.acquire(batch * numHeads * seqLen * 4);
-      const dQ = ctx.pool.acquire(qSize * 4);
-      const dK = ctx.pool.acquire(kvSize * 4);
-      const dV = ctx.pool.acquire(kvSize * 4);
+      const dQ = ctx.pool.acquire(bytes(qSize));
+      const dK = ctx.pool.acquire(bytes(kvSize));
+      const dV = ctx.pool.acquire(bytes(kvSize));
       if (form) {
         attentionTuning.forward = form;
         attentionTuning.backward = form;
@@ -126,6 +139,10 @@ export const cases: BenchCase[] = [
     [false, true].map((backward) => prefillCase(QWEN_05B, seqLen, backward, "matmul")),
   ),
   prefillCase(SMALL, 512, true, "matmul"),
+  // On halves (mixed-precision training), beside PyTorch's SDPA in bf16.
+  ...[512, 1024].flatMap((seqLen) =>
+    [false, true].map((backward) => prefillCase(QWEN_05B, seqLen, backward, undefined, "f16")),
+  ),
   decodeCase(QWEN_05B, 8, 256),
   decodeCase(QWEN_05B, 8, 2048),
   // The Quest job's rollouts in an episode's last turns (32 sequences of the embedded model).
