@@ -1,5 +1,12 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
+import { tuneAttentionForms } from "../src/kernels/attention/form-tuning.js";
+import {
+  attentionForms,
+  disableAttentionFormTuning,
+  enableAttentionFormTuning,
+} from "../src/kernels/attention/forms.js";
 import { attentionTuning } from "../src/kernels/attention/index.js";
+import { limitMatmulFormBytesForTesting } from "../src/kernels/attention/matmul-form.js";
 import {
   attentionTiles,
   disableAttentionTuning,
@@ -48,6 +55,9 @@ const QWEN_CASE: [string, Case] = [
 afterEach(() => {
   attentionTuning.profile = "auto";
   attentionTuning.textures = true;
+  attentionTuning.forward = "auto";
+  attentionTuning.backward = "auto";
+  limitMatmulFormBytesForTesting(undefined);
 });
 
 async function halfContext() {
@@ -112,6 +122,67 @@ describe("attention on f16 buffers", () => {
       ).toEqual(["f32", "f32", "f32"]);
     } finally {
       disableAttentionTuning(ctx);
+    }
+  });
+});
+
+/**
+ * The matmul form on halves materialises the scores, probabilities and their gradients as halves (as
+ * attention in bf16 does on PyTorch's matmul path): its results differ from the f32 kernels' on the same
+ * values by those roundings too (measured: at most 5e-4 of each result's largest magnitude).
+ */
+const MATMUL_FORM_TOLERANCE = { atol: 2e-3, rtol: 2 ** -8 };
+
+describe("the matmul form of attention on f16 buffers", () => {
+  const chunked: Case = { ...small, batch: 3, seqLen: 21, kvLen: 21, kvStart: [0, 4, 17] };
+  const cases: [string, Case, number?][] = [
+    ["whole sequences, left padding", chunked],
+    // Score matrices over the budget: sequences one at a time, in blocks of 16 query rows.
+    ["blocks of query rows", { ...small, batch: 1, seqLen: 40, kvLen: 40 }, 16 * small.numHeads * 40 * 2],
+    ["Qwen2.5-0.5B heads (14/2 x 64)", { ...qwen, batch: 1, seqLen: 48, kvLen: 48 }],
+  ];
+  for (const [label, c, budget] of cases)
+    it(label, async () => {
+      const ctx = await halfContext();
+      if (!ctx) return;
+      const x = halfInputs(c, 13);
+      const wide = await runGpu(ctx, c, x, "f32"); // the tiled (or texture) kernels, on the same values
+      attentionTuning.forward = "matmul";
+      attentionTuning.backward = "matmul";
+      limitMatmulFormBytesForTesting(budget);
+      const dispatch = vi.spyOn(ctx, "dispatch");
+      onTestFinished(() => dispatch.mockRestore());
+      const half = await runGpu(ctx, c, x, "f16");
+      const labels = dispatch.mock.calls.map(([pipeline]) => pipeline.label);
+      for (const kernel of [
+        "attention forward row softmax (f16)",
+        "attention backward score gradients (f16)",
+      ])
+        expect(labels).toContain(kernel);
+      expectClose(half.lse, wide.lse, MATMUL_FORM_TOLERANCE.atol, MATMUL_FORM_TOLERANCE.rtol);
+      for (const result of ["out", "dQ", "dK", "dV"] as const) {
+        expect(half[result].every(Number.isFinite), result).toBe(true);
+        expectClose(half[result], wide[result], MATMUL_FORM_TOLERANCE.atol, MATMUL_FORM_TOLERANCE.rtol);
+      }
+    });
+
+  it("is measured against the tiled kernels on halves, apart from f32 problems", async () => {
+    const ctx = await halfContext();
+    if (!ctx) return;
+    enableAttentionFormTuning(ctx);
+    try {
+      const c: Case = { ...small, batch: 2, seqLen: 32, kvLen: 32 };
+      await runGpu(ctx, c, halfInputs(c, 14), "f16");
+      const pending = attentionForms(ctx)!.pendingProblems();
+      expect(pending.map((p) => `${p.pass} ${p.dims.dtype}`)).toEqual(["forward f16", "backward f16"]);
+      const { forms } = await tuneAttentionForms(ctx, undefined, { repeats: 1, rounds: 1 });
+      for (const entry of forms) {
+        expect(entry.key).toMatch(/ f16$/);
+        expect(entry.rejected, entry.key).toEqual([]); // both forms agree on halves
+        expect(entry.candidates.map((t) => t.form).sort()).toEqual(["matmul", "tiled"]);
+      }
+    } finally {
+      disableAttentionFormTuning(ctx);
     }
   });
 });

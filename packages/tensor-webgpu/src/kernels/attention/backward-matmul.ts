@@ -29,16 +29,27 @@ import {
   matmulFormSizes,
   scatterHeads,
 } from "./matmul-form.js";
-import { resolveScale } from "./shared.js";
+import {
+  type AttentionStorage,
+  cachedCode,
+  resolveScale,
+  storageElementBytes,
+  storageWgsl,
+} from "./shared.js";
 
 /**
  * P = exp(S - lse) where visible, else 0, over S; dS = P∘(dP - D)·scale over dP. S and dP are the
- * block's [sequences, numHeads, rows, keys]: query rows q0.. of sequences batch0.., keys 0..keys-1.
+ * block's [sequences, numHeads, rows, keys] of `dtype` (computed in f32): query rows q0.. of sequences
+ * batch0.., keys 0..keys-1.
  */
-const SCORE_GRADIENT_CODE = /* wgsl */ `
+const scoreGradientCode = (dtype: AttentionStorage) => {
+  const half = dtype === "f16";
+  const read = (value: string) => (half ? `f32(${value})` : value);
+  const stored = (value: string) => (half ? `f16(${value})` : value);
+  return /* wgsl */ `${half ? "enable f16;\n" : ""}
 struct Params { count: u32, ${BLOCK_WGSL.params}, scale: f32 }
-@group(0) @binding(0) var<storage, read_write> scores: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dScores: array<f32>;
+@group(0) @binding(0) var<storage, read_write> scores: array<${dtype}>;
+@group(0) @binding(1) var<storage, read_write> dScores: array<${dtype}>;
 @group(0) @binding(2) var<storage, read> stats: array<vec2f>;
 @group(0) @binding(3) var<storage, read> kvStart: array<i32>;
 @group(0) @binding(4) var<uniform> params: Params;
@@ -51,22 +62,25 @@ ${flatMain()}
   let at = blockRow(i / params.keys);
   let visible = key >= at.kStart && (params.causal == 0u || key + params.seqLen <= at.position + params.kvLen);
   let stat = stats[(at.b * params.numHeads + at.head) * params.seqLen + at.position]; // lse's layout
-  let p = select(0.0, exp(scores[i] - stat.x), visible);
-  scores[i] = p;
-  dScores[i] = p * (dScores[i] - stat.y) * params.scale;
+  let p = select(0.0, exp(${read("scores[i]")} - stat.x), visible);
+  scores[i] = ${stored("p")};
+  dScores[i] = ${stored(`p * (${read("dScores[i]")} - stat.y) * params.scale`)};
 }`;
+};
 
 /**
  * dK and dV [batch, kvLen, numKvHeads, headDim] (keys 0..keys-1 of sequences batch0..) = the sums over
  * each KV head's query heads of a block's shares [sequences, numHeads, keys, headDim], written or added
- * (accumulate); one invocation per vec4 of dK and of dV.
+ * (accumulate), all of `dtype` (summed in f32, rounded once); one invocation per vec4 of dK and of dV.
  */
-const GROUP_SUM_CODE = /* wgsl */ `
+const groupSumCode = (dtype: AttentionStorage) => {
+  const { enable, vec4, widen, narrow } = storageWgsl(dtype);
+  return /* wgsl */ `${enable}
 struct Params { count: u32, group: u32, d4: u32, keys: u32, numKvHeads: u32, kvLen: u32, batch0: u32, accumulate: u32 }
-@group(0) @binding(0) var<storage, read> dKShares: array<vec4f>;
-@group(0) @binding(1) var<storage, read> dVShares: array<vec4f>;
-@group(0) @binding(2) var<storage, read_write> dK: array<vec4f>;
-@group(0) @binding(3) var<storage, read_write> dV: array<vec4f>;
+@group(0) @binding(0) var<storage, read> dKShares: array<${vec4}>;
+@group(0) @binding(1) var<storage, read> dVShares: array<${vec4}>;
+@group(0) @binding(2) var<storage, read_write> dK: array<${vec4}>;
+@group(0) @binding(3) var<storage, read_write> dV: array<${vec4}>;
 @group(0) @binding(4) var<uniform> params: Params;
 
 ${flatMain()}
@@ -81,17 +95,18 @@ ${flatMain()}
   var dk = vec4f(0.0);
   var dv = vec4f(0.0);
   for (var g = 0u; g < params.group; g++) {
-    dk += dKShares[first + g * headStride];
-    dv += dVShares[first + g * headStride];
+    dk += ${widen("dKShares[first + g * headStride]")};
+    dv += ${widen("dVShares[first + g * headStride]")};
   }
   let at = (((params.batch0 + sequence) * params.kvLen + key) * params.numKvHeads + kvHead) * params.d4 + c;
   if (params.accumulate != 0u) {
-    dk += dK[at];
-    dv += dV[at];
+    dk += ${widen("dK[at]")};
+    dv += ${widen("dV[at]")};
   }
-  dK[at] = dk;
-  dV[at] = dv;
+  dK[at] = ${narrow("dk")};
+  dV[at] = ${narrow("dv")};
 }`;
+};
 
 /** What the matmul form reads and writes: attentionBackward's arguments but out and lse (stats has them). */
 export type MatmulFormArgs = AttentionDims &
@@ -103,12 +118,14 @@ export type MatmulFormArgs = AttentionDims &
  */
 export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs, stats: GPUBuffer): void {
   const { kvLen, numHeads, numKvHeads, headDim } = args;
+  const dtype = args.dtype ?? "f32";
   const plan = matmulFormPlan(ctx, args);
   if (!plan) throw new RangeError("attention backward: the matmul form does not take this problem");
   const group = numHeads / numKvHeads;
   const scale = resolveScale(args);
   const sizes = matmulFormSizes(plan, args);
-  const acquire = (floats: number, label: string) => ctx.pool.acquire(floats * 4, `attention ${label}`);
+  const acquire = (values: number, label: string) =>
+    ctx.pool.acquire(values * storageElementBytes(dtype), `attention ${label}`);
   const qh = acquire(sizes.queries, "q by head");
   const dOuth = acquire(sizes.queries, "dOut by head");
   const dQh = acquire(sizes.queries, "dQ by head");
@@ -118,16 +135,23 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
   const dVShares = acquire(plan.sequences * numHeads * kvLen * headDim, "dV shares");
   const scores = acquire(sizes.scores, "scores");
   const dScores = acquire(sizes.scores, "score gradients");
-  const scoreGradients = ctx.pipeline("attention backward score gradients", SCORE_GRADIENT_CODE);
-  const groupSum = ctx.pipeline("attention backward matmul-form group sum", GROUP_SUM_CODE);
+  const halves = dtype === "f16" ? " (f16)" : "";
+  const scoreGradients = ctx.pipeline(
+    `attention backward score gradients${halves}`,
+    cachedCode(`score-gradients:${dtype}`, () => scoreGradientCode(dtype)),
+  );
+  const groupSum = ctx.pipeline(
+    `attention backward matmul-form group sum${halves}`,
+    cachedCode(`matmul-form-group-sum:${dtype}`, () => groupSumCode(dtype)),
+  );
 
   for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
     const { b0, sequences, rows, seen, queries } = block;
-    gatherHeads(ctx, args.q, qh, queries);
-    gatherHeads(ctx, args.dOut, dOuth, queries);
+    gatherHeads(ctx, args.q, qh, queries, dtype);
+    gatherHeads(ctx, args.dOut, dOuth, queries, dtype);
 
     // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
-    const stacked = { batch: sequences * numKvHeads, m: group * rows };
+    const stacked = { batch: sequences * numKvHeads, m: group * rows, dtype };
     const ofKeys = { aBatchStride: group * rows * headDim, bBatchStride: kvLen * headDim };
     const scoresOf = { ...stacked, ...ofKeys, n: seen, k: headDim, transB: true };
     matmul(ctx, { ...scoresOf, a: qh, b: kh, out: scores, alpha: scale });
@@ -149,10 +173,10 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
       aBatchStride: group * rows * seen,
       bBatchStride: kvLen * headDim,
     });
-    scatterHeads(ctx, dQh, args.dQ, queries);
+    scatterHeads(ctx, dQh, args.dQ, queries, dtype);
 
     // Per query head: its shares of dV = Pᵀ·dOut and dK = dSᵀ·Q, then their sums per KV head.
-    const perHead = { batch: sequences * numHeads, m: seen, n: headDim, k: rows, transA: true };
+    const perHead = { batch: sequences * numHeads, m: seen, n: headDim, k: rows, transA: true, dtype };
     const ofRows = { aBatchStride: rows * seen, bBatchStride: rows * headDim };
     matmul(ctx, { ...perHead, ...ofRows, a: scores, b: dOuth, out: dVShares });
     matmul(ctx, { ...perHead, ...ofRows, a: dScores, b: qh, out: dKShares });

@@ -23,8 +23,8 @@ export function attentionForm(
   if (forced === "auto" && !table) return "tiled";
   if (!matmulFormPlan(ctx, args)) return "tiled";
   if (forced !== "auto") return forced;
-  const { batch, seqLen, kvLen, kvCapacity, numHeads, numKvHeads, headDim, causal, scale } = args;
+  const { batch, seqLen, kvLen, kvCapacity, numHeads, numKvHeads, headDim, causal, scale, dtype } = args;
   // The dimensions only: a noted problem outlives the buffers it was met with.
-  const dims = { batch, seqLen, kvLen, kvCapacity, numHeads, numKvHeads, headDim, causal, scale };
+  const dims = { batch, seqLen, kvLen, kvCapacity, numHeads, numKvHeads, headDim, causal, scale, dtype };
   return table?.lookup({ pass, dims, hasKvStart: args.kvStart !== undefined }) ?? "tiled";
 }

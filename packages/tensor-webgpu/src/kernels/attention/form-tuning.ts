@@ -32,7 +32,7 @@ import {
 } from "./forms.js";
 import { recordAttentionForward } from "./forward.js";
 import { matmulFormPlan } from "./matmul-form.js";
-import { ATTENTION_PATTERN_AMPLITUDE } from "./shared.js";
+import { ATTENTION_PATTERN_AMPLITUDE, storageElementBytes } from "./shared.js";
 
 /**
  * Each form that can run the problem and computes it as the tiled kernels do, timed (fastest first); the
@@ -45,41 +45,49 @@ export async function timeAttentionForms(
   options: TimingOptions = {},
 ): Promise<CandidateTimes<AttentionForm> & { products: TunedMatmul[] }> {
   const { batch, seqLen, kvLen, numHeads, numKvHeads, headDim } = dims;
+  const dtype = dims.dtype ?? "f32";
   const created: GPUBuffer[] = [];
-  const buffer = (floats: number, filled = false) => {
+  // q-like values (of the problem's dtype) or 32-bit words (lse, kvStart).
+  const buffer = (values: number, filled = false, elements: "q-like" | "words" = "q-like") => {
     // Each input starts at its own place in the pattern, so that Q, K, V and dOut differ.
     const phase = 257 * created.length;
+    const bytes = Math.ceil((values * (elements === "words" ? 4 : storageElementBytes(dtype))) / 4) * 4;
     const b = filled
-      ? patternBuffer(ctx, floats, { amplitude: ATTENTION_PATTERN_AMPLITUDE, phase })
-      : ctx.device.createBuffer({ size: Math.max(floats, 1) * 4, usage: CHECKED_USAGE });
+      ? patternBuffer(ctx, values, { dtype, signed: true, amplitude: ATTENTION_PATTERN_AMPLITUDE, phase })
+      : ctx.device.createBuffer({ size: Math.max(bytes, 4), usage: CHECKED_USAGE });
     created.push(b);
     return b;
   };
-  const qFloats = batch * seqLen * numHeads * headDim;
-  const kvFloats = batch * (dims.kvCapacity ?? kvLen) * numKvHeads * headDim;
+  const qValues = batch * seqLen * numHeads * headDim;
+  const kvValues = batch * (dims.kvCapacity ?? kvLen) * numKvHeads * headDim;
   const inputs = {
     ...dims,
-    q: buffer(qFloats, true),
-    k: buffer(kvFloats, true),
-    v: buffer(kvFloats, true),
-    out: buffer(qFloats),
-    lse: buffer(batch * numHeads * seqLen),
+    q: buffer(qValues, true),
+    k: buffer(kvValues, true),
+    v: buffer(kvValues, true),
+    out: buffer(qValues),
+    lse: buffer(batch * numHeads * seqLen, false, "words"),
     // Zeros: every key visible from the start, so every row has keys and lse stays on the outputs' scale.
-    kvStart: hasKvStart ? buffer(batch) : undefined,
+    kvStart: hasKvStart ? buffer(batch, false, "words") : undefined,
   };
-  const checked = (name: string, buffer: GPUBuffer) => ({ name, buffer, bytes: buffer.size });
+  const checked = (name: string, buffer: GPUBuffer, halves = dtype === "f16") => ({
+    name,
+    buffer,
+    bytes: buffer.size,
+    dtype: halves ? ("f16" as const) : ("f32" as const),
+  });
   let run: (form: AttentionForm) => void;
   let outputs: CheckedOutput[];
   if (pass === "forward") {
     run = (form) => recordAttentionForward(ctx, inputs, form);
-    outputs = [checked("out", inputs.out), checked("lse", inputs.lse)];
+    outputs = [checked("out", inputs.out), checked("lse", inputs.lse, false)];
   } else {
-    const gradientFloats = batch * kvLen * numKvHeads * headDim;
+    const gradientValues = batch * kvLen * numKvHeads * headDim;
     const gradients = {
-      dOut: buffer(qFloats, true),
-      dQ: buffer(qFloats),
-      dK: buffer(gradientFloats),
-      dV: buffer(gradientFloats),
+      dOut: buffer(qValues, true),
+      dQ: buffer(qValues),
+      dK: buffer(gradientValues),
+      dV: buffer(gradientValues),
     };
     // The backward reads the forward's outputs for the same inputs.
     recordAttentionForward(ctx, inputs, "tiled");

@@ -24,19 +24,30 @@ import {
   matmulFormSizes,
   scatterHeads,
 } from "./matmul-form.js";
-import { EMPTY_LSE, MASKED, resolveScale } from "./shared.js";
+import {
+  type AttentionStorage,
+  cachedCode,
+  EMPTY_LSE,
+  MASKED,
+  resolveScale,
+  storageElementBytes,
+} from "./shared.js";
 
 const ROW_THREADS = 64;
 
 /**
  * The softmax of each row of a block's scores [sequences, numHeads, rows, keys] (query rows q0.. of
- * sequences batch0..), in place, and its lse (when writeLse): one workgroup per row, its threads striding
- * over the row's visible keys [kStart, end) for the max, then the sum of exponentials, each reduced in
- * workgroup memory.
+ * sequences batch0..; of `dtype`, computed in f32), in place, and its lse (when writeLse): one workgroup
+ * per row, its threads striding over the row's visible keys [kStart, end) for the max, then the sum of
+ * exponentials, each reduced in workgroup memory.
  */
-const ROW_SOFTMAX_CODE = /* wgsl */ `
+const rowSoftmaxCode = (dtype: AttentionStorage) => {
+  const half = dtype === "f16";
+  const score = (j: string) => (half ? `f32(scores[base + ${j}])` : `scores[base + ${j}]`);
+  const stored = (value: string) => (half ? `f16(${value})` : value);
+  return /* wgsl */ `${half ? "enable f16;\n" : ""}
 struct Params { count: u32, ${BLOCK_WGSL.params}, writeLse: u32 }
-@group(0) @binding(0) var<storage, read_write> scores: array<f32>;
+@group(0) @binding(0) var<storage, read_write> scores: array<${dtype}>;
 @group(0) @binding(1) var<storage, read_write> lse: array<f32>;
 @group(0) @binding(2) var<storage, read> kvStart: array<i32>;
 @group(0) @binding(3) var<uniform> params: Params;
@@ -71,19 +82,20 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   if (params.causal != 0u) { end = min(end, at.position + params.kvLen - params.seqLen + 1u); }
   let base = row * params.keys;
   var top = ${MASKED};
-  for (var j = kStart + t; j < end; j += ${ROW_THREADS}u) { top = max(top, scores[base + j]); }
+  for (var j = kStart + t; j < end; j += ${ROW_THREADS}u) { top = max(top, ${score("j")}); }
   top = reduce(t, top, true);
   var sum = 0.0;
-  for (var j = kStart + t; j < end; j += ${ROW_THREADS}u) { sum += exp(scores[base + j] - top); }
+  for (var j = kStart + t; j < end; j += ${ROW_THREADS}u) { sum += exp(${score("j")} - top); }
   sum = reduce(t, sum, false);
   let rowLse = select(${EMPTY_LSE}, top + log(sum), end > kStart);
   for (var j = t; j < params.keys; j += ${ROW_THREADS}u) {
-    scores[base + j] = select(0.0, exp(scores[base + j] - rowLse), j >= kStart && j < end);
+    scores[base + j] = ${stored(`select(0.0, exp(${score("j")} - rowLse), j >= kStart && j < end)`)};
   }
   if (t == 0u && params.writeLse != 0u) {
     lse[(at.b * params.numHeads + at.head) * params.seqLen + at.position] = rowLse; // lse's layout
   }
 }`;
+};
 
 /** What the matmul form reads and writes: attentionForward's arguments. */
 export type ForwardMatmulArgs = AttentionDims &
@@ -95,24 +107,29 @@ export type ForwardMatmulArgs = AttentionDims &
  */
 export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArgs, scratch: GPUBuffer): void {
   const { kvLen, numHeads, numKvHeads, headDim } = args;
+  const dtype = args.dtype ?? "f32";
   const plan = matmulFormPlan(ctx, args);
   if (!plan) throw new RangeError("attention forward: the matmul form does not take this problem");
   const group = numHeads / numKvHeads;
   const sizes = matmulFormSizes(plan, args);
-  const acquire = (floats: number, label: string) => ctx.pool.acquire(floats * 4, `attention ${label}`);
+  const acquire = (values: number, label: string) =>
+    ctx.pool.acquire(values * storageElementBytes(dtype), `attention ${label}`);
   const qh = acquire(sizes.queries, "q by head");
   const outh = acquire(sizes.queries, "out by head");
   const kh = acquire(sizes.keys, "k by head");
   const vh = acquire(sizes.keys, "v by head");
   const scores = acquire(sizes.scores, "scores");
-  const softmax = ctx.pipeline("attention forward row softmax", ROW_SOFTMAX_CODE);
+  const softmax = ctx.pipeline(
+    `attention forward row softmax${dtype === "f16" ? " (f16)" : ""}`,
+    cachedCode(`row-softmax:${dtype}`, () => rowSoftmaxCode(dtype)),
+  );
 
   for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
     const { sequences, rows, seen, queries } = block;
-    gatherHeads(ctx, args.q, qh, queries);
+    gatherHeads(ctx, args.q, qh, queries, dtype);
 
     // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
-    const stacked = { batch: sequences * numKvHeads, m: group * rows, bBatchStride: kvLen * headDim };
+    const stacked = { batch: sequences * numKvHeads, m: group * rows, bBatchStride: kvLen * headDim, dtype };
     matmul(ctx, {
       ...stacked,
       n: seen,
@@ -140,7 +157,7 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
       out: outh,
       aBatchStride: group * rows * seen,
     });
-    scatterHeads(ctx, outh, args.out, queries);
+    scatterHeads(ctx, outh, args.out, queries, dtype);
   }
   // Recorded: later users of these buffers are ordered after the dispatches that read them.
   for (const buffer of [qh, outh, kh, vh, scores]) ctx.pool.release(buffer);

@@ -3,7 +3,12 @@
  * so that its score matrices fit, and the copies between the tensors' layout and the head-major one the
  * products read.
  *
- * A problem's score matrix takes numHeads · seqLen · kvLen floats a sequence. Whole sequences are taken
+ * On halves (AttentionDims.dtype f16) the head-major copies, the score matrices and the products' results
+ * are halves too: the products take f16 operands and sum in f32 (tensor cores where the GPU offers them),
+ * rounding each result once, as PyTorch's attention in bf16 materialises bf16 scores; the softmax and the
+ * score gradients compute in f32 between the products.
+ *
+ * A problem's score matrix takes numHeads · seqLen · kvLen values a sequence. Whole sequences are taken
  * in chunks whose matrix fits MATMUL_FORM_BYTES; a longer sequence is taken in blocks of query rows that
  * fit, and under the causal mask a block multiplies only the keys its rows see. Blocks run last first: the
  * last sees every key, so what its products sum over keys is written whole and the other blocks add to it.
@@ -13,6 +18,7 @@ import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import { contiguousStrides } from "../elementwise.js";
 import { stridedCopy } from "../layout.js";
+import { type AttentionStorage, storageElementBytes } from "./shared.js";
 
 /**
  * The most bytes one score matrix of a chunk may take (the backward holds two, the forward one, alive only
@@ -39,15 +45,13 @@ export interface MatmulFormPlan {
 
 /** The matmul forms' chunks and blocks for a problem, or undefined when they do not take it. */
 export function matmulFormPlan(ctx: GpuContext, dims: AttentionDims): MatmulFormPlan | undefined {
-  // Its head-major copies and score matrices are f32: halves run on the tiled kernels.
-  if (dims.dtype === "f16") return undefined;
   const { limits } = ctx.device;
   const budget = Math.min(
     testBytes ?? MATMUL_FORM_BYTES,
     limits.maxStorageBufferBindingSize,
     limits.maxBufferSize,
   );
-  const perRow = dims.numHeads * dims.kvLen * 4;
+  const perRow = dims.numHeads * dims.kvLen * storageElementBytes(dims.dtype);
   const sequences = Math.floor(budget / (perRow * dims.seqLen));
   if (sequences >= 1) return { sequences: Math.min(dims.batch, sequences), rows: dims.seqLen };
   const rows = Math.floor(budget / perRow);
@@ -123,8 +127,8 @@ export function* headMajorBlocks(
       offset: (b0 * stored + r0) * heads * headDim,
     });
     const keys = byHead(numKvHeads, 0, kvLen, args.kvCapacity ?? kvLen);
-    gatherHeads(ctx, args.k, kh, keys);
-    gatherHeads(ctx, args.v, vh, keys);
+    gatherHeads(ctx, args.k, kh, keys, args.dtype);
+    gatherHeads(ctx, args.v, vh, keys, args.dtype);
     for (let block = blocks - 1; block >= 0; block--) {
       const q0 = block * plan.rows;
       const rows = Math.min(plan.rows, seqLen - q0);
@@ -136,14 +140,27 @@ export function* headMajorBlocks(
   }
 }
 
-/** Copy `at` of x (a tensor in its own layout) into out, head-major and contiguous. */
-export function gatherHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: HeadMajor): void {
-  stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset });
+/** Copy `at` of x (a tensor in its own layout, of `dtype`) into out, head-major and contiguous. */
+export function gatherHeads(
+  ctx: GpuContext,
+  x: GPUBuffer,
+  out: GPUBuffer,
+  at: HeadMajor,
+  dtype: AttentionStorage = "f32",
+): void {
+  stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset, dtype });
 }
 
-/** Copy x (head-major and contiguous) back to `at` of out (a tensor in its own layout). */
-export function scatterHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: HeadMajor): void {
+/** Copy x (head-major and contiguous, of `dtype`) back to `at` of out (a tensor in its own layout). */
+export function scatterHeads(
+  ctx: GpuContext,
+  x: GPUBuffer,
+  out: GPUBuffer,
+  at: HeadMajor,
+  dtype: AttentionStorage = "f32",
+): void {
   stridedCopy(ctx, {
+    dtype,
     x,
     out,
     shape: at.shape,
@@ -153,7 +170,7 @@ export function scatterHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: 
   });
 }
 
-/** What both forms' scratch buffers hold at most: floats of the head-major tensors and score matrices. */
+/** What both forms' scratch buffers hold at most: values of the head-major tensors and score matrices. */
 export function matmulFormSizes(plan: MatmulFormPlan, dims: AttentionDims) {
   const { numHeads, numKvHeads, kvLen, headDim } = dims;
   return {
