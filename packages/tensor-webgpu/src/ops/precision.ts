@@ -1,6 +1,6 @@
 /**
- * Mixed precision at op boundaries. Ops without an f16 kernel of their own (norms, RoPE, attention,
- * softmax, losses, reductions) run on f32 copies of their f16 inputs: `inF32` casts them with recorded
+ * Mixed precision at op boundaries. Ops without an f16 kernel of their own (softmax, decoding attention,
+ * clamp, where) and ops given a mix of f16 and f32 run on f32 copies of their f16 inputs: `inF32` casts them with recorded
  * casts (so gradients flow back through a cast to f16) and casts the result back to f16. Ops that mix an
  * f16 and an f32 operand promote the f16 one to f32, as PyTorch does.
  */
