@@ -60,9 +60,11 @@ afterEach(() => {
   limitMatmulFormBytesForTesting(undefined);
 });
 
-async function halfContext() {
+/** The test context, or the test skipped (and reported so) where the adapter has no shader-f16. */
+async function halfContext(skip: (note?: string) => never) {
   const ctx = await testContext();
-  return ctx.info.features.shaderF16 ? ctx : undefined; // f16 tensors need shader-f16 (f16.test.ts)
+  if (!ctx.info.features.shaderF16) skip("no shader-f16 on this adapter: f16 tensors need it");
+  return ctx;
 }
 
 /** inputs(c, seed) with every value a half, so that the f32 and f16 runs see the same numbers. */
@@ -74,9 +76,8 @@ function halfInputs(c: Case, seed: number) {
 describe("attention on f16 buffers", () => {
   for (const path of PATHS)
     for (const [label, c] of path.qwenHeads ? [...CASES, QWEN_CASE] : CASES)
-      it(`${path.name}: ${label}`, async () => {
-        const ctx = await halfContext();
-        if (!ctx) return;
+      it(`${path.name}: ${label}`, async ({ skip }) => {
+        const ctx = await halfContext(skip);
         attentionTuning.profile = path.profile;
         attentionTuning.textures = path.textures;
         const x = halfInputs(c, 11);
@@ -90,9 +91,10 @@ describe("attention on f16 buffers", () => {
         }
       });
 
-  it("tunes f16 problems apart from f32 ones, every candidate tile agreeing with the listed one", async () => {
-    const ctx = await halfContext();
-    if (!ctx) return;
+  it("tunes f16 problems apart from f32 ones, every candidate tile agreeing with the listed one", async ({
+    skip,
+  }) => {
+    const ctx = await halfContext(skip);
     attentionTuning.profile = "hardware";
     attentionTuning.textures = false;
     enableAttentionTuning(ctx);
@@ -142,9 +144,8 @@ describe("the matmul form of attention on f16 buffers", () => {
     ["Qwen2.5-0.5B heads (14/2 x 64)", { ...qwen, batch: 1, seqLen: 48, kvLen: 48 }],
   ];
   for (const [label, c, budget] of cases)
-    it(label, async () => {
-      const ctx = await halfContext();
-      if (!ctx) return;
+    it(label, async ({ skip }) => {
+      const ctx = await halfContext(skip);
       const x = halfInputs(c, 13);
       const wide = await runGpu(ctx, c, x, "f32"); // the tiled (or texture) kernels, on the same values
       attentionTuning.forward = "matmul";
@@ -166,9 +167,8 @@ describe("the matmul form of attention on f16 buffers", () => {
       }
     });
 
-  it("is measured against the tiled kernels on halves, apart from f32 problems", async () => {
-    const ctx = await halfContext();
-    if (!ctx) return;
+  it("is measured against the tiled kernels on halves, apart from f32 problems", async ({ skip }) => {
+    const ctx = await halfContext(skip);
     enableAttentionFormTuning(ctx);
     try {
       const c: Case = { ...small, batch: 2, seqLen: 32, kvLen: 32 };
