@@ -233,6 +233,8 @@ export interface Backend<B = unknown> {
     positions: B;
     numUnique: number;
     dim: number;
+    /** dOut and dTable are f16: the sums are taken in f32 and each row rounded once. */
+    dtype?: FloatDType;
   }): void;
   /**
    * The log-prob, entropy and cross-entropy kernels: logits and dLogits are stored as `dtype` (default

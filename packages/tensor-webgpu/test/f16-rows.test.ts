@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { groupTokenPositions } from "../src/core/token-groups.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { swiglu, swigluBackward } from "../src/kernels/activation.js";
 import { limitBindingsForTesting } from "../src/kernels/binding-windows.js";
 import type { FloatStorage } from "../src/kernels/elementwise.js";
+import { embeddingBackward } from "../src/kernels/embedding.js";
 import {
   crossEntropy,
   crossEntropyBackward,
@@ -14,6 +16,7 @@ import {
 import { reduce } from "../src/kernels/reduce.js";
 import { rmsNorm, rmsNormBackward } from "../src/kernels/rmsnorm.js";
 import { swigluBackwardRef, swigluRef } from "../src/reference/activation.js";
+import { embeddingBackwardRef } from "../src/reference/embedding.js";
 import { fromHalfBits, packF16Ref, toHalfBits, unpackF16Ref } from "../src/reference/layout.js";
 import {
   crossEntropyBackwardRef,
@@ -29,7 +32,8 @@ import { expectClose, randomArray, testContext } from "./helpers.js";
 
 /**
  * The row kernels on f16 buffers: RMSNorm (f16 activations with an f16 or f32 weight), SwiGLU, the
- * reductions and the log-prob family (f16 logits, f32 results, f16 dLogits) read
+ * reductions, the log-prob family (f16 logits, f32 results, f16 dLogits) and the embedding's table
+ * gradient read
  * halves, compute in f32 and round once on store. Each is compared with the f64 reference run on the
  * same halves, its result rounded to halves: they may differ by the one rounding (2^-11 relative) where
  * the f32 and f64 results fall on either side of a half's midpoint.
@@ -354,6 +358,57 @@ describe("log-probs, entropy and cross-entropy of f16 logits (f32 results, f16 l
       limitBindingsForTesting(256 + 2 * vocab * 2 + 40); // two rows a batch, windows start unaligned
       try {
         await onGpu(ctx, logitsOf(rows, vocab, 11), idsOf(rows, vocab), rows, vocab);
+      } finally {
+        limitBindingsForTesting(undefined);
+      }
+    });
+  });
+});
+
+describe("the embedding's table gradient on f16 buffers (rows summed in f32, rounded once)", () => {
+  async function onGpu(ctx: GpuContext, dim: number, vocab: number, count: number, seed: number) {
+    const ids = Int32Array.from({ length: count }, (_, i) => (i % 5 === 4 ? -1 : (i * 7 + seed) % vocab));
+    const dOut = halves(randomArray(count * dim, seed, 2));
+    // A table gradient already holding halves: the kernel adds to it (accumulation across uses).
+    const dTable = halves(randomArray(vocab * dim, seed + 1, 2));
+    const grouping = groupTokenPositions(ids, vocab);
+    const numUnique = grouping.uniqueIds.length;
+    const expected = halves(embeddingBackwardRef({ dOut, dTable, ...grouping, numUnique, dim }));
+    const [dOutBuffer, dTableBuffer] = [upload(ctx, dOut, "f16"), upload(ctx, dTable, "f16")];
+    const grouped = [grouping.uniqueIds, grouping.offsets, grouping.positions].map((a) => ctx.upload(a));
+    const [uniqueIds, offsets, positions] = grouped;
+    embeddingBackward(ctx, {
+      dOut: dOutBuffer,
+      dTable: dTableBuffer,
+      uniqueIds: uniqueIds!,
+      offsets: offsets!,
+      positions: positions!,
+      numUnique,
+      dim,
+      vocab,
+      dtype: "f16",
+    });
+    expectClose(
+      await download(ctx, dTableBuffer, vocab * dim, "f16"),
+      expected,
+      ONE_ROUNDING.atol,
+      ONE_ROUNDING.rtol,
+    );
+    for (const b of [dOutBuffer, dTableBuffer, ...grouped]) ctx.pool.release(b);
+  }
+
+  it("matches the reference on the same halves (vec4 and scalar rows, ids out of range, repeats)", async () => {
+    await withF16(async (ctx) => {
+      for (const dim of [64, 7]) await onGpu(ctx, dim, 11, 37, dim);
+    });
+  });
+
+  it("runs tables larger than one binding in slices of rows", async () => {
+    await withF16(async (ctx) => {
+      const [dim, vocab, count] = [64, 13, 21];
+      limitBindingsForTesting(256 + count * dim * 2); // dOut whole; the table in slices of rows
+      try {
+        await onGpu(ctx, dim, vocab, count, 5);
       } finally {
         limitBindingsForTesting(undefined);
       }

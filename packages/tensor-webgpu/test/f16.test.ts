@@ -328,6 +328,29 @@ describe("f16 ops match their f32 results within f16 tolerance (forward and back
   });
 });
 
+describe("the f16 embedding's table gradient", () => {
+  it("is summed without a cast, to the bits of the f32 gradient rounded once", async () => {
+    const { counting, casts } = castCounting();
+    const ids = Int32Array.from([3, 0, 3, 5, 1, 3, 9, 0]);
+    const tableValues = halves(randomArray(10 * 12, 51));
+    const gradient = halves(randomArray(ids.length * 12, 52));
+    const tableGrad = async (backend: Backend, dtype: "f32" | "f16") =>
+      asyncScope(async () => {
+        const table = tensor(tableValues, [10, 12], { backend, dtype, requiresGrad: true });
+        const rows = ops.embedding(table, ids);
+        backward(rows, tensor(gradient, rows.shape, { backend, dtype }));
+        expect(table.grad!.dtype).toBe(dtype);
+        return table.grad!.floats();
+      });
+    const before = casts();
+    const half = await tableGrad(counting, "f16");
+    expect(casts() - before).toBe(0);
+    expect(Array.from(half)).toEqual(Array.from(halves(await tableGrad(cpu, "f32"))));
+    for (const [name, backend] of backends())
+      expect(Array.from(await tableGrad(backend, "f16")), name).toEqual(Array.from(half));
+  });
+});
+
 describe("f16 RoPE and attention", () => {
   it("run on the halves themselves: no cast, forward or backward", async () => {
     const { counting, casts } = castCounting();

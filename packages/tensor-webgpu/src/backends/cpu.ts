@@ -197,6 +197,7 @@ export function createCpuBackend(): CpuBackend {
         positions: i32(a.positions),
       });
       dTable.set(result.subarray(0, dTable.length));
+      roundIfHalf(a.dTable, dTable.length, a.dtype);
     },
     tokenLogProbs: (a) => {
       const { out, lse } = tokenLogProbsRef({

@@ -55,8 +55,13 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
   for (var i = lane; i < params.vectors; i += ${LANES}u) { out[base + i] = table[row + i]; }
 }`;
 
-const buildBackward = (alias: string) => /* wgsl */ `
+/**
+ * `alias` declares V, the storage vector; `wide` is its f32 form (the sums' type), and halves are widened as
+ * they are read and rounded once as the row is stored.
+ */
+const buildBackward = (alias: string, wide: string) => /* wgsl */ `
 ${alias}
+alias W = ${wide};
 struct Params { numUnique: u32, vectors: u32, vocab: u32, sliceFirst: u32, sliceIds: u32, tableShift: u32 }
 @group(0) @binding(0) var<storage, read> dOut: array<V>;
 @group(0) @binding(1) var<storage, read_write> dTable: array<V>;
@@ -78,9 +83,9 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
   let last = offsets[u + 1u];
   let row = params.tableShift + local * params.vectors;
   for (var i = lane; i < params.vectors; i += ${LANES}u) {
-    var sum = V(0.0);
-    for (var k = first; k < last; k++) { sum += dOut[u32(positions[k]) * params.vectors + i]; }
-    dTable[row + i] += sum;
+    var sum = W(0.0);
+    for (var k = first; k < last; k++) { sum += W(dOut[u32(positions[k]) * params.vectors + i]); }
+    dTable[row + i] = V(W(dTable[row + i]) + sum);
   }
 }`;
 
@@ -148,7 +153,8 @@ export function embedding(
  * gets the sum of the dOut rows at its positions (summed in position order, then added). The grouping is
  * groupTokenPositions' output, uploaded. `vocab` (optional) guards the table's bounds against ids that
  * were grouped without it. dOut is read at random rows, so it must fit one storage binding (on lavapipe,
- * 128 MiB: 37k tokens of 896); dTable may be larger.
+ * 128 MiB: 37k tokens of 896); dTable may be larger. With dtype "f16" both hold halves: the sums are
+ * taken in f32 and each row is rounded once as it is stored.
  */
 export function embeddingBackward(
   ctx: GpuContext,
@@ -161,20 +167,27 @@ export function embeddingBackward(
     numUnique: number;
     dim: number;
     vocab?: number;
+    dtype?: "f32" | "f16";
   },
 ): void {
   const { numUnique, dim } = a;
   if (numUnique === 0 || dim === 0) return;
-  const { width, alias } = vectorType(dim);
-  const pipeline = ctx.pipeline("embeddingBackward", BACKWARD(alias));
-  const vocab = a.vocab ?? Math.floor(a.dTable.size / (dim * 4));
-  for (const slice of batches(ctx, vocab, dim * 4)) {
+  const scalar = a.dtype ?? "f32";
+  const bytes = scalar === "f16" ? 2 : 4;
+  const { width, alias } = vectorType(dim, scalar);
+  const wide = width === 4 ? "vec4<f32>" : "f32";
+  const pipeline = ctx.pipeline(
+    scalar === "f16" ? "embeddingBackward f16" : "embeddingBackward",
+    BACKWARD(alias, wide),
+  );
+  const vocab = a.vocab ?? Math.floor(a.dTable.size / (dim * bytes));
+  for (const slice of batches(ctx, vocab, dim * bytes)) {
     const table = bindingWindow(
       ctx,
       a.dTable,
-      slice.first * dim * 4,
-      Math.max(1, slice.count) * dim * 4,
-      width * 4,
+      slice.first * dim * bytes,
+      Math.max(1, slice.count) * dim * bytes,
+      width * bytes,
     );
     ctx.dispatch(
       pipeline,

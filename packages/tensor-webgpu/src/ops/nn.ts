@@ -4,7 +4,7 @@ import { groupTokenPositions } from "../core/token-groups.js";
 import { emptyTensor, tensor } from "../runtime.js";
 import { shapeSize, type Tensor } from "../tensor.js";
 import { inF32 } from "./precision.js";
-import { cast, narrow, writeSlice } from "./shape.js";
+import { narrow, writeSlice } from "./shape.js";
 import {
   appendFits,
   backendOf,
@@ -417,21 +417,15 @@ export function embedding(
   });
   if (!hostIds) return out;
   idsTensor.dispose();
-  return record("embedding", out, [table], [], (g) => {
-    if (g.dtype !== "f16") return [embeddingGrad(backend, g, hostIds, vocab, dim)];
-    const wide = cast(g, "f32");
-    const grad = embeddingGrad(backend, wide, hostIds, vocab, dim);
-    const half = cast(grad, "f16");
-    wide.dispose();
-    grad.dispose();
-    return [half];
-  });
+  return record("embedding", out, [table], [], (g) => [embeddingGrad(backend, g, hostIds, vocab, dim)]);
 }
 
+/** The table's gradient in g's dtype (an f16 one summed in f32 and rounded once per row). */
 function embeddingGrad(backend: Backend, g: Tensor, ids: Int32Array, vocab: number, dim: number): Tensor {
   const grouped = groupTokenPositions(ids, vocab);
-  const dTable = emptyTensor(backend, [vocab, dim], "f32");
-  backend.fill({ out: dTable.buffer, n: dTable.size, value: 0 });
+  const dtype = floatDtypeOf("embedding", g);
+  const dTable = emptyTensor(backend, [vocab, dim], dtype);
+  backend.fill({ out: dTable.buffer, n: dTable.size, value: 0, dtype });
   const valid = grouped.uniqueIds.length;
   const uniqueIds = tensor(grouped.uniqueIds, [valid], { backend, dtype: "i32" });
   const offsets = tensor(grouped.offsets, [valid + 1], { backend, dtype: "i32" });
@@ -444,6 +438,7 @@ function embeddingGrad(backend: Backend, g: Tensor, ids: Int32Array, vocab: numb
     positions: positions.buffer,
     numUnique: valid,
     dim,
+    dtype,
   });
   for (const t of [uniqueIds, offsets, positions]) t.dispose();
   return dTable;
