@@ -147,8 +147,8 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
 
   for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
     const { b0, sequences, rows, seen, queries } = block;
-    gatherHeads(ctx, args.q, qh, queries, dtype);
-    gatherHeads(ctx, args.dOut, dOuth, queries, dtype);
+    gatherHeads(ctx, args.q, qh, queries);
+    gatherHeads(ctx, args.dOut, dOuth, queries);
 
     // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
     const stacked = { batch: sequences * numKvHeads, m: group * rows, dtype };
@@ -173,7 +173,7 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
       aBatchStride: group * rows * seen,
       bBatchStride: kvLen * headDim,
     });
-    scatterHeads(ctx, dQh, args.dQ, queries, dtype);
+    scatterHeads(ctx, dQh, args.dQ, queries);
 
     // Per query head: its shares of dV = Pᵀ·dOut and dK = dSᵀ·Q, then their sums per KV head.
     const perHead = { batch: sequences * numHeads, m: seen, n: headDim, k: rows, transA: true, dtype };

@@ -126,7 +126,7 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
 
   for (const block of headMajorBlocks(ctx, plan, args, kh, vh)) {
     const { sequences, rows, seen, queries } = block;
-    gatherHeads(ctx, args.q, qh, queries, dtype);
+    gatherHeads(ctx, args.q, qh, queries);
 
     // Per (sequence, KV head): its group's query rows stacked, group·rows of them.
     const stacked = { batch: sequences * numKvHeads, m: group * rows, bBatchStride: kvLen * headDim, dtype };
@@ -157,7 +157,7 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
       out: outh,
       aBatchStride: group * rows * seen,
     });
-    scatterHeads(ctx, outh, args.out, queries, dtype);
+    scatterHeads(ctx, outh, args.out, queries);
   }
   // Recorded: later users of these buffers are ordered after the dispatches that read them.
   for (const buffer of [qh, outh, kh, vh, scores]) ctx.pool.release(buffer);

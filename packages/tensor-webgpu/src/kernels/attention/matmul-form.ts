@@ -58,11 +58,15 @@ export function matmulFormPlan(ctx: GpuContext, dims: AttentionDims): MatmulForm
   return rows >= MIN_BLOCK_ROWS ? { sequences: 1, rows } : undefined;
 }
 
-/** Where a tensor's rows lie, seen head-major: [sequences, heads, rows, headDim] as strides of its layout. */
+/**
+ * Where a tensor's rows lie, seen head-major: [sequences, heads, rows, headDim] as strides of its layout,
+ * and its elements.
+ */
 export interface HeadMajor {
   shape: number[];
   strides: number[];
   offset: number;
+  dtype: AttentionStorage;
 }
 
 /** One block of a plan: query rows q0.. of sequences b0.., and the keys 0..seen-1 they see. */
@@ -125,10 +129,11 @@ export function* headMajorBlocks(
       shape: [sequences, heads, rows, headDim],
       strides: [stored * heads * headDim, headDim, heads * headDim, 1],
       offset: (b0 * stored + r0) * heads * headDim,
+      dtype: args.dtype ?? "f32",
     });
     const keys = byHead(numKvHeads, 0, kvLen, args.kvCapacity ?? kvLen);
-    gatherHeads(ctx, args.k, kh, keys, args.dtype);
-    gatherHeads(ctx, args.v, vh, keys, args.dtype);
+    gatherHeads(ctx, args.k, kh, keys);
+    gatherHeads(ctx, args.v, vh, keys);
     for (let block = blocks - 1; block >= 0; block--) {
       const q0 = block * plan.rows;
       const rows = Math.min(plan.rows, seqLen - q0);
@@ -140,27 +145,15 @@ export function* headMajorBlocks(
   }
 }
 
-/** Copy `at` of x (a tensor in its own layout, of `dtype`) into out, head-major and contiguous. */
-export function gatherHeads(
-  ctx: GpuContext,
-  x: GPUBuffer,
-  out: GPUBuffer,
-  at: HeadMajor,
-  dtype: AttentionStorage = "f32",
-): void {
-  stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset, dtype });
+/** Copy `at` of x (a tensor in its own layout) into out, head-major and contiguous. */
+export function gatherHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: HeadMajor): void {
+  stridedCopy(ctx, { x, out, shape: at.shape, xStrides: at.strides, xOffset: at.offset, dtype: at.dtype });
 }
 
-/** Copy x (head-major and contiguous, of `dtype`) back to `at` of out (a tensor in its own layout). */
-export function scatterHeads(
-  ctx: GpuContext,
-  x: GPUBuffer,
-  out: GPUBuffer,
-  at: HeadMajor,
-  dtype: AttentionStorage = "f32",
-): void {
+/** Copy x (head-major and contiguous) back to `at` of out (a tensor in its own layout). */
+export function scatterHeads(ctx: GpuContext, x: GPUBuffer, out: GPUBuffer, at: HeadMajor): void {
   stridedCopy(ctx, {
-    dtype,
+    dtype: at.dtype,
     x,
     out,
     shape: at.shape,
