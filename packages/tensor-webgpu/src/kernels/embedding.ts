@@ -13,6 +13,7 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, bindingWindow, wholeBinding } from "./binding-windows.js";
+import { storageBytes, vectorOf } from "./elementwise.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
@@ -108,7 +109,7 @@ export function embedding(
   const { count, dim, vocab } = a;
   if (count === 0 || dim === 0) return;
   const scalar = a.dtype ?? "f32";
-  const bytes = scalar === "f16" ? 2 : 4;
+  const bytes = storageBytes(scalar);
   const { width, alias } = vectorType(dim, scalar);
   const pipeline = ctx.pipeline(`embedding ${scalar}`, FORWARD(alias));
   const slices = batches(ctx, vocab, dim * bytes);
@@ -173,9 +174,9 @@ export function embeddingBackward(
   const { numUnique, dim } = a;
   if (numUnique === 0 || dim === 0) return;
   const scalar = a.dtype ?? "f32";
-  const bytes = scalar === "f16" ? 2 : 4;
+  const bytes = storageBytes(scalar);
   const { width, alias } = vectorType(dim, scalar);
-  const wide = width === 4 ? "vec4<f32>" : "f32";
+  const wide = vectorOf("f32", width);
   const pipeline = ctx.pipeline(
     scalar === "f16" ? "embeddingBackward f16" : "embeddingBackward",
     BACKWARD(alias, wide),

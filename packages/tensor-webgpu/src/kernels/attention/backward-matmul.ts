@@ -18,7 +18,14 @@
  */
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { f32Bits, flatMain, uniforms, workgroupsFor } from "../elementwise.js";
+import {
+  type FloatStorage,
+  f32Bits,
+  flatMain,
+  storageBytes,
+  uniforms,
+  workgroupsFor,
+} from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
   BLOCK_WGSL,
@@ -29,20 +36,14 @@ import {
   matmulFormSizes,
   scatterHeads,
 } from "./matmul-form.js";
-import {
-  type AttentionStorage,
-  cachedCode,
-  resolveScale,
-  storageElementBytes,
-  storageWgsl,
-} from "./shared.js";
+import { cachedCode, resolveScale, storageWgsl } from "./shared.js";
 
 /**
  * P = exp(S - lse) where visible, else 0, over S; dS = P∘(dP - D)·scale over dP. S and dP are the
  * block's [sequences, numHeads, rows, keys] of `dtype` (computed in f32): query rows q0.. of sequences
  * batch0.., keys 0..keys-1.
  */
-const scoreGradientCode = (dtype: AttentionStorage) => {
+const scoreGradientCode = (dtype: FloatStorage) => {
   const half = dtype === "f16";
   const read = (value: string) => (half ? `f32(${value})` : value);
   const stored = (value: string) => (half ? `f16(${value})` : value);
@@ -73,7 +74,7 @@ ${flatMain()}
  * each KV head's query heads of a block's shares [sequences, numHeads, keys, headDim], written or added
  * (accumulate), all of `dtype` (summed in f32, rounded once); one invocation per vec4 of dK and of dV.
  */
-const groupSumCode = (dtype: AttentionStorage) => {
+const groupSumCode = (dtype: FloatStorage) => {
   const { enable, vec4, widen, narrow } = storageWgsl(dtype);
   return /* wgsl */ `${enable}
 struct Params { count: u32, group: u32, d4: u32, keys: u32, numKvHeads: u32, kvLen: u32, batch0: u32, accumulate: u32 }
@@ -125,7 +126,7 @@ export function attentionBackwardByMatmul(ctx: GpuContext, args: MatmulFormArgs,
   const scale = resolveScale(args);
   const sizes = matmulFormSizes(plan, args);
   const acquire = (values: number, label: string) =>
-    ctx.pool.acquire(values * storageElementBytes(dtype), `attention ${label}`);
+    ctx.pool.acquire(values * storageBytes(dtype), `attention ${label}`);
   const qh = acquire(sizes.queries, "q by head");
   const dOuth = acquire(sizes.queries, "dOut by head");
   const dQh = acquire(sizes.queries, "dQ by head");

@@ -17,18 +17,10 @@
 
 import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
+import { type FloatStorage, storageBytes } from "../elementwise.js";
 import { attentionBackwardByMatmul } from "./backward-matmul.js";
 import { type AttentionForm, attentionForm } from "./form-choice.js";
-import {
-  type AttentionStorage,
-  cachedCode,
-  checkHeadDim,
-  conflictFreeStride,
-  each,
-  roundUp,
-  storageElementBytes,
-  storageWgsl,
-} from "./shared.js";
+import { cachedCode, checkHeadDim, conflictFreeStride, each, roundUp, storageWgsl } from "./shared.js";
 import { textureKvGradCode, textureKvGradKeys, textureQGradCode } from "./texture-backward.js";
 import { TEXTURE_ROWS } from "./texture-forward.js";
 import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
@@ -64,7 +56,7 @@ export interface AttentionBackwardArgs extends AttentionDims {
 }
 
 /** Per query row: (lse, D = rowsum(dOut∘out)), one invocation per row; out and dOut of `dtype`. */
-const statsCode = (dtype: AttentionStorage) => {
+const statsCode = (dtype: FloatStorage) => {
   const storage = storageWgsl(dtype);
   return /* wgsl */ `${storage.enable}
 struct Params { rows: u32, seqLen: u32, numHeads: u32, d4: u32 }
@@ -92,7 +84,7 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
  * WGSL: the bindings of a gradient kernel: the shared inputs (q, k, v and dOut of `dtype`), then
  * `outputs` (of `outputDtype`), then Params.
  */
-function gradientBindings(outputs: string[], dtype: AttentionStorage, outputDtype: AttentionStorage): string {
+function gradientBindings(outputs: string[], dtype: FloatStorage, outputDtype: FloatStorage): string {
   const input = storageWgsl(dtype);
   const output = storageWgsl(outputDtype);
   const written = outputs.map(
@@ -199,7 +191,7 @@ function kvGradStrides(t: Tile, d4: number) {
  * [batch, kvLen, numHeads, headDim] (summed over each KV head's group afterwards); otherwise one per
  * (KV block, KV head, sequence), looping over the group's heads.
  */
-function kvGradCode(tile: Tile, d4: number, perHead: boolean, dtype: AttentionStorage): string {
+function kvGradCode(tile: Tile, d4: number, perHead: boolean, dtype: FloatStorage): string {
   const { bq, bk, rn } = tile;
   const { ty, tx, threads, key } = tileThreads(tile);
   const strides = kvGradStrides(tile, d4);
@@ -264,8 +256,8 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
 }
 
 /** dK and dV, [batch, kvLen, heads, headDim] of `dtype`: per KV head, or each query head's share. */
-function kvGradOutputs(dims: AttentionDims, heads: number, dtype: AttentionStorage): TiledOutput[] {
-  const bytes = dims.batch * dims.kvLen * heads * dims.headDim * storageElementBytes(dtype);
+function kvGradOutputs(dims: AttentionDims, heads: number, dtype: FloatStorage): TiledOutput[] {
+  const bytes = dims.batch * dims.kvLen * heads * dims.headDim * storageBytes(dtype);
   return [
     { binding: 6, bytes, dtype },
     { binding: 7, bytes, dtype },
@@ -318,7 +310,7 @@ export const KV_GRAD_PER_HEAD_KERNEL: TiledKernel = {
  * dK/dV (of `dtype`) = the sum of each KV head's query heads' f32 shares; one invocation per vec4 of dK and
  * of dV.
  */
-const groupSumCode = (dtype: AttentionStorage) => {
+const groupSumCode = (dtype: FloatStorage) => {
   const storage = storageWgsl(dtype);
   return /* wgsl */ `${storage.enable}
 struct Params { count: u32, group: u32, d4: u32 }
@@ -357,7 +349,7 @@ function qGradStrides(t: Tile, d4: number) {
   return { kColumns, q: conflictFreeStride(d4), k: conflictFreeStride(kColumns) };
 }
 
-function qGradCode(tile: Tile, d4: number, dtype: AttentionStorage): string {
+function qGradCode(tile: Tile, d4: number, dtype: FloatStorage): string {
   const { bq, bk, rm } = tile;
   const { ty, tx, threads, row } = tileThreads(tile);
   const strides = qGradStrides(tile, d4);
@@ -416,7 +408,7 @@ export const Q_GRAD_KERNEL: TiledKernel = {
   name: "backward dQ",
   key: "dq",
   outputs: (_, { batch, seqLen, numHeads, headDim, dtype = "f32" }) => [
-    { binding: 6, bytes: batch * seqLen * numHeads * headDim * storageElementBytes(dtype), dtype }, // dQ
+    { binding: 6, bytes: batch * seqLen * numHeads * headDim * storageBytes(dtype), dtype }, // dQ
   ],
   storageInputs: [0, 1, 2, 3],
   tiles: tileChoices(

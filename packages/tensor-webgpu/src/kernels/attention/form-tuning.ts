@@ -10,6 +10,7 @@
  * step itself, are measured before their problem's form).
  */
 import type { GpuContext } from "../../gpu/context.js";
+import { storageBytes } from "../elementwise.js";
 import { matmulChoices, matmulShapeKey, type TunedMatmul } from "../matmul-choices.js";
 import { tuneMatmuls } from "../matmul-tuning.js";
 import { CHECKED_USAGE, type CheckedOutput, outputsCheck, patternBuffer } from "../tuning-check.js";
@@ -32,7 +33,7 @@ import {
 } from "./forms.js";
 import { recordAttentionForward } from "./forward.js";
 import { matmulFormPlan } from "./matmul-form.js";
-import { ATTENTION_PATTERN_AMPLITUDE, storageElementBytes } from "./shared.js";
+import { ATTENTION_PATTERN_AMPLITUDE } from "./shared.js";
 
 /**
  * Each form that can run the problem and computes it as the tiled kernels do, timed (fastest first); the
@@ -51,7 +52,7 @@ export async function timeAttentionForms(
   const buffer = (values: number, filled = false, elements: "q-like" | "words" = "q-like") => {
     // Each input starts at its own place in the pattern, so that Q, K, V and dOut differ.
     const phase = 257 * created.length;
-    const bytes = Math.ceil((values * (elements === "words" ? 4 : storageElementBytes(dtype))) / 4) * 4;
+    const bytes = Math.ceil((values * (elements === "words" ? 4 : storageBytes(dtype))) / 4) * 4;
     const b = filled
       ? patternBuffer(ctx, values, { dtype, signed: true, amplitude: ATTENTION_PATTERN_AMPLITUDE, phase })
       : ctx.device.createBuffer({ size: Math.max(bytes, 4), usage: CHECKED_USAGE });

@@ -13,7 +13,7 @@
  */
 import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
-import { uniforms } from "../elementwise.js";
+import { type FloatStorage, storageBytes, uniforms } from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
   BLOCK_WGSL,
@@ -24,14 +24,7 @@ import {
   matmulFormSizes,
   scatterHeads,
 } from "./matmul-form.js";
-import {
-  type AttentionStorage,
-  cachedCode,
-  EMPTY_LSE,
-  MASKED,
-  resolveScale,
-  storageElementBytes,
-} from "./shared.js";
+import { cachedCode, EMPTY_LSE, MASKED, resolveScale } from "./shared.js";
 
 const ROW_THREADS = 64;
 
@@ -41,7 +34,7 @@ const ROW_THREADS = 64;
  * per row, its threads striding over the row's visible keys [kStart, end) for the max, then the sum of
  * exponentials, each reduced in workgroup memory.
  */
-const rowSoftmaxCode = (dtype: AttentionStorage) => {
+const rowSoftmaxCode = (dtype: FloatStorage) => {
   const half = dtype === "f16";
   const score = (j: string) => (half ? `f32(scores[base + ${j}])` : `scores[base + ${j}]`);
   const stored = (value: string) => (half ? `f16(${value})` : value);
@@ -113,7 +106,7 @@ export function attentionForwardByMatmul(ctx: GpuContext, args: ForwardMatmulArg
   const group = numHeads / numKvHeads;
   const sizes = matmulFormSizes(plan, args);
   const acquire = (values: number, label: string) =>
-    ctx.pool.acquire(values * storageElementBytes(dtype), `attention ${label}`);
+    ctx.pool.acquire(values * storageBytes(dtype), `attention ${label}`);
   const qh = acquire(sizes.queries, "q by head");
   const outh = acquire(sizes.queries, "out by head");
   const kh = acquire(sizes.keys, "k by head");

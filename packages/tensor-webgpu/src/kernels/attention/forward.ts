@@ -10,19 +10,10 @@
 
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
+import { type FloatStorage, storageBytes } from "../elementwise.js";
 import { type AttentionForm, attentionForm } from "./form-choice.js";
 import { attentionForwardByMatmul } from "./forward-matmul.js";
-import {
-  type AttentionStorage,
-  checkHeadDim,
-  conflictFreeStride,
-  EMPTY_LSE,
-  each,
-  MASKED,
-  roundUp,
-  storageElementBytes,
-  storageWgsl,
-} from "./shared.js";
+import { checkHeadDim, conflictFreeStride, EMPTY_LSE, each, MASKED, roundUp, storageWgsl } from "./shared.js";
 import { TEXTURE_ROWS, textureForwardCode, textureForwardTile } from "./texture-forward.js";
 import { dispatchTextureAttention, textureAttentionLanes } from "./texture-staging.js";
 import {
@@ -80,7 +71,7 @@ const maxOf = (terms: string[]): string => terms.reduce((acc, term) => `max(${ac
  * workgroup memory; no thread idles through a serial pass, and each thread keeps its rows' running max,
  * sum and rescale factor in registers.
  */
-function forwardCode(tile: Tile, d4: number, profile: TileProfile, dtype: AttentionStorage): string {
+function forwardCode(tile: Tile, d4: number, profile: TileProfile, dtype: FloatStorage): string {
   const { bq, bk, rm, rn } = tile;
   const { ty, tx, threads, row, key } = tileThreads(tile);
   const strides = forwardStrides(tile, d4);
@@ -255,7 +246,7 @@ export const FORWARD_KERNEL: TiledKernel = {
   key: "forward",
   outputs: (flags, { batch, seqLen, numHeads, headDim, dtype = "f32" }) => {
     const rows = batch * seqLen * numHeads;
-    const out = { binding: 3, bytes: rows * headDim * storageElementBytes(dtype), dtype };
+    const out = { binding: 3, bytes: rows * headDim * storageBytes(dtype), dtype };
     return flags & WRITE_LSE ? [out, { binding: 4, bytes: rows * 4, dtype: "f32" as const }] : [out];
   },
   storageInputs: [0, 1, 2],

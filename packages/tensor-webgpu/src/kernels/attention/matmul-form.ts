@@ -16,9 +16,8 @@
  */
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { contiguousStrides } from "../elementwise.js";
+import { contiguousStrides, type FloatStorage, storageBytes } from "../elementwise.js";
 import { stridedCopy } from "../layout.js";
-import { type AttentionStorage, storageElementBytes } from "./shared.js";
 
 /**
  * The most bytes one score matrix of a chunk may take (the backward holds two, the forward one, alive only
@@ -51,7 +50,7 @@ export function matmulFormPlan(ctx: GpuContext, dims: AttentionDims): MatmulForm
     limits.maxStorageBufferBindingSize,
     limits.maxBufferSize,
   );
-  const perRow = dims.numHeads * dims.kvLen * storageElementBytes(dims.dtype);
+  const perRow = dims.numHeads * dims.kvLen * storageBytes(dims.dtype ?? "f32");
   const sequences = Math.floor(budget / (perRow * dims.seqLen));
   if (sequences >= 1) return { sequences: Math.min(dims.batch, sequences), rows: dims.seqLen };
   const rows = Math.floor(budget / perRow);
@@ -66,7 +65,7 @@ export interface HeadMajor {
   shape: number[];
   strides: number[];
   offset: number;
-  dtype: AttentionStorage;
+  dtype: FloatStorage;
 }
 
 /** One block of a plan: query rows q0.. of sequences b0.., and the keys 0..seen-1 they see. */

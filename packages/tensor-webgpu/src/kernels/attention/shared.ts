@@ -3,32 +3,26 @@
  * WGSL generation and its cache.
  */
 import { EMPTY_ROW_LSE } from "../../core/attention.js";
+import { enableFor, type FloatStorage, loadF32, storeAs, vectorOf } from "../elementwise.js";
 import { wgslCache } from "../wgsl/code-cache.js";
 
-/** Elements of q, k, v, the output and their gradients in memory (AttentionDims.dtype). */
-export type AttentionStorage = "f32" | "f16";
-
 /**
- * WGSL for buffers of q-like elements of `dtype`: the `enable` line, the vec4 element type, and the
- * conversions of a value read (to f32, where every kernel computes) and of a value stored. f32 kernels
- * keep their text: no conversion is written.
+ * WGSL for buffers of q-like elements (q, k, v, the output and their gradients: AttentionDims.dtype) of
+ * `dtype`: the `enable` line, the vec4 element type, and the conversions of a value read (to f32, where
+ * every kernel computes) and of a value stored. f32 kernels keep their text: no conversion is written.
  */
-export function storageWgsl(dtype: AttentionStorage = "f32") {
-  const half = dtype === "f16";
+export function storageWgsl(dtype: FloatStorage = "f32") {
   return {
-    enable: half ? "enable f16;\n" : "",
-    vec4: half ? "vec4<f16>" : "vec4f",
-    widen: (value: string) => (half ? `vec4f(${value})` : value),
-    narrow: (value: string) => (half ? `vec4<f16>(${value})` : value),
+    enable: enableFor(dtype),
+    vec4: dtype === "f32" ? "vec4f" : vectorOf(dtype, 4),
+    widen: (value: string) => loadF32(dtype, 4, value),
+    narrow: (value: string) => storeAs(dtype, 4, value),
   };
 }
 
 /** The texture format the software kernels stage q-like elements of `dtype` in (texture-staging.ts). */
-export const stagingFormat = (dtype: AttentionStorage = "f32"): "rgba32float" | "rgba16float" =>
+export const stagingFormat = (dtype: FloatStorage = "f32"): "rgba32float" | "rgba16float" =>
   dtype === "f16" ? "rgba16float" : "rgba32float";
-
-/** Bytes of one q-like element. */
-export const storageElementBytes = (dtype: AttentionStorage = "f32") => (dtype === "f16" ? 2 : 4);
 
 /** Largest supported headDim (the tiles must fit in workgroup memory). */
 export const MAX_HEAD_DIM = 256;

@@ -9,7 +9,8 @@
  *    (their P and dS) and vec4 columns l, l + L, ... of dK and dV. Rows run in the order the tiled kernel
  *    sums them (the group's heads one after another, rows ascending), so dK and dV come out the same.
  */
-import { type AttentionStorage, each, stagingFormat, storageWgsl } from "./shared.js";
+import type { FloatStorage } from "../elementwise.js";
+import { each, stagingFormat, storageWgsl } from "./shared.js";
 import { commonWgsl, qIndex } from "./tiles.js";
 
 const comp = ["x", "y", "z", "w"];
@@ -20,7 +21,7 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
  * WGSL shared by both kernels: the input textures and the outputs (of `dtype` elements), stats, kvStart
  * and the Params block.
  */
-function backwardBindings(outputs: string[], dtype: AttentionStorage): string {
+function backwardBindings(outputs: string[], dtype: FloatStorage): string {
   const storage = storageWgsl(dtype);
   const format = stagingFormat(dtype);
   return /* wgsl */ `${storage.enable}enable subgroups;
@@ -39,7 +40,7 @@ export function textureQGradCode(
   lanes: number,
   d4: number,
   rows: number,
-  dtype: AttentionStorage = "f32",
+  dtype: FloatStorage = "f32",
 ): string {
   const { narrow } = storageWgsl(dtype);
   const bk = 4 * lanes;
@@ -125,7 +126,7 @@ export function textureKvGradCode(
   lanes: number,
   d4: number,
   keys: number,
-  dtype: AttentionStorage = "f32",
+  dtype: FloatStorage = "f32",
 ): string {
   const { narrow } = storageWgsl(dtype);
   const bq = 4 * lanes;

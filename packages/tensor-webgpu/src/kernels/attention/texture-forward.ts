@@ -8,7 +8,8 @@
  * reach every lane by subgroup broadcast and probabilities by subgroup shuffle, so no workgroup memory is
  * touched: lavapipe serves workgroup-memory loads lane by lane, and the tiled kernel ran at 1-2 GFLOP/s.
  */
-import { type AttentionStorage, EMPTY_LSE, each, MASKED, stagingFormat, storageWgsl } from "./shared.js";
+import type { FloatStorage } from "../elementwise.js";
+import { EMPTY_LSE, each, MASKED, stagingFormat, storageWgsl } from "./shared.js";
 import { commonWgsl, qIndex, WRITE_LSE } from "./tiles.js";
 
 /** Query rows per workgroup (8 and 32 measured no faster on lavapipe; 32 took seconds longer to JIT). */
@@ -21,7 +22,7 @@ export const textureForwardTile = (lanes: number) => ({ bq: TEXTURE_ROWS, bk: 4 
 export function textureForwardCode(
   lanes: number,
   d4: number,
-  dtype: AttentionStorage = "f32",
+  dtype: FloatStorage = "f32",
   rows = TEXTURE_ROWS,
 ): string {
   const storage = storageWgsl(dtype);

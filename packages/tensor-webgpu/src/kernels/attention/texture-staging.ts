@@ -7,8 +7,9 @@
  */
 import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid, type Resource } from "../../gpu/context.js";
+import { type FloatStorage, storageBytes } from "../elementwise.js";
 import { textureLanes } from "../texture-lanes.js";
-import { type AttentionStorage, cachedCode, stagingFormat, storageWgsl } from "./shared.js";
+import { cachedCode, stagingFormat, storageWgsl } from "./shared.js";
 import { attentionParams, attentionTuning, tileProfile } from "./tiles.js";
 
 /**
@@ -50,7 +51,7 @@ export interface TextureSource {
 const COPY_SRC = 0x4;
 
 /** Copies flat vec4s into a texture `width` texels wide: for sources whose rows a buffer copy cannot take. */
-const repackCode = (dtype: AttentionStorage) => {
+const repackCode = (dtype: FloatStorage) => {
   const storage = storageWgsl(dtype);
   return /* wgsl */ `${storage.enable}
 struct Params { width: u32, texels: u32, base: u32 }
@@ -76,13 +77,13 @@ function stage(
   headDim: number,
   b0: number,
   count: number,
-  dtype: AttentionStorage,
+  dtype: FloatStorage,
 ) {
   const width = (source.heads * headDim) / 4;
   const height = count * source.rows;
   const texture = ctx.textures.acquire(stagingFormat(dtype), width, height, "attention operand");
   const firstTexel = b0 * source.rows * width;
-  const texelBytes = dtype === "f16" ? 8 : 16;
+  const texelBytes = 4 * storageBytes(dtype);
   const bytesPerRow = width * texelBytes;
   if ((source.buffer.usage & COPY_SRC) !== 0 && bytesPerRow % 256 === 0) {
     ctx.copyToTexture(
@@ -111,7 +112,7 @@ export interface TexturePass {
   name: string;
   key: string;
   /** `dtype`: the elements of the pass's q-like outputs. */
-  code: (lanes: number, d4: number, dtype: AttentionStorage) => string;
+  code: (lanes: number, d4: number, dtype: FloatStorage) => string;
   /** The block sizes, for the Params block's tileRows and tileKeys. */
   tile: { bq: number; bk: number };
   /** Bound after the staged textures; the Params block follows them. */

@@ -9,12 +9,13 @@
  * sizes of its bindings, its flags and grid), for the next tuning pass. Only a kernel's own candidate
  * tiles are ever run: a saved tile that is not one of them is ignored.
  */
+
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
+import type { FloatStorage } from "../elementwise.js";
 import { KernelTuningFileError, parseRejected, type RejectedKernel } from "../matmul-choices.js";
 import { PerContext } from "../per-context.js";
 import { TuningTable } from "../tuning-table.js";
-import type { AttentionStorage } from "./shared.js";
 
 /** A tile shape: BQ query rows x BK keys, each thread owning RM rows x RN keys of the scores. */
 export interface Tile {
@@ -60,14 +61,14 @@ export interface TiledKernel {
   storageInputs: number[];
   bytes(tile: Tile, d4: number, profile: TileProfile): number;
   /** WGSL for q-like elements of `dtype` in memory (the workgroup tiles and the arithmetic are f32). */
-  code(tile: Tile, d4: number, profile: TileProfile, dtype: AttentionStorage): string;
+  code(tile: Tile, d4: number, profile: TileProfile, dtype: FloatStorage): string;
 }
 
 /** A binding a tiled kernel writes, how many of its bytes, and its elements. */
 export interface TiledOutput {
   binding: number;
   bytes: number;
-  dtype: AttentionStorage;
+  dtype: FloatStorage;
 }
 
 /** One dispatch of a tiled kernel, as tuning runs it again on buffers of its own. */

@@ -16,9 +16,9 @@
 
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
-import { f32Bits, uniforms } from "../elementwise.js";
+import { type FloatStorage, f32Bits, uniforms } from "../elementwise.js";
 import type { AttentionForm } from "./forms.js";
-import { type AttentionStorage, cachedCode, each, resolveScale, storageWgsl } from "./shared.js";
+import { cachedCode, each, resolveScale, storageWgsl } from "./shared.js";
 import {
   attentionTiles,
   type Tile,
@@ -179,7 +179,7 @@ export interface TileLoad {
   d4: number;
   stride: number;
   threads: number;
-  dtype?: AttentionStorage;
+  dtype?: FloatStorage;
 }
 
 /**
