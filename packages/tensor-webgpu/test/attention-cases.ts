@@ -7,8 +7,7 @@ import type { AttentionDims } from "../src/core/attention.js";
 import type { GpuContext } from "../src/gpu/context.js";
 import { attentionBackward, attentionForward } from "../src/kernels/attention/index.js";
 import { attentionBackwardRef, attentionForwardRef } from "../src/reference/attention.js";
-import { packF16Ref, unpackF16Ref } from "../src/reference/layout.js";
-import { expectClose, randomArray, testContext } from "./helpers.js";
+import { expectClose, randomArray, readAs, testContext, uploadAs } from "./helpers.js";
 
 export interface Case extends AttentionDims {
   kvStart?: number[];
@@ -29,20 +28,6 @@ export async function readF32(ctx: GpuContext, buffer: GPUBuffer, length: number
   return new Float32Array(await ctx.read(buffer, length * 4));
 }
 
-/** `length` values of `buffer` holding f32 or halves, as f32. */
-async function readValues(ctx: GpuContext, buffer: GPUBuffer, length: number, dtype: "f32" | "f16") {
-  if (dtype === "f32") return readF32(ctx, buffer, length);
-  const words = new Uint32Array(await ctx.read(buffer, Math.ceil(length / 2) * 4));
-  return unpackF16Ref({ x: words, out: new Float32Array(length), n: length });
-}
-
-/** A buffer of `values` as f32, or as halves (rounded to nearest). */
-function uploadValues(ctx: GpuContext, values: Float32Array, dtype: "f32" | "f16"): GPUBuffer {
-  if (dtype === "f32") return ctx.upload(values);
-  const words = new Uint32Array(Math.ceil(values.length / 2));
-  return ctx.upload(packF16Ref({ x: values, out: words, n: values.length }));
-}
-
 export type Results = Record<"out" | "lse" | "dQ" | "dK" | "dV", Float32Array>;
 
 /**
@@ -55,7 +40,7 @@ export async function runGpu(
   x: ReturnType<typeof inputs>,
   dtype: "f32" | "f16" = "f32",
 ): Promise<Results> {
-  const [qb, kb, vb, dOut] = [x.q, x.k, x.v, x.dOut].map((values) => uploadValues(ctx, values, dtype));
+  const [qb, kb, vb, dOut] = [x.q, x.k, x.v, x.dOut].map((values) => uploadAs(ctx, values, dtype));
   const kvStart = x.kvStart ? ctx.upload(x.kvStart) : undefined;
   const kvSize = c.batch * c.kvLen * c.numKvHeads * c.headDim;
   const rows = c.batch * c.numHeads * c.seqLen;
@@ -69,11 +54,11 @@ export async function runGpu(
   attentionForward(ctx, { ...dims, q: qb!, k: kb!, v: vb!, out, lse, kvStart });
   attentionBackward(ctx, { ...dims, q: qb!, k: kb!, v: vb!, out, dOut: dOut!, lse, dQ, dK, dV, kvStart });
   const results: Results = {
-    out: await readValues(ctx, out, x.q.length, dtype),
+    out: await readAs(ctx, out, x.q.length, dtype),
     lse: await readF32(ctx, lse, rows),
-    dQ: await readValues(ctx, dQ, x.q.length, dtype),
-    dK: await readValues(ctx, dK, kvSize, dtype),
-    dV: await readValues(ctx, dV, kvSize, dtype),
+    dQ: await readAs(ctx, dQ, x.q.length, dtype),
+    dK: await readAs(ctx, dK, kvSize, dtype),
+    dV: await readAs(ctx, dV, kvSize, dtype),
   };
   for (const buffer of [qb!, kb!, vb!, dOut!, out, lse, dQ, dK, dV, ...(kvStart ? [kvStart] : [])]) {
     ctx.pool.release(buffer);

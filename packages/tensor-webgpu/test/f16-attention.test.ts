@@ -13,9 +13,8 @@ import {
   enableAttentionTuning,
 } from "../src/kernels/attention/tile-choices.js";
 import { tuneAttentionTiles } from "../src/kernels/attention/tile-tuning.js";
-import { fromHalfBits, toHalfBits } from "../src/reference/layout.js";
 import { type Case, inputs, qwen, runGpu, small } from "./attention-cases.js";
-import { expectClose, testContext } from "./helpers.js";
+import { expectClose, halves, testContext } from "./helpers.js";
 
 /**
  * Attention on f16 q, k, v (and dOut): every kernel path reads the halves itself, computes in f32 as the
@@ -24,7 +23,6 @@ import { expectClose, testContext } from "./helpers.js";
  * that output rounded to halves. The backward computes D = rowsum(dOut∘out) from the rounded output, so
  * its gradients may differ from the f32 kernel's by that and their own rounding.
  */
-const halves = (values: Float32Array) => Float32Array.from(values, (v) => fromHalfBits(toHalfBits(v)));
 const GRADIENT_TOLERANCE = { atol: 2e-3, rtol: 2 ** -8 };
 
 // `qwenHeads`: also at Qwen2.5-0.5B's heads, whose kernels take seconds more to compile on lavapipe: on the

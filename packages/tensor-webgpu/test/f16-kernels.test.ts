@@ -27,10 +27,7 @@ import {
   unpackF16Ref,
 } from "../src/reference/layout.js";
 import { matmulRef } from "../src/reference/matmul.js";
-import { expectClose, randomArray, testContext } from "./helpers.js";
-
-/** The values f16 storage holds for `values` (each rounded to the nearest half). */
-const halves = (values: Float32Array) => values.map((v) => fromHalfBits(toHalfBits(v)));
+import { expectClose, halves, randomArray, testContext } from "./helpers.js";
 
 function uploadHalves(ctx: GpuContext, values: Float32Array): GPUBuffer {
   return ctx.upload(

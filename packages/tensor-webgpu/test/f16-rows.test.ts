@@ -17,7 +17,6 @@ import { reduce } from "../src/kernels/reduce.js";
 import { rmsNorm, rmsNormBackward } from "../src/kernels/rmsnorm.js";
 import { swigluBackwardRef, swigluRef } from "../src/reference/activation.js";
 import { embeddingBackwardRef } from "../src/reference/embedding.js";
-import { fromHalfBits, packF16Ref, toHalfBits, unpackF16Ref } from "../src/reference/layout.js";
 import {
   crossEntropyBackwardRef,
   crossEntropyRef,
@@ -28,7 +27,7 @@ import {
 } from "../src/reference/logprobs.js";
 import { reduceRef } from "../src/reference/reduce.js";
 import { rmsNormBackwardRef, rmsNormRef } from "../src/reference/rmsnorm.js";
-import { expectClose, randomArray, testContext } from "./helpers.js";
+import { expectClose, halves, randomArray, readAs, testContext, uploadAs } from "./helpers.js";
 
 /**
  * The row kernels on f16 buffers: RMSNorm (f16 activations with an f16 or f32 weight), SwiGLU, the
@@ -38,7 +37,6 @@ import { expectClose, randomArray, testContext } from "./helpers.js";
  * same halves, its result rounded to halves: they may differ by the one rounding (2^-11 relative) where
  * the f32 and f64 results fall on either side of a half's midpoint.
  */
-const halves = (values: ArrayLike<number>) => Float32Array.from(values, (v) => fromHalfBits(toHalfBits(v)));
 const ONE_ROUNDING = { atol: 1e-4, rtol: 2 ** -10 };
 const EPS = 1e-6;
 
@@ -46,18 +44,6 @@ async function withF16(run: (ctx: GpuContext) => Promise<void>): Promise<void> {
   const ctx = await testContext();
   if (!ctx.info.features.shaderF16) return; // f16 tensors do not exist without it (f16.test.ts)
   await run(ctx);
-}
-
-function upload(ctx: GpuContext, values: Float32Array, storage: FloatStorage): GPUBuffer {
-  if (storage === "f32") return ctx.upload(values);
-  const words = new Uint32Array(Math.ceil(values.length / 2));
-  return ctx.upload(packF16Ref({ x: values, out: words, n: values.length }));
-}
-
-async function download(ctx: GpuContext, buffer: GPUBuffer, n: number, storage: FloatStorage) {
-  if (storage === "f32") return new Float32Array(await ctx.read(buffer, n * 4));
-  const words = new Uint32Array(await ctx.read(buffer, Math.ceil(n / 2) * 4));
-  return unpackF16Ref({ x: words, out: new Float32Array(n), n });
 }
 
 function normInputs(rows: number, dim: number, seed: number) {
@@ -75,12 +61,12 @@ async function normOnGpu(
   weightDtype: FloatStorage,
   initialWeightGrad?: Float32Array,
 ) {
-  const buffers = [upload(ctx, x, "f16"), upload(ctx, weight, weightDtype), upload(ctx, dOut, "f16")];
+  const buffers = [uploadAs(ctx, x, "f16"), uploadAs(ctx, weight, weightDtype), uploadAs(ctx, dOut, "f16")];
   const [xBuffer, weightBuffer, dOutBuffer] = buffers;
   const out = ctx.pool.acquire(rows * dim * 2 + 4);
   const rstd = ctx.pool.acquire(rows * 4);
   const dX = ctx.pool.acquire(rows * dim * 2 + 4);
-  const dWeight = upload(ctx, initialWeightGrad ?? new Float32Array(dim).fill(Number.NaN), weightDtype);
+  const dWeight = uploadAs(ctx, initialWeightGrad ?? new Float32Array(dim).fill(Number.NaN), weightDtype);
   const storage = { dtype: "f16", weightDtype } as const;
   rmsNorm(ctx, { x: xBuffer!, weight: weightBuffer!, out, rstd, rows, dim, eps: EPS, ...storage });
   rmsNormBackward(ctx, {
@@ -96,10 +82,10 @@ async function normOnGpu(
     ...storage,
   });
   const result = {
-    y: await download(ctx, out, rows * dim, "f16"),
-    rstd: await download(ctx, rstd, rows, "f32"),
-    dX: await download(ctx, dX, rows * dim, "f16"),
-    dWeight: await download(ctx, dWeight, dim, weightDtype),
+    y: await readAs(ctx, out, rows * dim, "f16"),
+    rstd: await readAs(ctx, rstd, rows, "f32"),
+    dX: await readAs(ctx, dX, rows * dim, "f16"),
+    dWeight: await readAs(ctx, dWeight, dim, weightDtype),
   };
   for (const buffer of [...buffers, out, rstd, dX, dWeight]) ctx.pool.release(buffer);
   return result;
@@ -190,7 +176,7 @@ describe("RMSNorm on f16 activations (sums in f32, one rounding on store)", () =
 describe("SwiGLU on f16 buffers", () => {
   async function onGpu(ctx: GpuContext, gate: Float32Array, up: Float32Array, dOut: Float32Array) {
     const n = gate.length;
-    const inputs = [gate, up, dOut].map((values) => upload(ctx, values, "f16"));
+    const inputs = [gate, up, dOut].map((values) => uploadAs(ctx, values, "f16"));
     const [out, dGate, dUp] = [0, 1, 2].map(() => ctx.pool.acquire(n * 2 + 4));
     swiglu(ctx, { gate: inputs[0]!, up: inputs[1]!, out: out!, n, dtype: "f16" });
     swigluBackward(ctx, {
@@ -202,7 +188,7 @@ describe("SwiGLU on f16 buffers", () => {
       n,
       dtype: "f16",
     });
-    const result = await Promise.all([out!, dGate!, dUp!].map((b) => download(ctx, b, n, "f16")));
+    const result = await Promise.all([out!, dGate!, dUp!].map((b) => readAs(ctx, b, n, "f16")));
     for (const buffer of [...inputs, out!, dGate!, dUp!]) ctx.pool.release(buffer);
     return result;
   }
@@ -258,13 +244,13 @@ describe("reductions of f16 tensors (f32 sums, the last pass rounds)", () => {
     await withF16(async (ctx) => {
       for (const [outer, size, inner] of shapes) {
         const x = halves(randomArray(outer * size * inner, size + inner, 2));
-        const input = upload(ctx, x, "f16");
+        const input = uploadAs(ctx, x, "f16");
         for (const op of ["sum", "mean", "max"] as const) {
           for (const outDtype of ["f16", "f32"] as const) {
             const out = ctx.pool.acquire(outer * inner * 4 + 4);
             reduce(ctx, { op, x: input, out, outer, size, inner, dtype: "f16", outDtype });
             const expected = reduceRef({ op, x, out: new Float32Array(outer * inner), outer, size, inner });
-            const got = await download(ctx, out, outer * inner, outDtype);
+            const got = await readAs(ctx, out, outer * inner, outDtype);
             const label = `${op} [${outer}, ${size}, ${inner}] -> ${outDtype}`;
             if (outDtype === "f16") expectClose(got, halves(expected), 1e-3, ONE_ROUNDING.rtol);
             else expectClose(got, expected, 1e-3, 1e-5);
@@ -282,7 +268,7 @@ describe("log-probs, entropy and cross-entropy of f16 logits (f32 results, f16 l
   async function onGpu(ctx: GpuContext, logits: Float32Array, ids: Int32Array, rows: number, vocab: number) {
     const temperature = 0.7;
     const dOut = randomArray(rows, vocab + 3);
-    const logitsBuffer = upload(ctx, logits, "f16");
+    const logitsBuffer = uploadAs(ctx, logits, "f16");
     const idsBuffer = ctx.upload(ids);
     const dOutBuffer = ctx.upload(dOut);
     const [logProbs, entropies, losses, lse] = [0, 1, 2, 3].map(() => ctx.pool.acquire(rows * 4));
@@ -304,7 +290,7 @@ describe("log-probs, entropy and cross-entropy of f16 logits (f32 results, f16 l
     entropyBackward(ctx, { ...base, entropy: entropies!, dLogits: dEntropyAdded!, accumulate: true });
     crossEntropy(ctx, { logits: logitsBuffer, targets: idsBuffer, out: losses!, lse: lse!, ...shape });
     crossEntropyBackward(ctx, { ...base, targets: idsBuffer, dLogits: dLoss! });
-    const read = (buffer: GPUBuffer, n: number, storage: FloatStorage) => download(ctx, buffer, n, storage);
+    const read = (buffer: GPUBuffer, n: number, storage: FloatStorage) => readAs(ctx, buffer, n, storage);
     const result = {
       logProbs: await read(logProbs!, rows, "f32"),
       entropies: await read(entropies!, rows, "f32"),
@@ -374,7 +360,7 @@ describe("the embedding's table gradient on f16 buffers (rows summed in f32, rou
     const grouping = groupTokenPositions(ids, vocab);
     const numUnique = grouping.uniqueIds.length;
     const expected = halves(embeddingBackwardRef({ dOut, dTable, ...grouping, numUnique, dim }));
-    const [dOutBuffer, dTableBuffer] = [upload(ctx, dOut, "f16"), upload(ctx, dTable, "f16")];
+    const [dOutBuffer, dTableBuffer] = [uploadAs(ctx, dOut, "f16"), uploadAs(ctx, dTable, "f16")];
     const grouped = [grouping.uniqueIds, grouping.offsets, grouping.positions].map((a) => ctx.upload(a));
     const [uniqueIds, offsets, positions] = grouped;
     embeddingBackward(ctx, {
@@ -389,7 +375,7 @@ describe("the embedding's table gradient on f16 buffers (rows summed in f32, rou
       dtype: "f16",
     });
     expectClose(
-      await download(ctx, dTableBuffer, vocab * dim, "f16"),
+      await readAs(ctx, dTableBuffer, vocab * dim, "f16"),
       expected,
       ONE_ROUNDING.atol,
       ONE_ROUNDING.rtol,

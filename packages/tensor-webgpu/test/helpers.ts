@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect } from "vitest";
 import { GpuContext } from "../src/gpu/context.js";
 import { attentionTuning } from "../src/kernels/attention/tiles.js";
+import { fromHalfBits, packF16Ref, toHalfBits, unpackF16Ref } from "../src/reference/layout.js";
 
 let shared: Promise<GpuContext> | undefined;
 
@@ -86,4 +87,22 @@ export function numericGradient(
     grad[i] = (loss(plus) - loss(minus)) / (2 * h);
   }
   return grad;
+}
+
+/** The values f16 storage holds for `values` (each rounded to the nearest half), as f32. */
+export const halves = (values: ArrayLike<number>): Float32Array =>
+  Float32Array.from(values, (v) => fromHalfBits(toHalfBits(v)));
+
+/** A buffer of `values` stored as f32, or as halves (each rounded to the nearest). */
+export function uploadAs(ctx: GpuContext, values: Float32Array, storage: "f32" | "f16"): GPUBuffer {
+  if (storage === "f32") return ctx.upload(values);
+  const words = new Uint32Array(Math.ceil(values.length / 2));
+  return ctx.upload(packF16Ref({ x: values, out: words, n: values.length }));
+}
+
+/** The first `n` values of a buffer of f32, or of halves, as f32. */
+export async function readAs(ctx: GpuContext, buffer: GPUBuffer, n: number, storage: "f32" | "f16") {
+  if (storage === "f32") return new Float32Array(await ctx.read(buffer, n * 4));
+  const words = new Uint32Array(await ctx.read(buffer, Math.ceil(n / 2) * 4));
+  return unpackF16Ref({ x: words, out: new Float32Array(n), n });
 }

@@ -5,8 +5,8 @@ import {
   emulateSubgroupMatrices,
   SubgroupMatrixEmulationError,
 } from "../src/gpu/subgroup-matrix-emulation.js";
-import { fromHalfBits, packF16Ref, toHalfBits } from "../src/reference/layout.js";
-import { expectClose, randomArray, testContext } from "./helpers.js";
+import { packF16Ref } from "../src/reference/layout.js";
+import { expectClose, halves, randomArray, testContext } from "./helpers.js";
 
 // NVIDIA's f16 shapes (M x N x K): square and oblong fragments, so a swapped row and column count shows.
 const SHAPES = [
@@ -58,7 +58,6 @@ fn main() {
 }`;
 }
 
-const halves = (values: Float32Array) => values.map((v) => fromHalfBits(toHalfBits(v)));
 const upload = (ctx: GpuContext, values: Float32Array) =>
   ctx.upload(packF16Ref({ x: values, out: new Uint32Array(Math.ceil(values.length / 2)), n: values.length }));
 
