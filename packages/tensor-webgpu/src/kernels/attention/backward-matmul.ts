@@ -19,10 +19,13 @@
 import type { AttentionDims } from "../../core/attention.js";
 import type { GpuContext } from "../../gpu/context.js";
 import {
+  enableFor,
   type FloatStorage,
   f32Bits,
   flatMain,
+  loadF32,
   storageBytes,
+  storeAs,
   uniforms,
   workgroupsFor,
 } from "../elementwise.js";
@@ -44,10 +47,9 @@ import { cachedCode, resolveScale, storageWgsl } from "./shared.js";
  * batch0.., keys 0..keys-1.
  */
 const scoreGradientCode = (dtype: FloatStorage) => {
-  const half = dtype === "f16";
-  const read = (value: string) => (half ? `f32(${value})` : value);
-  const stored = (value: string) => (half ? `f16(${value})` : value);
-  return /* wgsl */ `${half ? "enable f16;\n" : ""}
+  const read = (value: string) => loadF32(dtype, 1, value);
+  const stored = (value: string) => storeAs(dtype, 1, value);
+  return /* wgsl */ `${enableFor(dtype)}
 struct Params { count: u32, ${BLOCK_WGSL.params}, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> scores: array<${dtype}>;
 @group(0) @binding(1) var<storage, read_write> dScores: array<${dtype}>;

@@ -13,7 +13,7 @@
  */
 import type { AttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
-import { type FloatStorage, storageBytes, uniforms } from "../elementwise.js";
+import { enableFor, type FloatStorage, loadF32, storageBytes, storeAs, uniforms } from "../elementwise.js";
 import { matmul } from "../matmul.js";
 import {
   BLOCK_WGSL,
@@ -35,10 +35,9 @@ const ROW_THREADS = 64;
  * exponentials, each reduced in workgroup memory.
  */
 const rowSoftmaxCode = (dtype: FloatStorage) => {
-  const half = dtype === "f16";
-  const score = (j: string) => (half ? `f32(scores[base + ${j}])` : `scores[base + ${j}]`);
-  const stored = (value: string) => (half ? `f16(${value})` : value);
-  return /* wgsl */ `${half ? "enable f16;\n" : ""}
+  const score = (j: string) => loadF32(dtype, 1, `scores[base + ${j}]`);
+  const stored = (value: string) => storeAs(dtype, 1, value);
+  return /* wgsl */ `${enableFor(dtype)}
 struct Params { count: u32, ${BLOCK_WGSL.params}, writeLse: u32 }
 @group(0) @binding(0) var<storage, read_write> scores: array<${dtype}>;
 @group(0) @binding(1) var<storage, read_write> lse: array<f32>;
