@@ -33,11 +33,12 @@
  * The untuned figures never read it.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { writeFileAtomic } from "../../../packages/logging/src/node/atomic-write.js";
 import {
   benchPrompts,
   MODEL_SIZES,
@@ -399,8 +400,7 @@ function writeReport(last: boolean): void {
     peer: usePeer ? peer : undefined,
   };
   const write = (name: string, text: string) => {
-    writeFileSync(join(out, `${name}.tmp`), text);
-    renameSync(join(out, `${name}.tmp`), join(out, name));
+    writeFileAtomic(join(out, name), text);
   };
   const rows = comparisonRows(
     kernels,
@@ -608,8 +608,7 @@ function keepTuning(): void {
   const path = values["tuning-file"];
   if (path === undefined) return;
   mkdirSync(dirname(resolve(path)), { recursive: true });
-  writeFileSync(`${path}.partial`, `${JSON.stringify(saveKernelTuning(ctx), null, 2)}\n`);
-  renameSync(`${path}.partial`, path);
+  writeFileAtomic(path, `${JSON.stringify(saveKernelTuning(ctx), null, 2)}\n`);
   console.log(`kept ${measuredKernelProblems(ctx)} measured kernel problems in ${path}`);
 }
 
