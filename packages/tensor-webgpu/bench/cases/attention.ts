@@ -12,6 +12,7 @@ import {
   attentionTuning,
   decodeAttention,
 } from "../../src/kernels/attention/index.js";
+import { storageBytes } from "../../src/kernels/elementwise.js";
 import type { BenchCase } from "../case.js";
 
 interface Heads {
@@ -63,7 +64,7 @@ function prefillCase(
       const kvSize = batch * seqLen * numKvHeads * headDim;
       const upload = (values: Float32Array<ArrayBuffer>) =>
         ctx.upload(half ? float32ArrayToFloat16(values) : values);
-      const bytes = (elements: number) => elements * (half ? 2 : 4);
+      const bytes = (elements: number) => elements * storageBytes(dtype);
       const q = upload(randomData(qSize, 1));
       const k = upload(randomData(kvSize, 2));
       const v = upload(randomData(kvSize, 3));
