@@ -183,6 +183,8 @@ export interface Backend<B = unknown> {
     capacity: number;
     at: number;
     packed?: boolean;
+    /** q, k, v, qOut and the caches are stored as `dtype` (default f32): rotated in f32, rounded once. */
+    dtype?: FloatDType;
   }): boolean;
   softmax(args: { x: B; out: B; rows: number; cols: number }): void;
   softmaxBackward(args: { y: B; dY: B; dX: B; rows: number; cols: number }): void;
@@ -194,9 +196,9 @@ export interface Backend<B = unknown> {
    * swiglu of a packed [rows, 2·width] gateUp (each row's gate, then its up) into out [rows, width]; false
    * when this backend cannot (then the op splits the halves). Optional.
    */
-  swigluPacked?(args: { gateUp: B; out: B; rows: number; width: number }): boolean;
+  swigluPacked?(args: { gateUp: B; out: B; rows: number; width: number; dtype?: FloatDType }): boolean;
   /**
-   * x · Wᵀ (+ bias, + addend) of a transformed x [rows, k] in one kernel, f32, where this backend has one
+   * x · Wᵀ (+ bias, + addend) of a transformed x [rows, k] in one kernel, where this backend has one
    * for the product (decoding's few rows on a GPU): `input` "rmsNorm" normalises each row of x with its
    * weight and eps first; "swiglu" takes x as packed [rows, 2k] rows (gate, then up) and uses
    * silu(gate) · up. False when it cannot, having recorded nothing (the op then runs the two ops).
@@ -212,6 +214,8 @@ export interface Backend<B = unknown> {
     bias?: B;
     addend?: B;
     input: { kind: "rmsNorm"; weight: B; eps: number } | { kind: "swiglu" };
+    /** Every buffer (the norm's weight included) is stored as `dtype` (default f32); sums are f32. */
+    dtype?: FloatDType;
   }): boolean;
   /** Every buffer stored as `dtype` (default f32), computed in f32. */
   swigluBackward(args: { gate: B; up: B; dOut: B; dGate: B; dUp: B; n: number; dtype?: FloatDType }): void;
@@ -315,6 +319,8 @@ export interface Backend<B = unknown> {
     rows: number;
     vocab: number;
     temperature: number;
+    /** The logits' storage (default f32); the softmax and the log-probs are f32. */
+    dtype?: FloatDType;
   }): void;
 
   attentionForward(args: AttentionDims & { q: B; k: B; v: B; out: B; lse?: B; kvStart?: B }): void;
@@ -346,4 +352,6 @@ export interface DecodeAttentionBackendArgs<B> {
   numKvHeads: number;
   headDim: number;
   scale?: number;
+  /** q, the caches and out are stored as `dtype` (default f32); scores and sums are f32. */
+  dtype?: FloatDType;
 }
