@@ -85,9 +85,9 @@ describe("trainingMemoryOptions", () => {
     expect(mixed!.bytes.masterWeights).toBe(full!.bytes.weights);
     expect(mixed!.bytes.gradients).toBe(full!.bytes.gradients / 2);
     expect(mixed!.bytes.logits).toBe(full!.bytes.logits / 2);
-    // Generation runs on an f32 copy of the weights, with an f32 KV cache.
-    expect(mixed!.bytes.kvCache).toBe(full!.bytes.kvCache);
-    expect(mixed!.bytes.widenedWeights).toBe(full!.bytes.weights);
+    // Generation runs on the f16 weights, with an f16 KV cache.
+    expect(mixed!.bytes.kvCache).toBe(full!.bytes.kvCache / 2);
+    expect(mixed!.bytes.packedWeights).toBe(full!.bytes.packedWeights / 2);
   });
 
   it("counts the rollout's prefill passes of rollout.prefillTokens, which the local engine is given", async () => {

@@ -95,24 +95,10 @@ export function maxOver(count: number, value: (index: number) => number): number
 /**
  * Batched generation with a KV cache: the prompts are left-padded together, prefilled in one pass,
  * then every unfinished sequence advances one token per step; finished ones stop contributing tokens.
- * An f16 model generates on an f32 copy of its weights (Qwen2Model.widenedCopy), made for the call.
+ * An f16 model generates on its own weights with an f16 cache: every kernel of a step reads and writes
+ * halves and sums in f32, as the f32 kernels do.
  */
 export async function generate(
-  model: Qwen2Model,
-  prompts: readonly Int32Array[],
-  options: GenerateOptions,
-): Promise<Generation[]> {
-  if (model.dtype !== "f16") return generateOn(model, prompts, options);
-  // An f16 model decodes on its weights widened to f32, through the fused f32 kernels (widenedCopy).
-  const widened = model.widenedCopy();
-  try {
-    return await generateOn(widened, prompts, options);
-  } finally {
-    widened.dispose();
-  }
-}
-
-async function generateOn(
   model: Qwen2Model,
   prompts: readonly Int32Array[],
   options: GenerateOptions,

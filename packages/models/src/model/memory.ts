@@ -90,8 +90,6 @@ export interface TrainingMemoryBreakdown {
    * prefill runs in groups of rows, the group's own KV cache.
    */
   rolloutForward: number;
-  /** The rollout's f32 copy of weights stored below f32 (generate decodes on it); 0 for f32 weights. */
-  widenedWeights: number;
   /** The rollout's stacked q/k/v and gate/up weights, and merged o and down weights under LoRA. */
   packedWeights: number;
 }
@@ -262,15 +260,15 @@ export function estimateTrainingMemory(
   const trainingPeak = persistent + phasePeak;
 
   // Rollouts: weights, master and reference copies and the optimizers' moments survive between steps;
-  // gradients are cleared after each. The KV cache holds keys and values of every layer for every
-  // prompt and generated token (in the activations' precision, f32 for weights below it: generation
-  // runs on the f32 copy). The prefill runs the prompts one layer
+  // gradients are cleared after each. Generation runs in the weights' precision (an f16 model decodes
+  // on its halves with an f16 cache). The KV cache holds keys and values of every layer for every
+  // prompt and generated token. The prefill runs the prompts one layer
   // at a time, and all that layer's tensors are alive until it ends: its input, h, q, k, v, rotated q
   // and k, the attention output, x + o_proj's (the residual is added in the projection's epilogue), m,
   // gate, up, silu(gate)·up and the output (x + attention + down_proj's, likewise). Then only the last
   // position's logits are computed.
   const rollout = options.rollout;
-  const rolloutBytes = weightBytes < PRECISION_BYTES.f32 ? PRECISION_BYTES.f32 : activationBytes;
+  const rolloutBytes = weightBytes;
   const kvCache = rollout
     ? 2 * L * rollout.batch * (rollout.promptLength + rollout.newTokens) * kv * rolloutBytes
     : 0;
@@ -293,15 +291,11 @@ export function estimateTrainingMemory(
   const mergedValues = options.lora
     ? (loraTargets.has("o_proj") ? H * H : 0) + (loraTargets.has("down_proj") ? H * I : 0)
     : 0;
-  // Weights below f32 generate on an f32 copy of them (Qwen2Model.widenedCopy), stacked from that copy.
-  const widenedWeights = rollout && weightBytes < PRECISION_BYTES.f32 ? parameters * PRECISION_BYTES.f32 : 0;
   const packedWeights =
     rollout && rollout.packProjections !== false
-      ? L *
-        (H * (H + 2 * kv + 2 * I) + mergedValues) *
-        (widenedWeights > 0 ? PRECISION_BYTES.f32 : weightBytes)
+      ? L * (H * (H + 2 * kv + 2 * I) + mergedValues) * weightBytes
       : 0;
-  const rolloutPeak = rollout ? persistent + widenedWeights + packedWeights + kvCache + rolloutForward : 0;
+  const rolloutPeak = rollout ? persistent + packedWeights + kvCache + rolloutForward : 0;
 
   return {
     parameters,
@@ -323,7 +317,6 @@ export function estimateTrainingMemory(
       embeddingGradient,
       kvCache,
       rolloutForward,
-      widenedWeights,
       packedWeights,
     },
     persistent,

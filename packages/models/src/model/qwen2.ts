@@ -212,8 +212,8 @@ export class Qwen2Model {
   /**
    * Store every weight in `dtype`, in place: "f16" is mixed precision. Products then take halves and
    * accumulate in f32 (tensor cores where the adapter has them); norms, RoPE, attention, softmax and the
-   * losses run in f32 on copies of their inputs; log-probs come out f32; `generate` decodes on an f32 copy
-   * of the weights (widenedCopy), whose fused kernels need fewer dispatches a step. Train an
+   * losses run in f32 on copies of their inputs; log-probs come out f32; `generate` decodes on the f16
+   * weights with an f16 KV cache (createCache). Train an
    * f16 model with AdamW, which keeps an f32 master copy of each f16 weight, and with its `lossScaling`,
    * so that small gradients survive f16's range. LoRA adapters attached later take the same type.
    * Converting twice to the same type does nothing; make optimizers after converting.
@@ -416,29 +416,21 @@ export class Qwen2Model {
     const c = this.config;
     const { batch, seqLen, positions, heads, cache } = run;
     const module = `model.layers.${i}.self_attn`;
-    // RoPE and attention read and write f16 themselves (training on f16 weights casts nothing here). A
-    // step with a KV cache writes into f32 caches with f32 kernels: there f16 projections are widened once
-    // and the result narrowed once.
-    const half = h.dtype === "f16" && (run.decoding || run.extending || cache !== undefined);
-    const asHeads = (t: Tensor, count: number) => {
-      const shaped = reshape(t, [batch, seqLen, count, this.headDim]);
-      return half ? cast(shaped, "f32") : shaped;
-    };
+    // RoPE, attention and the cache (createCache) hold the projections' dtype: f16 ones are read and
+    // written as halves by the kernels, with nothing cast.
+    const asHeads = (t: Tensor, count: number) => reshape(t, [batch, seqLen, count, this.headDim]);
     const q = asHeads(this.project(`${module}.q_proj`, h, run.adapters), c.numAttentionHeads);
     const k = asHeads(this.project(`${module}.k_proj`, h, run.adapters), c.numKeyValueHeads);
     const v = asHeads(this.project(`${module}.v_proj`, h, run.adapters), c.numKeyValueHeads);
-    const narrowed = (out: Tensor) => (half ? cast(out, "f16") : out);
     if (run.decoding || run.extending)
-      return narrowed(
-        this.attendCached(i, run, (append) => ropeAppend(q, k, v, positions, c.ropeTheta, append)),
-      );
+      return this.attendCached(i, run, (append) => ropeAppend(q, k, v, positions, c.ropeTheta, append));
     const qr = rope(q, positions, c.ropeTheta);
     const kr = rope(k, positions, c.ropeTheta);
     if (cache) {
       writeSlice(cache.keys[i]!, kr, 1, cache.length);
       writeSlice(cache.values[i]!, v, 1, cache.length);
     }
-    return narrowed(attention(qr, kr, v, heads));
+    return attention(qr, kr, v, heads);
   }
 
   /** Layer i's attention of a cached step from one stacked q/k/v product of its input x, normed in it. */
@@ -580,36 +572,12 @@ export class Qwen2Model {
     for (const p of this.params.values()) p.requiresGrad = true;
   }
 
-  /**
-   * An f32 copy of these weights with the active LoRA adapters merged in, for generating from an f16
-   * model: decoding is bound by its dispatches, and the f32 kernels fuse what f16 would run through
-   * casts (on the tiny benchmark model 37 dispatches a step against 145). The values are the same
-   * weights widened, the adapters' updates added onto them in f32. No gradients; dispose it after.
-   */
-  widenedCopy(): Qwen2Model {
-    if (this.dtype !== "f16") throw new Error(`widenedCopy(): the weights are ${this.dtype}, not f16`);
-    const adapters = this.adaptersOff > 0 ? undefined : this.lora;
-    return noGrad(() => {
-      const weights = new Map<string, Tensor>();
-      for (const [name, weight] of this.weights) {
-        const widened = cast(weight, "f32");
-        const module = name.endsWith(".weight") ? name.slice(0, -".weight".length) : "";
-        const merged = adapters?.has(module) ? adapters.mergedWeight(module, widened) : undefined;
-        if (merged) widened.dispose();
-        weights.set(name, (merged ?? widened).keep());
-      }
-      const copy = new Qwen2Model(this.config, weights);
-      copy.maxLogits = this.maxLogits;
-      return copy;
-    });
-  }
-
-  /** An empty KV cache for `batch` sequences of up to `capacity` tokens. */
+  /** An empty KV cache for `batch` sequences of up to `capacity` tokens, in the weights' dtype. */
   createCache(batch: number, capacity: number): KvCache {
-    const backend = this.param("model.embed_tokens.weight").backend;
+    const { backend, dtype } = this.param("model.embed_tokens.weight");
     const shape = [batch, capacity, this.config.numKeyValueHeads, this.headDim];
     const make = () =>
-      Array.from({ length: this.config.numHiddenLayers }, () => zeros(shape, { backend }).keep());
+      Array.from({ length: this.config.numHiddenLayers }, () => zeros(shape, { backend, dtype }).keep());
     return new KvCache(make(), make(), capacity);
   }
 

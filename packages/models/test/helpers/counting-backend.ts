@@ -11,27 +11,28 @@ export interface CountingBackend {
   resetPeak(): void;
 }
 
-const sizeOf = (buffer: unknown): number =>
-  buffer instanceof ArrayBuffer ? buffer.byteLength : (buffer as { size: number }).size;
-
 /**
- * Wraps `base` so that every allocation and release is counted (the CPU backend keeps no count of its
- * own; on WebGPU this counts pooled buffers by their size class, as the pool does). Tensors made on the
- * wrapper belong to it: do not mix them with the base backend's.
+ * Wraps `base` so that every allocation and release is counted by the bytes asked for: the tensors'
+ * storage, which is what the memory estimate models (a WebGPU pool hands out buffers of a size class, up
+ * to 25% larger; that slack is the allocator's, not the model's). Tensors made on the wrapper belong to
+ * it: do not mix them with the base backend's.
  */
 export function countingBackend(base: Backend): CountingBackend {
   let live = 0;
   let peak = 0;
+  const asked = new WeakMap<object, number>();
   const backend: Backend = {
     ...base,
     alloc: (bytes) => {
       const buffer = base.alloc(bytes);
-      live += sizeOf(buffer);
+      asked.set(buffer as object, bytes);
+      live += bytes;
       peak = Math.max(peak, live);
       return buffer;
     },
     free: (buffer) => {
-      live -= sizeOf(buffer);
+      live -= asked.get(buffer as object) ?? 0;
+      asked.delete(buffer as object);
       base.free(buffer);
     },
   };

@@ -295,16 +295,15 @@ export function createCpuBackend(): CpuBackend {
       roundIfHalf(a.dV, dV.length, a.dtype);
     },
     decodeAttention: (a) => {
-      store(
-        a.out,
-        decodeAttentionRef({
-          ...a,
-          q: f32(a.q),
-          kCache: f32(a.kCache),
-          vCache: f32(a.vCache),
-          kvStart: a.kvStart ? i32(a.kvStart, a.batch) : undefined,
-        }),
-      );
+      const out = decodeAttentionRef({
+        ...a,
+        q: f32(a.q),
+        kCache: f32(a.kCache),
+        vCache: f32(a.vCache),
+        kvStart: a.kvStart ? i32(a.kvStart, a.batch) : undefined,
+      });
+      store(a.out, out);
+      roundIfHalf(a.out, out.length, a.dtype);
     },
   };
 }

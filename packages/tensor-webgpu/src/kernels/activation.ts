@@ -124,13 +124,15 @@ export function swiglu(
 
 /**
  * swiglu of a fused gate/up projection's output: gateUp [rows, 2·width] holds each row's gate, then its
- * up; out [rows, width]. The same arithmetic per element as \`swiglu\` (vec4 when width % 4 == 0). One
- * invocation per output vector, so no split of gateUp is needed.
+ * up; out [rows, width]. The same arithmetic per element as \`swiglu\` (vec4 when width % 4 == 0), halves
+ * widened as they are read and rounded once on store. One invocation per output vector, so no split of
+ * gateUp is needed.
  */
-function buildSwigluPackedShader(width: 1 | 4): string {
-  return /* wgsl */ `${COMMON(width)}
-@group(0) @binding(0) var<storage, read> gateUp: array<V>;
-@group(0) @binding(1) var<storage, read_write> out: array<V>;
+function buildSwigluPackedShader(width: 1 | 4, storage: FloatStorage): string {
+  const element = storage === "f32" ? "V" : vectorOf(storage, width);
+  return /* wgsl */ `${enableFor(storage)}${COMMON(width)}
+@group(0) @binding(0) var<storage, read> gateUp: array<${element}>;
+@group(0) @binding(1) var<storage, read_write> out: array<${element}>;
 struct PackedParams { count: u32, rowVectors: u32 }
 @group(0) @binding(2) var<uniform> params: PackedParams;
 
@@ -140,26 +142,31 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
   if (i >= params.count) { return; }
   let rowVectors = params.rowVectors;
   let gateIndex = i + (i / rowVectors) * rowVectors; // row r's gate starts at 2·r·rowVectors
-  let g = gateUp[gateIndex];
-  out[i] = g * sigmoid(g) * gateUp[gateIndex + rowVectors];
+  let g = ${loadF32(storage, width, "gateUp[gateIndex]")};
+  out[i] = ${storeAs(storage, width, `g * sigmoid(g) * ${loadF32(storage, width, "gateUp[gateIndex + rowVectors]")}`)};
 }`;
 }
 
 /**
- * out [rows, width] = silu(gate) * up for a packed gateUp [rows, 2·width] (gate then up in each row).
- * Returns false, recording nothing, when gateUp does not fit one storage binding.
+ * out [rows, width] = silu(gate) * up for a packed gateUp [rows, 2·width] (gate then up in each row), both
+ * stored as \`dtype\` (default f32). Returns false, recording nothing, when gateUp does not fit one storage
+ * binding.
  */
 export function swigluPacked(
   ctx: GpuContext,
-  a: { gateUp: GPUBuffer; out: GPUBuffer; rows: number; width: number },
+  a: { gateUp: GPUBuffer; out: GPUBuffer; rows: number; width: number; dtype?: FloatStorage },
 ): boolean {
+  const storage = a.dtype ?? "f32";
   const n = a.rows * a.width;
   if (n === 0) return true;
-  if (2 * n * 4 > maxBindingBytes(ctx)) return false;
+  if (2 * n * storageBytes(storage) > maxBindingBytes(ctx)) return false;
   const width: 1 | 4 = a.width % 4 === 0 ? 4 : 1;
   const count = n / width;
   ctx.dispatch(
-    ctx.pipeline("swiglu packed", swigluPackedShader(width)),
+    ctx.pipeline(
+      storage === "f16" ? "swiglu packed f16" : "swiglu packed",
+      swigluPackedShader(width, storage),
+    ),
     [a.gateUp, a.out],
     new Uint32Array([count, a.width / width]),
     grid(Math.ceil(count / LANES)),

@@ -7,6 +7,7 @@
  */
 import { bufferBytes } from "../gpu/buffer-bytes.js";
 import type { GpuContext } from "../gpu/context.js";
+import type { FloatStorage } from "./elementwise.js";
 import { matmulChoice, problemOf } from "./matmul.js";
 import { MATVEC_COLUMNS, matvecKernel, matvecRows } from "./matmul-gpu.js";
 import {
@@ -35,19 +36,25 @@ export interface ProductOfInput {
   bias?: GPUBuffer;
   addend?: GPUBuffer;
   input: ProductInput;
+  /** Element type of every buffer, the norm's weight included (default f32). */
+  dtype?: FloatStorage;
   variant?: MatmulArgs["variant"];
 }
 
 /**
- * out [rows, n] = input(x) · Wᵀ (+ bias, + addend), all f32. Records it and returns true when "matvec"
- * runs this product here and every operand fits one binding; returns false, recording nothing,
- * otherwise. It runs once per decoded token and layer, so its arguments are copied field by field (an
- * object spread cost more than the rest of the call).
+ * out [rows, n] = input(x) · Wᵀ (+ bias, + addend), every buffer stored as `dtype` (default f32): halves
+ * are widened as they are read, the sums are f32 and the result is rounded once on store. Records it and
+ * returns true when "matvec" runs this product (of that dtype) here and every operand fits one binding;
+ * returns false, recording nothing, otherwise. It runs once per decoded token and layer, so its arguments
+ * are copied field by field (an object spread cost more than the rest of the call).
  */
 export function matvecWithInput(ctx: GpuContext, args: ProductOfInput): boolean {
   const { input, rows: m, n, k } = args;
   if (m === 0 || n === 0) return false;
+  const storage = args.dtype ?? "f32";
   const plain: MatmulArgs = { a: args.x, b: args.weight, out: args.out, batch: 1, m, n, k, transB: true };
+  // The choice and the size checks are those of the plain product of the same element type.
+  if (storage !== "f32") plain.dtype = storage;
   if (args.bias) plain.bias = args.bias;
   if (args.addend) plain.addend = args.addend;
   if (args.variant) plain.variant = args.variant;
@@ -55,20 +62,22 @@ export function matvecWithInput(ctx: GpuContext, args: ProductOfInput): boolean 
   const p = problemOf(plain);
   const rowElements = input.kind === "swiglu" ? 2 * p.k : p.k;
   const bindingBytes = limits(ctx).bindingBytes;
-  if ([p.m * rowElements, p.n * p.k, p.m * p.n].some((elements) => elements * 4 > bindingBytes)) return false;
+  if ([p.m * rowElements, p.n * p.k, p.m * p.n].some((elements) => elements * p.bytes > bindingBytes))
+    return false;
   const xBytes = bufferBytes(args.x);
-  if (input.kind === "swiglu" && xBytes < p.m * rowElements * 4)
+  if (input.kind === "swiglu" && xBytes < p.m * rowElements * p.bytes)
     throw new RangeError(
-      `matmul: buffer x holds ${xBytes} bytes, packed gate|up rows need ${p.m * rowElements * 4}`,
+      `matmul: buffer x holds ${xBytes} bytes, packed gate|up rows need ${p.m * rowElements * p.bytes}`,
     );
 
   const rows = matvecRows(p.m);
-  const key = input.kind === "rmsNorm" ? `matvec${rows} rmsNorm ${input.eps}` : `matvec${rows} swiglu`;
-  const inputs = input.kind === "rmsNorm" ? ["var<storage, read> normWeight: array<f32>"] : [];
+  const transform = input.kind === "rmsNorm" ? `rmsNorm ${input.eps}` : "swiglu";
+  const key = `matvec${rows} ${transform} ${storage}`;
+  const inputs = input.kind === "rmsNorm" ? [`var<storage, read> normWeight: array<${storage}>`] : [];
   const kernelInput = input.kind === "rmsNorm" ? { kind: "rmsNorm" as const, eps: input.eps } : input;
   const pipeline = ctx.pipeline(
     `matmul ${key}`,
-    source(key, () => matvecKernel(rows, "f32", gemmPreamble("f32", "f32", inputs), kernelInput)),
+    source(key, () => matvecKernel(rows, storage, gemmPreamble(storage, storage, inputs), kernelInput)),
   );
   const whole: Chunk = { batch0: 0, batches: 1, m0: 0, m: p.m, n0: 0, n: p.n, k0: 0, k: p.k };
   const epilogue = epilogueOf(ctx, plain, p, whole);

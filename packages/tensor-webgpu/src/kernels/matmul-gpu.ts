@@ -748,9 +748,9 @@ export const MATVEC_MAX_ROWS = 16;
 export const MATVEC_BLOCKED_MAX_ROWS = 256;
 /**
  * How "matvec" reads A's rows: as stored; RMS-normalised (x · rsqrt(mean(x²) + eps) · normWeight, the
- * weight bound after the addend as `normWeight`; 1/rms is one factor per row, so the kernel sums x·g·w
- * and x² in the same loop and scales at the end); or as silu(gate) · up of a packed row [gate | up] of
- * 2k elements. Decoding's RMSNorm and SwiGLU then ride in the product after them, one dispatch fewer each.
+ * weight bound after the addend as `normWeight`, stored like the operands; 1/rms is one factor per row,
+ * so the kernel sums x·g·w and x² in the same loop and scales at the end); or as silu(gate) · up of a
+ * packed row [gate | up] of 2k elements. Decoding's RMSNorm and SwiGLU then ride in the product after them, one dispatch fewer each.
  */
 export type MatvecInput = { kind: "plain" } | { kind: "rmsNorm"; eps: number } | { kind: "swiglu" };
 
@@ -812,7 +812,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   ${range.map((r) => `let a${r} = aBase + min(row0 + ${r}u, p.m - 1u) * ${rowStride};`).join("\n  ")}
   ${range.map((r) => `var acc${r} = 0.0;${norm ? ` var squares${r} = 0.0;` : ""}`).join(" ")}
   for (var kk = lane; kk < p.k; kk += 32u) {
-    let w = ${read("b", "wRow + kk")}${norm ? " * normWeight[kk]" : ""};
+    let w = ${read("b", "wRow + kk")}${norm ? ` * ${read("normWeight", "kk")}` : ""};
     ${range
       .map((r) =>
         norm

@@ -18,7 +18,7 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows, maxBindingBytes } from "./binding-windows.js";
-import { enableFor, type FloatStorage, storageBytes } from "./elementwise.js";
+import { enableFor, type FloatStorage, loadF32, storageBytes, storeAs, vectorOf } from "./elementwise.js";
 import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 64;
@@ -158,21 +158,26 @@ fn rotate(a: V, b: V, position: u32, pair: u32) -> Rotated {
  * does what `rope` (or a copy) does for its element, with the same arithmetic, so the results are the
  * same bits as the separate kernels'. Each token's q, k and v heads are read from rows of `qRowHeads` (q)
  * and `kvRowHeads` (k, v) heads starting at heads qHead, kHead and vHead, so q, k and v may be one packed
- * buffer (a fused q/k/v projection's output).
+ * buffer (a fused q/k/v projection's output). With f16 storage every buffer but the positions holds
+ * halves: q and k are widened as they are read, rotated in f32 and rounded once on store; v's halves are
+ * copied as they are.
  */
-function buildRopeAppendShader(headDim: number, theta: number, width: 1 | 4): string {
-  return /* wgsl */ `
-${rotationWgsl(headDim, theta, width)}
+function buildRopeAppendShader(headDim: number, theta: number, width: 1 | 4, storage: FloatStorage): string {
+  const element = storage === "f16" ? "S" : "V";
+  const load = (array: string, index: string) => loadF32(storage, width, `${array}[${index}]`);
+  const store = (value: string) => storeAs(storage, width, value);
+  return /* wgsl */ `${enableFor(storage)}
+${rotationWgsl(headDim, theta, width)}${storage === "f16" ? `\nalias S = ${vectorOf("f16", width)};` : ""}
 struct Params {
   qCount: u32, kCount: u32, pairVectors: u32, numHeads: u32, numKvHeads: u32, seqLen: u32, capacity: u32, at: u32,
   qRowHeads: u32, kvRowHeads: u32, qHead: u32, kHead: u32, vHead: u32,
 }
-@group(0) @binding(0) var<storage, read> q: array<V>;
-@group(0) @binding(1) var<storage, read_write> qOut: array<V>;
-@group(0) @binding(2) var<storage, read> k: array<V>;
-@group(0) @binding(3) var<storage, read> v: array<V>;
-@group(0) @binding(4) var<storage, read_write> keys: array<V>;
-@group(0) @binding(5) var<storage, read_write> values: array<V>;
+@group(0) @binding(0) var<storage, read> q: array<${element}>;
+@group(0) @binding(1) var<storage, read_write> qOut: array<${element}>;
+@group(0) @binding(2) var<storage, read> k: array<${element}>;
+@group(0) @binding(3) var<storage, read> v: array<${element}>;
+@group(0) @binding(4) var<storage, read_write> keys: array<${element}>;
+@group(0) @binding(5) var<storage, read_write> values: array<${element}>;
 @group(0) @binding(6) var<storage, read> positions: array<i32>;
 @group(0) @binding(7) var<uniform> params: Params;
 
@@ -184,10 +189,10 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
     let tokenHead = index / params.pairVectors;
     let token = tokenHead / params.numHeads;
     let source = (token * params.qRowHeads + params.qHead + tokenHead % params.numHeads) * 2u * params.pairVectors + pair;
-    let r = rotate(q[source], q[source + params.pairVectors], u32(positions[token]), pair);
+    let r = rotate(${load("q", "source")}, ${load("q", "source + params.pairVectors")}, u32(positions[token]), pair);
     let first = tokenHead * 2u * params.pairVectors + pair;
-    qOut[first] = r.first;
-    qOut[first + params.pairVectors] = r.second;
+    qOut[first] = ${store("r.first")};
+    qOut[first + params.pairVectors] = ${store("r.second")};
     return;
   }
   index -= params.qCount;
@@ -207,9 +212,9 @@ fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) group
     values[slotIndex + params.pairVectors] = v[first + params.pairVectors];
     return;
   }
-  let r = rotate(k[first], k[first + params.pairVectors], u32(positions[token]), pair);
-  keys[slotIndex] = r.first;
-  keys[slotIndex + params.pairVectors] = r.second;
+  let r = rotate(${load("k", "first")}, ${load("k", "first + params.pairVectors")}, u32(positions[token]), pair);
+  keys[slotIndex] = ${store("r.first")};
+  keys[slotIndex + params.pairVectors] = ${store("r.second")};
 }`;
 }
 
@@ -240,9 +245,13 @@ export function ropeAppend(
     capacity: number;
     at: number;
     packed?: boolean;
+    /** Elements of q, k, v, qOut and the caches (default f32). */
+    dtype?: FloatStorage;
   },
 ): boolean {
   const { batch, seqLen, numHeads, numKvHeads, headDim, theta, capacity, at } = a;
+  const storage = a.dtype ?? "f32";
+  const elementBytes = storageBytes(storage);
   if (headDim % 2 !== 0) throw new RangeError(`ropeAppend: headDim must be even, got ${headDim}`);
   if (at < 0 || at + seqLen > capacity)
     throw new RangeError(`ropeAppend: slots ${at}..${at + seqLen} do not fit a cache of ${capacity}`);
@@ -251,10 +260,10 @@ export function ropeAppend(
   const pairVectors = half / width;
   const tokens = batch * seqLen;
   const packedHeads = numHeads + 2 * numKvHeads;
-  const qBytes = tokens * numHeads * headDim * 4;
-  const qInBytes = a.packed ? tokens * packedHeads * headDim * 4 : qBytes;
-  const kBytes = a.packed ? qInBytes : tokens * numKvHeads * headDim * 4;
-  const cacheBytes = batch * capacity * numKvHeads * headDim * 4;
+  const qBytes = tokens * numHeads * headDim * elementBytes;
+  const qInBytes = a.packed ? tokens * packedHeads * headDim * elementBytes : qBytes;
+  const kBytes = a.packed ? qInBytes : tokens * numKvHeads * headDim * elementBytes;
+  const cacheBytes = batch * capacity * numKvHeads * headDim * elementBytes;
   if (Math.max(qInBytes, cacheBytes) > maxBindingBytes(ctx)) return false;
   const qCount = (tokens * numHeads * half) / width;
   const kCount = (tokens * numKvHeads * half) / width;
@@ -268,7 +277,10 @@ export function ropeAppend(
   const sizes = [qCount, kCount, pairVectors, numHeads, numKvHeads, seqLen, capacity, at];
   const params = new Uint32Array([...sizes, ...layout]);
   ctx.dispatch(
-    ctx.pipeline("rope + cache append", ropeAppendShader(headDim, theta, width)),
+    ctx.pipeline(
+      storage === "f16" ? "rope + cache append f16" : "rope + cache append",
+      ropeAppendShader(headDim, theta, width, storage),
+    ),
     [
       range(a.q, qInBytes),
       range(a.qOut, qBytes),

@@ -18,18 +18,22 @@
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
-import { f32Bits, uniforms } from "./elementwise.js";
+import { enableFor, type FloatStorage, f32Bits, loadF32, storageBytes, uniforms } from "./elementwise.js";
+import { cachedBuilder } from "./wgsl/code-cache.js";
 
 const LANES = 256;
 
-const SAMPLE_ROWS_CODE = /* wgsl */ `
+/** The kernel for logits stored as `storage`: halves are widened as they are read, the rest is f32. */
+function buildSampleRowsShader(storage: FloatStorage): string {
+  const logit = (index: string) => loadF32(storage, 1, `logits[${index}]`);
+  return /* wgsl */ `${enableFor(storage)}
 const LANES = ${LANES}u;
 const NONE = 0xffffffffu;
 const LOWEST = -0x1.fffffep+127f; // lowest finite f32: -Infinity logits weigh exp(LOWEST) = 0, never NaN
 
 // rows, firstRow: of this batch; shift: where the row of firstRow starts in the logits window.
 struct Params { rows: u32, vocab: u32, chunk: u32, firstRow: u32, shift: u32, greedy: u32, scale: f32 }
-@group(0) @binding(0) var<storage, read> logits: array<f32>;
+@group(0) @binding(0) var<storage, read> logits: array<${storage}>;
 @group(0) @binding(1) var<storage, read> draws: array<f32>;
 @group(0) @binding(2) var<storage, read_write> tokens: array<i32>;
 @group(0) @binding(3) var<storage, read_write> logProbs: array<f32>;
@@ -57,7 +61,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
   var bestValue = 0.0;
   var bestIndex = NONE;
   for (var i = lane; i < params.vocab; i += LANES) {
-    let value = logits[base + i];
+    let value = ${logit("base + i")};
     if (better(value, i, bestValue, bestIndex)) { bestValue = value; bestIndex = i; }
   }
   bestValues[lane] = bestValue;
@@ -76,7 +80,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
   let begin = min(lane * params.chunk, params.vocab);
   let end = min(begin + params.chunk, params.vocab);
   var chunkSum = 0.0;
-  for (var i = begin; i < end; i++) { chunkSum += weight(logits[base + i], maxLogit); }
+  for (var i = begin; i < end; i++) { chunkSum += weight(${logit("base + i")}, maxLogit); }
   chunkSums[lane] = chunkSum;
   workgroupBarrier();
   if (lane != 0u) { return; }
@@ -94,7 +98,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
       k++;
     }
     for (var i = min(k * params.chunk, params.vocab); i < params.vocab; i++) {
-      remaining -= weight(logits[base + i], maxLogit);
+      remaining -= weight(${logit("base + i")}, maxLogit);
       if (remaining < 0.0) {
         token = i;
         break;
@@ -102,13 +106,14 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
     }
   }
   tokens[row] = i32(token);
-  logProbs[row] = (logits[base + token] - maxLogit) * params.scale - log(total);
+  logProbs[row] = (${logit("base + token")} - maxLogit) * params.scale - log(total);
 }`;
+}
 
 /**
- * For each row r of `logits` [rows, vocab] (f32), with the uniform draw `uniforms[r]` in [0, 1): the sampled
- * token (i32) into `tokens[r]` and its log-probability under softmax(logits / temperature) into
- * `logProbs[r]`. Temperature 0 is greedy (argmax, first of ties; logProb under softmax(logits)).
+ * For each row r of `logits` [rows, vocab] (stored as `dtype`, default f32), with the uniform draw
+ * `uniforms[r]` in [0, 1): the sampled token (i32) into `tokens[r]` and its log-probability under
+ * softmax(logits / temperature) into `logProbs[r]` (f32). Temperature 0 is greedy (argmax, first of ties; logProb under softmax(logits)).
  */
 export function sampleRows(
   ctx: GpuContext,
@@ -120,9 +125,13 @@ export function sampleRows(
     rows: number;
     vocab: number;
     temperature: number;
+    /** The logits' storage (default f32); the softmax and the log-probabilities are f32. */
+    dtype?: FloatStorage;
   },
 ): void {
   const { rows, vocab, temperature } = args;
+  const storage = args.dtype ?? "f32";
+  const elementBytes = storageBytes(storage);
   if (!(temperature >= 0) || !Number.isFinite(temperature))
     throw new RangeError(`sampleRows: temperature must be >= 0, got ${temperature}`);
   if (rows === 0) return;
@@ -130,9 +139,12 @@ export function sampleRows(
   const greedy = temperature === 0;
   const scale = greedy ? 1 : 1 / temperature;
   const chunk = Math.ceil(vocab / LANES);
-  const pipeline = ctx.pipeline("sample rows", SAMPLE_ROWS_CODE);
-  for (const batch of batches(ctx, rows, vocab * 4)) {
-    const { bindings, shift } = batchWindows(ctx, [args.logits], batch, vocab * 4, 4);
+  const pipeline = ctx.pipeline(
+    storage === "f16" ? "sample rows f16" : "sample rows",
+    sampleRowsShader(storage),
+  );
+  for (const batch of batches(ctx, rows, vocab * elementBytes)) {
+    const { bindings, shift } = batchWindows(ctx, [args.logits], batch, vocab * elementBytes, elementBytes);
     ctx.dispatch(
       pipeline,
       [bindings[0]!, args.uniforms, args.tokens, args.logProbs],
@@ -141,3 +153,6 @@ export function sampleRows(
     );
   }
 }
+
+// The kernel's WGSL, built once per storage.
+const sampleRowsShader = cachedBuilder(buildSampleRowsShader);

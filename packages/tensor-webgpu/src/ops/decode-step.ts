@@ -39,10 +39,12 @@ export function decodeAttentionPacked(
     keys.shape[2] === numKvHeads &&
     kvLen <= keys.shape[1]! &&
     appendFits(cache, positions, { batch, seqLen, headDim });
-  const f32 = [qkv, keys, values].every((t) => t.dtype === "f32");
+  // One float dtype for q/k/v and the caches: f32, or halves (an f16 model's cache), computed in f32.
+  const dtype = qkv.dtype;
+  const oneFloat = dtype !== "i32" && [keys, values].every((t) => t.dtype === dtype);
   const recorded = isGradEnabled() && qkv.requiresGrad;
-  if (fits && f32 && !recorded && backend.decodeAttentionRoped) {
-    const out = emptyTensor(backend, [batch, 1, numHeads, headDim], "f32");
+  if (fits && oneFloat && !recorded && backend.decodeAttentionRoped) {
+    const out = emptyTensor(backend, [batch, 1, numHeads, headDim], dtype);
     const ran = backend.decodeAttentionRoped({
       q: qkv.buffer,
       kCache: keys.buffer,
@@ -58,6 +60,7 @@ export function decodeAttentionPacked(
       scale: options.scale,
       positions: positions.buffer,
       theta,
+      dtype,
     });
     if (ran) return out;
     out.dispose();

@@ -25,13 +25,15 @@ function fused(
   const backend = backendOf("linearOfInput", x, weight);
   const inputs = [x, weight, bias, addend, input.kind === "rmsNorm" ? input.weight : undefined];
   const present = inputs.filter((t): t is Tensor => t !== undefined);
-  if (!backend.linearOfInput || present.some((t) => t.dtype !== "f32")) return undefined;
+  // One float dtype throughout: f32, or an f16 model's halves (read as halves, summed in f32).
+  const dtype = x.dtype;
+  if (!backend.linearOfInput || dtype === "i32" || present.some((t) => t.dtype !== dtype)) return undefined;
   if (isGradEnabled() && present.some((t) => t.requiresGrad)) return undefined;
   const n = weight.shape[0]!;
   const shape = [...x.shape.slice(0, -1), n];
   if (bias && !(bias.rank === 1 && bias.shape[0] === n)) return undefined;
   if (addend && !equalShapes(addend.shape, shape)) return undefined;
-  const out = emptyTensor(backend, shape, "f32");
+  const out = emptyTensor(backend, shape, dtype);
   const done = backend.linearOfInput({
     x: x.buffer,
     weight: weight.buffer,
@@ -45,6 +47,7 @@ function fused(
     addend: addend?.buffer,
     input:
       input.kind === "rmsNorm" ? { kind: "rmsNorm", weight: input.weight.buffer, eps: input.eps } : input,
+    dtype,
   });
   if (done) return out;
   out.dispose();

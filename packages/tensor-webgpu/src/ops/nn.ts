@@ -110,7 +110,8 @@ export interface CacheAppend {
  * A cached step's rotary embedding and cache append: returns rope(q), and writes rope(k) and v into the
  * KV caches `keys` / `values` [batch, capacity, numKvHeads, headDim] at slots at..at+seqLen. One kernel
  * where the backend has it (the same bits as the separate ops: four dispatches become one); otherwise, or
- * when a gradient would be recorded, or for other dtypes than f32, rope and writeSlice as usual.
+ * when a gradient would be recorded, or for a mix of dtypes, rope and writeSlice as usual. f16 q, k, v and
+ * caches are rotated in f32 and rounded once, as rope does.
  */
 export function ropeAppend(
   q: Tensor,
@@ -176,7 +177,7 @@ export function ropeAppendPacked(
 /**
  * The one-kernel form of ropeAppend, from separate q, k, v or one packed qkv (`sources` of length 1):
  * rope(q), or undefined, recording nothing, where it does not apply (shapes the kernel does not take,
- * gradients, dtypes other than f32, a backend without it, buffers over one binding).
+ * gradients, tensors of more than one dtype, a backend without it, buffers over one binding).
  */
 function fusedAppend(
   backend: Backend,
@@ -191,9 +192,10 @@ function fusedAppend(
   const [capacity, numKvHeads] = [keys.shape[1]!, keys.shape[2]!];
   const fits = appendFits(cache, positions, dims);
   const recorded = isGradEnabled() && sources.some((t) => t.requiresGrad);
-  const f32 = [...sources, keys, values].every((t) => t.dtype === "f32");
-  if (!fits || recorded || !f32 || !backend.ropeAppend) return undefined;
-  const qOut = emptyTensor(backend, [batch, seqLen, numHeads, headDim], "f32");
+  const dtype = sources[0]!.dtype;
+  const oneFloat = dtype !== "i32" && [...sources, keys, values].every((t) => t.dtype === dtype);
+  if (!fits || recorded || !oneFloat || !backend.ropeAppend) return undefined;
+  const qOut = emptyTensor(backend, [batch, seqLen, numHeads, headDim], dtype);
   const [q, k, v] = sources.length === 1 ? [sources[0]!, sources[0]!, sources[0]!] : sources;
   const ran = backend.ropeAppend({
     batch,
@@ -212,6 +214,7 @@ function fusedAppend(
     keys: keys.buffer,
     values: values.buffer,
     packed: sources.length === 1,
+    dtype,
   });
   if (ran) return qOut;
   qOut.dispose();
@@ -336,9 +339,10 @@ export function swigluPacked(gateUp: Tensor): Tensor {
   const width = lastDim(gateUp) / 2;
   const shape = [...gateUp.shape.slice(0, -1), width];
   const recorded = isGradEnabled() && gateUp.requiresGrad;
-  if (!recorded && gateUp.dtype === "f32" && backend.swigluPacked) {
-    const out = emptyTensor(backend, shape, "f32");
-    if (backend.swigluPacked({ gateUp: gateUp.buffer, out: out.buffer, rows: rowsOf(gateUp), width }))
+  const dtype = gateUp.dtype;
+  if (!recorded && dtype !== "i32" && backend.swigluPacked) {
+    const out = emptyTensor(backend, shape, dtype);
+    if (backend.swigluPacked({ gateUp: gateUp.buffer, out: out.buffer, rows: rowsOf(gateUp), width, dtype }))
       return out;
     out.dispose();
   }
@@ -492,7 +496,9 @@ export interface DecodeAttentionOptions {
 
 /**
  * Attention of one new token per sequence over KV caches [batch, capacity, numKvHeads, headDim] (for
- * generation; not differentiable). q: [batch, numHeads·headDim] or [batch, 1, numHeads, headDim].
+ * generation; not differentiable). q: [batch, numHeads·headDim] or [batch, 1, numHeads, headDim]. f16 q
+ * and caches are read as halves (scores and sums in f32, the output rounded once); a mix of f16 and f32
+ * runs on f32 copies.
  */
 export function decodeAttention(
   q: Tensor,
@@ -500,10 +506,13 @@ export function decodeAttention(
   vCache: Tensor,
   options: DecodeAttentionOptions,
 ): Tensor {
-  return inF32([q, kCache, vCache], ([wq, wk, wv]) => decodeAttentionF32(wq, wk, wv, options));
+  if ([q, kCache, vCache].every((t) => t.dtype === "f16"))
+    return decodeAttentionStored(q, kCache, vCache, options);
+  return inF32([q, kCache, vCache], ([wq, wk, wv]) => decodeAttentionStored(wq, wk, wv, options));
 }
 
-function decodeAttentionF32(
+/** decodeAttention of q and caches of one float dtype, the output in it. */
+function decodeAttentionStored(
   q: Tensor,
   kCache: Tensor,
   vCache: Tensor,
@@ -523,7 +532,8 @@ function decodeAttentionF32(
   }
   if (options.kvLen < 1 || options.kvLen > capacity)
     throw new ShapeError(`decodeAttention: kvLen ${options.kvLen} outside the cache (capacity ${capacity})`);
-  const out = emptyTensor(backend, q.shape, "f32");
+  const dtype = floatDtypeOf("decodeAttention", q);
+  const out = emptyTensor(backend, q.shape, dtype);
   backend.decodeAttention({
     q: q.buffer,
     kCache: kCache.buffer,
@@ -537,6 +547,7 @@ function decodeAttentionF32(
     numKvHeads,
     headDim,
     scale: options.scale,
+    dtype,
   });
   return out;
 }

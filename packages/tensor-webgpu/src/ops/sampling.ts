@@ -1,6 +1,5 @@
 import { emptyTensor, tensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
-import { castUnrecorded } from "./precision.js";
 import { backendOf, ShapeError } from "./util.js";
 
 export interface SampledRows {
@@ -66,26 +65,25 @@ export function sampleRowsOnDevice(
   const tokens = emptyTensor(backend, [rows], "i32");
   const logProbs = emptyTensor(backend, [rows], "f32");
   if (rows === 0) return { tokens, logProbs };
-  let wide: Tensor | undefined;
   let draws: Tensor | undefined;
   try {
-    wide = logits.dtype === "f16" ? castUnrecorded(logits, "f32") : logits;
     draws = tensor(uniforms, [rows], { backend });
+    // f16 logits are read as halves by the kernel (the softmax is f32): no f32 copy of [rows, vocab].
     backend.sampleRows({
-      logits: wide.buffer,
+      logits: logits.buffer,
       uniforms: draws.buffer,
       tokens: tokens.buffer,
       logProbs: logProbs.buffer,
       rows,
       vocab,
       temperature,
+      dtype: logits.dtype,
     });
   } catch (error) {
     tokens.dispose();
     logProbs.dispose();
     throw error;
   } finally {
-    if (wide !== logits) wide?.dispose();
     draws?.dispose();
   }
   return { tokens, logProbs };

@@ -7,13 +7,16 @@
  * by shuffle. Nothing is staged in workgroup memory: lavapipe serves workgroup-memory loads lane by lane,
  * and the 64-thread form (a barrier and one serial softmax thread per head for every 64 keys) ran at
  * 1-1.4 GFLOP/s there. It writes what that form writes (partial outputs and their (max, sum), or the
- * normalised output for a single split), with the same bindings, so the same combine follows it.
+ * normalised output for a single split), with the same bindings, so the same combine follows it; like it,
+ * it reads and writes halves for f16 storage and computes in f32.
  */
-import { decodeBindings, decodeWorkgroup } from "./decode-bindings.js";
-import { each, MASKED } from "./shared.js";
+import type { FloatStorage } from "../elementwise.js";
+import { type DecodeVariant, decodeBindings, decodeWorkgroup, rotatedQuery } from "./decode-bindings.js";
+import { each, MASKED, storageWgsl } from "./shared.js";
 
 /** WGSL: the fused form's query rotation into registers and, for the last split, the cache append. */
-function ropedLoads(group: number, d4: number, columns: number): string {
+function ropedLoads(group: number, d4: number, columns: number, dtype: FloatStorage): string {
+  const { narrow } = storageWgsl(dtype);
   return /* wgsl */ `let position = u32(positions[b]);
   let row = b * (params.numHeads + 2u * params.numKvHeads); // the new token's heads: q's, k's, v's
   ${each(
@@ -22,7 +25,7 @@ function ropedLoads(group: number, d4: number, columns: number): string {
       each(
         columns,
         (c) =>
-          `let q${g}_${c} = select(vec4f(0.0), rotatedHalf((row + kvHead * ${group}u + ${g}u) * ${d4}u, col${c}, position) * params.scale, owned${c});`,
+          `let q${g}_${c} = select(vec4f(0.0), ${rotatedQuery(dtype, `rotatedHalf((row + kvHead * ${group}u + ${g}u) * ${d4}u, col${c}, position)`)} * params.scale, owned${c});`,
         "\n  ",
       ),
     "\n  ",
@@ -32,7 +35,7 @@ function ropedLoads(group: number, d4: number, columns: number): string {
     ${each(
       columns,
       (c) => `if (owned${c}) {
-      kCache[slot + col${c}] = rotatedHalf((row + params.numHeads + kvHead) * ${d4}u, col${c}, position);
+      kCache[slot + col${c}] = ${narrow(`rotatedHalf((row + params.numHeads + kvHead) * ${d4}u, col${c}, position)`)};
       vCache[slot + col${c}] = q[(row + params.numHeads + params.numKvHeads + kvHead) * ${d4}u + col${c}];
     }`,
       "\n    ",
@@ -46,38 +49,45 @@ function ropedLoads(group: number, d4: number, columns: number): string {
  * WGSL: column `column` of the head whose first vec4 is q[head], rotated: rope.ts's rotation of its pair
  * (the same arithmetic as ropeAppend's), keeping the column's half — the first below `pairs`, else the second.
  */
-function rotatedHalfWgsl(pairs: number): string {
+function rotatedHalfWgsl(pairs: number, dtype: FloatStorage): string {
+  const { widen } = storageWgsl(dtype);
   return /* wgsl */ `fn rotatedHalf(head: u32, column: u32, position: u32) -> vec4f {
   let pair = column % ${pairs}u;
-  let r = rotate(q[head + pair], q[head + pair + ${pairs}u], position, pair);
+  let r = rotate(${widen("q[head + pair]")}, ${widen(`q[head + pair + ${pairs}u]`)}, position, pair);
   return select(r.second, r.first, column < ${pairs}u);
 }`;
 }
 
 /**
- * WGSL of the lane form for subgroups of `lanes`, `group` query heads per KV head and head size 4·d4;
- * `rope`: the fused form (decode.ts's DecodeRope).
+ * WGSL of the lane form for subgroups of `lanes`, `group` query heads per KV head and head size 4·d4, in
+ * `variant`'s storage, fused form (decode.ts's DecodeRope) and outputs.
  */
-export function laneDecodeCode(
-  lanes: number,
-  group: number,
-  d4: number,
-  rope?: { headDim: number; theta: number },
-): string {
+export function laneDecodeCode(lanes: number, group: number, d4: number, variant: DecodeVariant): string {
+  const { rope, dtype } = variant;
+  const { widen, narrow } = storageWgsl(dtype);
   const columns = Math.ceil(d4 / lanes);
   const cols = (f: (c: number) => string, separator = "\n  ") => each(columns, f, separator);
   const heads = (f: (g: number) => string, separator = "\n  ") => each(group, f, separator);
   const loads = rope
-    ? ropedLoads(group, d4, columns)
+    ? ropedLoads(group, d4, columns, dtype)
     : heads((g) =>
         cols(
           (c) =>
-            `let q${g}_${c} = select(vec4f(0.0), q[(headBase + ${g}u) * ${d4}u + col${c}] * params.scale, owned${c});`,
+            `let q${g}_${c} = select(vec4f(0.0), ${widen(`q[(headBase + ${g}u) * ${d4}u + col${c}]`)} * params.scale, owned${c});`,
         ),
       );
+  // A single split is the whole answer: normalised here into out, and no combine runs.
+  const store = (g: number) =>
+    variant.final
+      ? `let scale = select(0.0, 1.0 / l${g}, l${g} > 0.0);
+    let at = (headBase + ${g}u) * ${d4}u;
+    ${cols((c) => `if (owned${c}) { out[at + col${c}] = ${narrow(`acc${g}_${c} * scale`)}; }`, "\n    ")}`
+      : `let at = ((headBase + ${g}u) * params.splits + split) * ${d4}u;
+    ${cols((c) => `if (owned${c}) { partOut[at + col${c}] = acc${g}_${c}; }`, "\n    ")}
+    if (lane == 0u) { partStats[(headBase + ${g}u) * params.splits + split] = vec2f(m${g}, l${g}); }`;
   return /* wgsl */ `enable subgroups;
-${decodeBindings(rope)}
-${rope ? rotatedHalfWgsl(d4 / 2) : ""}
+${decodeBindings(variant)}
+${rope ? rotatedHalfWgsl(d4 / 2, dtype) : ""}
 
 @compute @workgroup_size(${lanes})
 fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: vec3u) {
@@ -93,7 +103,7 @@ fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: v
     ${heads((g) => `var s${g} = 0.0;`, " ")}
     for (var i = 0u; i < ${lanes}u; i++) {
       let base = origin + min(j0 + i, last) * stride;
-      ${cols((c) => `let k${c} = kCache[base + col${c}];`, "\n      ")}
+      ${cols((c) => `let k${c} = ${widen(`kCache[base + col${c}]`)};`, "\n      ")}
       ${heads((g) => `s${g} = select(s${g}, subgroupAdd(${cols((c) => `dot(q${g}_${c}, k${c})`, " + ")}), lane == i);`, "\n      ")}
     }
     let valid = j0 + lane < jEnd;
@@ -111,17 +121,13 @@ fn main(@builtin(subgroup_invocation_id) lane: u32, @builtin(workgroup_id) wg: v
     )}
     for (var i = 0u; i < ${lanes}u; i++) {
       let base = origin + min(j0 + i, last) * stride;
-      ${cols((c) => `let v${c} = vCache[base + col${c}];`, "\n      ")}
+      ${cols((c) => `let v${c} = ${widen(`vCache[base + col${c}]`)};`, "\n      ")}
       ${heads((g) => `{ let p = subgroupShuffle(p${g}, i); ${cols((c) => `acc${g}_${c} += p * v${c};`, " ")} }`, "\n      ")}
     }
   }
-  // A single split is the whole answer: normalised here (partOut is then the output), no combine runs.
   ${heads(
     (g) => `{
-    let scale = select(1.0, select(0.0, 1.0 / l${g}, l${g} > 0.0), params.splits == 1u);
-    let at = ((headBase + ${g}u) * params.splits + split) * ${d4}u;
-    ${cols((c) => `if (owned${c}) { partOut[at + col${c}] = acc${g}_${c} * scale; }`, "\n    ")}
-    if (lane == 0u) { partStats[(headBase + ${g}u) * params.splits + split] = vec2f(m${g}, l${g}); }
+    ${store(g)}
   }`,
   )}
 }

@@ -8,15 +8,26 @@
  * output itself and needs no combine. A fused form (DecodeRope) also does the step's rotary embedding and
  * cache append, reading q, k and v from the fused q/k/v projection's output. This is the GPUs' form;
  * software adapters run the lane form of decode-lanes.ts, which writes the same partials for the same combine.
+ * With f16 storage (an f16 model's KV cache) q, the caches and the output are halves, widened as they are
+ * read and rounded once as they are stored; scores, softmax, sums and the partials stay f32 and are
+ * computed in the same order, so the output is the f32 kernel's on the widened values, rounded to halves.
+ * The fused form rounds its rotated queries to halves as ropeAppend would store them, so that it keeps
+ * giving ropeAppend + decodeAttention's bits.
  */
 
 import { checkAttentionDims } from "../../core/attention.js";
 import { type GpuContext, grid } from "../../gpu/context.js";
-import { f32Bits, uniforms } from "../elementwise.js";
+import { type FloatStorage, f32Bits, uniforms } from "../elementwise.js";
 import { textureLanes } from "../texture-lanes.js";
-import { decodeBindings, decodeWorkgroup } from "./decode-bindings.js";
+import {
+  type DecodeVariant,
+  decodeBindings,
+  decodeWorkgroup,
+  rotatedQuery,
+  variantName,
+} from "./decode-bindings.js";
 import { laneDecodeCode } from "./decode-lanes.js";
-import { cachedCode, checkHeadDim, each, MASKED, resolveScale } from "./shared.js";
+import { cachedCode, checkHeadDim, each, MASKED, resolveScale, storageWgsl } from "./shared.js";
 import { tileProfile } from "./tiles.js";
 
 export interface DecodeAttentionArgs {
@@ -27,6 +38,8 @@ export interface DecodeAttentionArgs {
   vCache: GPUBuffer;
   /** Like q. */
   out: GPUBuffer;
+  /** How q, the caches and out are stored (default f32); scores, softmax and sums are f32 either way. */
+  dtype?: FloatStorage;
   /** Positions 0..kvLen-1 are valid; the new token's K/V are already written at kvLen - 1. */
   kvLen: number;
   capacity: number;
@@ -61,25 +74,28 @@ export interface DecodeRope {
 }
 
 /** WGSL: rotate the group's queries into qTile (scaled) and append the new key and value (fused form). */
-function ropedLoads(group: number, d4: number): string {
+function ropedLoads(group: number, d4: number, dtype: FloatStorage): string {
   const pairs = d4 / 2;
+  const { widen, narrow } = storageWgsl(dtype);
+  const rotated = (source: string, pair: string) =>
+    `rotate(${widen(`q[${source}]`)}, ${widen(`q[${source} + ${pairs}u]`)}, position, ${pair})`;
   return /* wgsl */ `let position = u32(positions[b]);
   let row = b * (params.numHeads + 2u * params.numKvHeads); // the new token's heads: q's, k's, v's
   for (var e = t; e < ${group * pairs}u; e += ${DECODE_CHUNK}u) {
     let g = e / ${pairs}u;
     let pair = e % ${pairs}u;
     let source = (row + kvHead * ${group}u + g) * ${d4}u + pair;
-    let r = rotate(q[source], q[source + ${pairs}u], position, pair);
-    qTile[g * ${d4}u + pair] = r.first * params.scale;
-    qTile[g * ${d4}u + pair + ${pairs}u] = r.second * params.scale;
+    let r = ${rotated("source", "pair")};
+    qTile[g * ${d4}u + pair] = ${rotatedQuery(dtype, "r.first")} * params.scale;
+    qTile[g * ${d4}u + pair + ${pairs}u] = ${rotatedQuery(dtype, "r.second")} * params.scale;
   }
   if (split == params.splits - 1u && t < ${d4}u) {
     let slot = ((b * params.capacity + params.kvLen - 1u) * params.numKvHeads + kvHead) * ${d4}u;
     if (t < ${pairs}u) {
       let source = (row + params.numHeads + kvHead) * ${d4}u + t;
-      let r = rotate(q[source], q[source + ${pairs}u], position, t);
-      kCache[slot + t] = r.first;
-      kCache[slot + t + ${pairs}u] = r.second;
+      let r = ${rotated("source", "t")};
+      kCache[slot + t] = ${narrow("r.first")};
+      kCache[slot + t + ${pairs}u] = ${narrow("r.second")};
     } else {
       let source = (row + params.numHeads + params.numKvHeads + kvHead) * ${d4}u + t - ${pairs}u;
       vCache[slot + t - ${pairs}u] = q[source];
@@ -90,26 +106,61 @@ function ropedLoads(group: number, d4: number): string {
   storageBarrier();`;
 }
 
-function decodeCode(group: number, d4: number, rope?: { headDim: number; theta: number }): string {
+/** WGSL: each head's summed output: normalised into out (a single split), else partial with its (max, sum). */
+function storeOutputs(group: number, d4: number, variant: DecodeVariant): string {
+  const slices = decodeSlices(d4);
+  const { narrow } = storageWgsl(variant.dtype);
+  const store = (g: number) =>
+    variant.final
+      ? `let sum = headSums[${g}u];
+    out[(headBase + ${g}u) * ${d4}u + t] = ${narrow("select(vec4f(0.0), total / sum, sum > 0.0)")};`
+      : `partOut[((headBase + ${g}u) * params.splits + split) * ${d4}u + t] = total;`;
+  return /* wgsl */ `${variant.final ? `if (t < ${group}u) { headSums[t] = rowSum; }` : ""}
+  ${each(
+    group,
+    (g) => `workgroupBarrier();
+  if (slice < ${slices}u) { sumTile[t] = acc${g}; }
+  workgroupBarrier();
+  if (t < ${d4}u) {
+    var total = vec4f(0.0);
+    for (var s = 0u; s < params.slices; s++) { total += sumTile[s * ${d4}u + t]; }
+    ${store(g)}
+  }`,
+    "\n  ",
+  )}
+  ${
+    variant.final
+      ? ""
+      : `if (t < ${group}u) {
+    partStats[(headBase + t) * params.splits + split] = vec2f(rowMax, rowSum);
+  }`
+  }`;
+}
+
+function decodeCode(group: number, d4: number, variant: DecodeVariant): string {
   const threads = DECODE_CHUNK;
   const slices = decodeSlices(d4);
   const heads = (f: (g: number) => string, separator = "\n") => each(group, f, separator);
-  return /* wgsl */ `${decodeBindings(rope)}
+  const { widen } = storageWgsl(variant.dtype);
+  return /* wgsl */ `${decodeBindings(variant)}
 
 var<workgroup> qTile: array<vec4f, ${group * d4}>;        // scaled queries of the group's heads
 var<workgroup> pTile: array<f32, ${group * DECODE_CHUNK}>; // per head: scores, then probabilities
 var<workgroup> alphaTile: array<f32, ${group}>;
-var<workgroup> sumTile: array<vec4f, ${slices * d4}>;
-var<workgroup> headSums: array<f32, ${group}>;             // each head's softmax sum, for a single split
+var<workgroup> sumTile: array<vec4f, ${slices * d4}>;${
+    variant.final
+      ? `\nvar<workgroup> headSums: array<f32, ${group}>;             // each head's softmax sum`
+      : ""
+  }
 
 @compute @workgroup_size(${threads})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
   ${decodeWorkgroup(group)}
   ${
-    rope
-      ? ropedLoads(group, d4)
+    variant.rope
+      ? ropedLoads(group, d4, variant.dtype)
       : `for (var e = t; e < params.queryElements; e += ${threads}u) {
-    qTile[e] = q[headBase * ${d4}u + e] * params.scale;
+    qTile[e] = ${widen(`q[headBase * ${d4}u + e]`)} * params.scale;
   }`
   }
   // Softmax state of head t (threads t < ${group}).
@@ -127,7 +178,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
     if (key < jEnd) {
       let base = ((b * params.capacity + key) * params.numKvHeads + kvHead) * ${d4}u;
       for (var c = 0u; c < params.d4; c++) {
-        let kc = kCache[base + c];
+        let kc = ${widen("kCache[base + c]")};
         ${heads((g) => `s${g} += dot(qTile[${g * d4}u + c], kc);`)}
       }
     }
@@ -154,7 +205,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
       for (var n = 0u; n < params.keysPerSlice; n++) {
         let j = slice + ${slices}u * n;
         if (j < ${DECODE_CHUNK}u && j0 + j < jEnd) {
-          let vc = vCache[((b * params.capacity + j0 + j) * params.numKvHeads + kvHead) * ${d4}u + column];
+          let vc = ${widen(`vCache[((b * params.capacity + j0 + j) * params.numKvHeads + kvHead) * ${d4}u + column]`)};
           ${heads((g) => `acc${g} += pTile[${g * DECODE_CHUNK}u + j] * vc;`)}
         }
       }
@@ -162,34 +213,23 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
   }
 
   // Sum the slices' partial outputs, head by head. A single split is the whole answer: it is normalised
-  // here (partOut is then the output) and no combine runs.
-  if (t < ${group}u) { headSums[t] = rowSum; }
-  ${heads(
-    (g) => `workgroupBarrier();
-  if (slice < ${slices}u) { sumTile[t] = acc${g}; }
-  workgroupBarrier();
-  if (t < ${d4}u) {
-    var total = vec4f(0.0);
-    for (var s = 0u; s < params.slices; s++) { total += sumTile[s * ${d4}u + t]; }
-    let sum = headSums[${g}u];
-    if (params.splits == 1u) { total = select(vec4f(0.0), total / sum, sum > 0.0); }
-    partOut[((headBase + ${g}u) * params.splits + split) * ${d4}u + t] = total;
-  }`,
-    "\n  ",
-  )}
-  if (t < ${group}u) {
-    partStats[(headBase + t) * params.splits + split] = vec2f(rowMax, rowSum);
-  }
+  // here and no combine runs.
+  ${storeOutputs(group, d4, variant)}
 }
 `;
 }
 
-/** Merge the splits of each (sequence, head): out = Σ e^(m_s - M)·o_s / Σ e^(m_s - M)·l_s. */
-const DECODE_COMBINE_CODE = /* wgsl */ `
+/**
+ * Merge the splits of each (sequence, head): out = Σ e^(m_s - M)·o_s / Σ e^(m_s - M)·l_s, in f32, stored
+ * as `dtype`.
+ */
+const combineCode = (dtype: FloatStorage) => {
+  const storage = storageWgsl(dtype);
+  return /* wgsl */ `${storage.enable}
 struct Params { splits: u32, d4: u32, rows: u32 }
 @group(0) @binding(0) var<storage, read> partOut: array<vec4f>;
 @group(0) @binding(1) var<storage, read> partStats: array<vec2f>;
-@group(0) @binding(2) var<storage, read_write> out: array<vec4f>;
+@group(0) @binding(2) var<storage, read_write> out: array<${storage.vec4}>;
 @group(0) @binding(3) var<uniform> params: Params;
 
 @compute @workgroup_size(64)
@@ -208,9 +248,10 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3
       sum += weight * stat.y;
       total += weight * partOut[(first + s) * params.d4 + c];
     }
-    out[row * params.d4 + c] = select(vec4f(0.0), total / sum, sum > 0.0);
+    out[row * params.d4 + c] = ${storage.narrow("select(vec4f(0.0), total / sum, sum > 0.0)")};
   }
 }`;
+};
 
 /**
  * The subgroup width of the lane form (decode-lanes.ts), which software adapters run; undefined: the
@@ -252,22 +293,34 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs, rope
   const keysPerSplit = DECODE_CHUNK * Math.ceil(chunks / Math.min(chunks, wanted));
   const splits = Math.ceil(kvLen / keysPerSplit);
   const rows = batch * numHeads;
-  // One split writes the normalised output itself; several write partial outputs for the combine.
-  const partOut =
-    splits === 1 ? args.out : ctx.pool.acquire(rows * splits * headDim * 4, "decode partial outputs");
-  const partStats = ctx.pool.acquire(rows * splits * 8, "decode partial stats");
-  const ropeCode = rope && { headDim, theta: rope.theta };
+  const dtype = args.dtype ?? "f32";
+  // One split writes the normalised output itself; several write f32 partial outputs for the combine.
+  const variant: DecodeVariant = { dtype, final: splits === 1, rope: rope && { headDim, theta: rope.theta } };
+  const partials = variant.final
+    ? undefined
+    : {
+        out: ctx.pool.acquire(rows * splits * headDim * 4, "decode partial outputs"),
+        stats: ctx.pool.acquire(rows * splits * 8, "decode partial stats"),
+      };
   const form = lanes === undefined ? "" : ` lanes ${lanes}`;
-  const code = cachedCode(`decode${form}:${group}:${d4}:${rope?.theta ?? "-"}`, () =>
-    lanes === undefined ? decodeCode(group, d4, ropeCode) : laneDecodeCode(lanes, group, d4, ropeCode),
+  const code = cachedCode(`decode${form}:${group}:${d4}:${variantName(variant)}`, () =>
+    lanes === undefined ? decodeCode(group, d4, variant) : laneDecodeCode(lanes, group, d4, variant),
   );
-  const bindings = [args.q, args.kCache, args.vCache, args.kvStart ?? args.q, partOut, partStats];
+  const bindings = [
+    args.q,
+    args.kCache,
+    args.vCache,
+    args.kvStart ?? args.q,
+    ...(partials ? [partials.out, partials.stats] : [args.out]),
+    ...(rope ? [rope.positions] : []),
+  ];
+  const outputs = variant.final ? "" : ", partial";
   ctx.dispatch(
     ctx.pipeline(
-      `attention decode${form}${rope ? " with RoPE" : ""} (group ${group}, headDim ${headDim})`,
+      `attention decode${form}${rope ? " with RoPE" : ""} (${dtype}${outputs}, group ${group}, headDim ${headDim})`,
       code,
     ),
-    rope ? [...bindings, rope.positions] : bindings,
+    bindings,
     uniforms(
       kvLen,
       capacity,
@@ -282,17 +335,21 @@ export function decodeAttention(ctx: GpuContext, args: DecodeAttentionArgs, rope
       Math.ceil(DECODE_CHUNK / decodeSlices(d4)),
       group * d4,
       f32Bits(resolveScale(args)),
+      0, // opaqueZero
     ),
     [splits, numKvHeads, batch],
   );
-  if (splits > 1) {
+  if (partials) {
     ctx.dispatch(
-      ctx.pipeline("attention decode combine", DECODE_COMBINE_CODE),
-      [partOut, partStats, args.out],
+      ctx.pipeline(
+        `attention decode combine (${dtype})`,
+        cachedCode(`decode combine:${dtype}`, () => combineCode(dtype)),
+      ),
+      [partials.out, partials.stats, args.out],
       new Uint32Array([splits, d4, rows]),
       grid(rows),
     );
-    ctx.pool.release(partOut);
+    ctx.pool.release(partials.out);
+    ctx.pool.release(partials.stats);
   }
-  ctx.pool.release(partStats);
 }
