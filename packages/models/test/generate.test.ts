@@ -383,24 +383,32 @@ describe("generate with a prefix cache", () => {
   const extra = [[8, 8, 3], [4], [6, 5, 4, 3, 2, 1, 30, 31]];
   const options = { maxNewTokens: 5, temperature: 1, seed: 9, stopTokenIds: [0] };
 
-  it("gives the same tokens and log-probs as recomputing the whole prompts, computing far fewer tokens", async () => {
-    const cache = new PrefixCache();
-    const turn1 = await generate(model, first, { ...options, prefixCache: cache });
-    const second = first.map((p, b) => Int32Array.from([...p, ...turn1[b]!.tokens, ...extra[b]!]));
-    const computedBefore = cache.stats.computedTokens;
-    const cached = await generate(model, second, { ...options, seed: 10, prefixCache: cache });
-    const fresh = await generate(model, second, { ...options, seed: 10 });
-    expect(cached.map((g) => Array.from(g.tokens))).toEqual(fresh.map((g) => Array.from(g.tokens)));
-    cached.forEach((g, b) => {
-      g.logProbs.forEach((lp, t) => {
-        expect(Math.abs(lp - fresh[b]!.logProbs[t]!)).toBeLessThan(1e-4);
+  // An f16 model's cache is f16: the reused rows give what recomputing them gives up to f16 rounding.
+  for (const [dtype, tolerance] of [
+    ["f32", 1e-4],
+    ["f16", 3e-2],
+  ] as const) {
+    it(`gives the same tokens and log-probs as recomputing the whole prompts, computing far fewer tokens (${dtype})`, async () => {
+      const m = dtype === "f32" ? model : Qwen2Model.random(tiny, 5, gpu).toDtype(dtype);
+      const cache = new PrefixCache();
+      const turn1 = await generate(m, first, { ...options, prefixCache: cache });
+      const second = first.map((p, b) => Int32Array.from([...p, ...turn1[b]!.tokens, ...extra[b]!]));
+      const computedBefore = cache.stats.computedTokens;
+      const cached = await generate(m, second, { ...options, seed: 10, prefixCache: cache });
+      const fresh = await generate(m, second, { ...options, seed: 10 });
+      expect(cached.map((g) => Array.from(g.tokens))).toEqual(fresh.map((g) => Array.from(g.tokens)));
+      cached.forEach((g, b) => {
+        g.logProbs.forEach((lp, t) => {
+          expect(Math.abs(lp - fresh[b]!.logProbs[t]!)).toBeLessThan(tolerance);
+        });
       });
+      // Only the new text (plus each row's last sampled token) ran: the longest is 9 tokens, for 3 rows.
+      expect(cache.stats.computedTokens - computedBefore).toBe(3 * 9);
+      expect(cache.stats.reusedTokens).toBeGreaterThan(0);
+      cache.clear();
+      if (m !== model) m.dispose();
     });
-    // Only the new text (plus each row's last sampled token) ran: the longest is 9 tokens, for 3 rows.
-    expect(cache.stats.computedTokens - computedBefore).toBe(3 * 9);
-    expect(cache.stats.reusedTokens).toBeGreaterThan(0);
-    cache.clear();
-  });
+  }
 
   it("finds each prompt's prefix when rows are dropped, reordered or new", async () => {
     const cache = new PrefixCache();
