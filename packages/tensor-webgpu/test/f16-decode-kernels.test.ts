@@ -8,11 +8,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { swigluPacked } from "../src/kernels/activation.js";
 import { limitBindingsForTesting } from "../src/kernels/binding-windows.js";
 import type { FloatStorage } from "../src/kernels/elementwise.js";
-import { disableMatmulTuning, enableMatmulTuning, matmulShapeKey } from "../src/kernels/matmul-choices.js";
+import { disableMatmulTuning } from "../src/kernels/matmul-choices.js";
 import { matvecWithInput, type ProductInput } from "../src/kernels/matmul-fused-input.js";
 import { ropeAppend } from "../src/kernels/rope.js";
 import { sampleRows } from "../src/kernels/sampling.js";
-import { halves, randomArray, readAs, testContext, uploadAs } from "./helpers.js";
+import { chooseMatvecFor, halves, randomArray, readAs, testContext, uploadAs } from "./helpers.js";
 
 const ctx = await testContext();
 const bytesOf = (storage: FloatStorage) => (storage === "f16" ? 2 : 4);
@@ -195,15 +195,7 @@ describe.skipIf(!ctx.info.features.shaderF16)(
         const args = { x: x!, weight: weight!, out: out!, rows, n, k, input: { kind: "swiglu" } } as const;
         // Lavapipe's fixed rule runs few-row products on "buffer" or "texture": only a tuned entry picks
         // "matvec", and this one is for the f16 product only.
-        const table = enableMatmulTuning(ctx);
-        const shape = { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f16" } as const;
-        table.set({
-          key: matmulShapeKey(shape),
-          shape,
-          choice: { variant: "matvec" },
-          candidates: [],
-          rejected: [],
-        });
+        chooseMatvecFor(ctx, { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f16" });
         expect(matvecWithInput(ctx, { ...args, dtype: "f16" })).toBe(true);
         expect(matvecWithInput(ctx, args)).toBe(false);
         await ctx.read(out!, 4);

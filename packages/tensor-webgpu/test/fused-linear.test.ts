@@ -3,11 +3,11 @@ import { noGrad } from "../src/autograd.js";
 import type { Backend } from "../src/backend.js";
 import { createCpuBackend } from "../src/backends/cpu.js";
 import { createWebGpuBackend } from "../src/backends/webgpu.js";
-import { disableMatmulTuning, enableMatmulTuning, matmulShapeKey } from "../src/kernels/matmul-choices.js";
+import { disableMatmulTuning } from "../src/kernels/matmul-choices.js";
 import { matvecWithInput } from "../src/kernels/matmul-fused-input.js";
 import { addLinear, linear, normLinear, rmsNorm, swigluLinear, swigluPacked } from "../src/ops/index.js";
 import { tensor } from "../src/runtime.js";
-import { expectClose, randomArray, testContext } from "./helpers.js";
+import { chooseMatvecFor, expectClose, randomArray, testContext } from "./helpers.js";
 
 const ctx = await testContext();
 const gpu = createWebGpuBackend(ctx);
@@ -122,15 +122,7 @@ describe("normLinear and swigluLinear", () => {
       expectClose(await t.floats(), expected[i]!, 1e-5, 1e-4);
     }
     // A tuned choice of "matvec" for this product (as a GPU's fixed rule makes for few rows).
-    const table = enableMatmulTuning(ctx);
-    const shape = { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f32" } as const;
-    table.set({
-      key: matmulShapeKey(shape),
-      shape,
-      choice: { variant: "matvec" },
-      candidates: [],
-      rejected: [],
-    });
+    chooseMatvecFor(ctx, { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f32" });
     const before = ctx.stats.dispatches;
     const fused = run(gpu);
     expect(ctx.stats.dispatches - before).toBe(3);

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect } from "vitest";
 import { GpuContext } from "../src/gpu/context.js";
 import { attentionTuning } from "../src/kernels/attention/tiles.js";
+import { enableMatmulTuning, type MatmulShape, matmulShapeKey } from "../src/kernels/matmul-choices.js";
 import { fromHalfBits, packF16Ref, toHalfBits, unpackF16Ref } from "../src/reference/layout.js";
 
 let shared: Promise<GpuContext> | undefined;
@@ -105,4 +106,18 @@ export async function readAs(ctx: GpuContext, buffer: GPUBuffer, n: number, stor
   if (storage === "f32") return new Float32Array(await ctx.read(buffer, n * 4));
   const words = new Uint32Array(await ctx.read(buffer, Math.ceil(n / 2) * 4));
   return unpackF16Ref({ x: words, out: new Float32Array(n), n });
+}
+
+/**
+ * Turns matmul tuning on with "matvec" as the tuned choice for `shape`, as a GPU's fixed rule makes for
+ * few rows (lavapipe's runs them on other kernels): the product and its fused forms then run "matvec".
+ */
+export function chooseMatvecFor(ctx: GpuContext, shape: MatmulShape): void {
+  enableMatmulTuning(ctx).set({
+    key: matmulShapeKey(shape),
+    shape,
+    choice: { variant: "matvec" },
+    candidates: [],
+    rejected: [],
+  });
 }
