@@ -513,7 +513,7 @@ if (wants("model")) {
     for (const dtype of cuda ? ["f32", "bf16"] : ["f32"]) {
       for (const threads of threadChoices) {
         const result = runPeer("torch_models.py", { ...peerArgs, device: peerDevice, threads, dtype }) as
-          | { train: number; decode: number; threads: number; peakBytes: number }
+          | { train: number; decode: number; decodeMode?: string; threads: number; peakBytes: number }
           | undefined;
         if (!result) continue;
         peer.model.push({
@@ -521,10 +521,12 @@ if (wants("model")) {
           threads: result.threads,
           train: result.train,
           decode: result.decode,
+          decodeMode: result.decodeMode,
           peakBytes: result.peakBytes,
         });
+        const decodeMode = result.decodeMode ? ` (${result.decodeMode})` : "";
         console.log(
-          `PyTorch ${peerDevice} ${dtype} ${result.threads} thread(s): forward+backward ${result.train.toFixed(1)} tokens/s, decode ${result.decode.toFixed(1)} tokens/s`,
+          `PyTorch ${peerDevice} ${dtype} ${result.threads} thread(s): forward+backward ${result.train.toFixed(1)} tokens/s, decode ${result.decode.toFixed(1)} tokens/s${decodeMode}`,
         );
       }
     }

@@ -9,7 +9,18 @@ export interface PeerResults {
   matmul: { label: string; mode: string; ms: number; tflops: number; threads?: number }[];
   /** `dtype`: "f32", or "bf16" (the peer of attention on halves); absent in older reports: f32. */
   attention: { label: string; pass: string; dtype?: string; ms: number; tflops: number; threads?: number }[];
-  model: { dtype: string; threads: number; train: number; decode: number; peakBytes: number }[];
+  /**
+   * `decodeMode`: how the peer's fastest decode ran ("autocast", or for bf16 "bf16 weights": a bf16 copy
+   * without autocast); absent in older reports: autocast.
+   */
+  model: {
+    dtype: string;
+    threads: number;
+    train: number;
+    decode: number;
+    decodeMode?: string;
+    peakBytes: number;
+  }[];
 }
 
 /** Every kernel that could run one PyTorch-compared matmul shape, fastest first, and those left out (--tune). */
@@ -162,6 +173,8 @@ export function comparisonRows(
       const mode = dtype === "bf16" ? "eager, bf16 autocast" : "eager f32";
       const pt = best(dtype, "train");
       const pd = best(dtype, "decode");
+      const decodeRow = peer?.model.find((r) => r.dtype === dtype && r.decode === pd);
+      const decodeMode = decodeRow?.decodeMode === "bf16 weights" ? "eager, bf16 weights" : mode;
       for (const side of sides) {
         rows.push({
           case: `${label}${side.suffix}`,
@@ -174,7 +187,7 @@ export function comparisonRows(
           case: `${decodeLabel}${side.suffix}`,
           engine: `${fmt(side.decode)} tokens/s`,
           peer: `${fmt(pd)} tokens/s`,
-          peerMode: `${mode}, KV cache${threads(dtype, "decode")}`,
+          peerMode: `${decodeMode}, KV cache${threads(dtype, "decode")}`,
           ratio: side.decode / pd,
         });
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { KernelResult } from "../../../packages/tensor-webgpu/bench/run-cases.js";
-import { comparisonRows, type PeerResults } from "../src/report.js";
+import { comparisonRows, type ModelSummary, type PeerResults } from "../src/report.js";
 
 const label = "qwen0.5b T=512 14/2x64 b=1";
 const kernel = (name: string, gflops: number): KernelResult => ({
@@ -65,5 +65,50 @@ describe("the comparison table's attention rows", () => {
   it("leave the matmul form out where it did not run", () => {
     const rows = comparisonRows([kernel(`attention fwd+bwd ${label}`, 1000)], undefined, peer, [], [label]);
     expect(rows.map((r) => r.case)).toEqual([`attention fwd ${label}`, `attention fwd+bwd ${label}`]);
+  });
+});
+
+describe("the comparison table's model rows", () => {
+  const model: ModelSummary = {
+    size: "qwen0.5b",
+    dtype: "f16",
+    batch: 4,
+    seq: 512,
+    decodeBatch: 16,
+    newTokens: 32,
+    trainTokensPerSecond: [5000],
+    decodeTokensPerSecond: [400],
+    peakBytes: 0,
+  };
+  const rowsWith = (decodeMode: string | undefined) =>
+    comparisonRows(
+      [],
+      model,
+      {
+        ...peer,
+        model: [
+          { dtype: "f32", threads: 1, train: 10000, decode: 1000, peakBytes: 0 },
+          { dtype: "bf16", threads: 1, train: 20000, decode: 800, decodeMode, peakBytes: 0 },
+        ],
+      },
+      [],
+      [],
+    );
+
+  it("name how the peer's fastest bf16 decode ran: on a bf16 copy of the weights, or under autocast", () => {
+    const decodeRows = (mode: string | undefined) =>
+      rowsWith(mode)
+        .filter((r) => r.case.includes("decode"))
+        .map((r) => [r.peerMode, r.ratio?.toFixed(3)]);
+    expect(decodeRows("bf16 weights")).toEqual([
+      ["eager f32, KV cache", "0.400"],
+      ["eager, bf16 weights, KV cache", "0.500"],
+    ]);
+    // Older reports have no decodeMode: their peer decoded under autocast.
+    for (const mode of ["autocast", undefined])
+      expect(decodeRows(mode)[1]).toEqual(["eager, bf16 autocast, KV cache", "0.500"]);
+    // Training stays under autocast whatever the decode ran on.
+    const train = rowsWith("bf16 weights").filter((r) => r.case.includes("forward+backward"));
+    expect(train.map((r) => r.peerMode)).toEqual(["eager f32", "eager, bf16 autocast"]);
   });
 });
