@@ -275,7 +275,7 @@ export const SETTINGS_FIELDS: SettingsFields = {
   },
   precision: oneOf(
     ["f32", "f16"],
-    "The weights of the actor, critic and reference: f32, or f16 mixed precision (products on halves with f32 sums, tensor cores where the GPU offers them; norms, attention and losses in f32; AdamW keeps f32 master weights and scales the loss dynamically; needs the adapter's shader-f16). RAGEN trains in bf16, which WebGPU lacks",
+    "The weights of the actor, critic and reference: f32, or f16 mixed precision (products, norms, RoPE and attention read and write halves and compute in f32, tensor cores where the GPU offers them; generation on the f16 weights with an f16 KV cache; losses and log-probs in f32; AdamW keeps f32 master weights and scales the loss dynamically; needs the adapter's shader-f16). RAGEN trains in bf16, which WebGPU lacks",
   ),
   envs: tags("Env tags (presets) or env names trained on; the groups are split between them"),
   envServers: {
