@@ -211,9 +211,9 @@ export class Qwen2Model {
 
   /**
    * Store every weight in `dtype`, in place: "f16" is mixed precision. Products then take halves and
-   * accumulate in f32 (tensor cores where the adapter has them); norms, RoPE, attention, softmax and the
-   * losses run in f32 on copies of their inputs; log-probs come out f32; `generate` decodes on the f16
-   * weights with an f16 KV cache (createCache). Train an
+   * accumulate in f32 (tensor cores where the adapter has them); norms, RoPE and attention read and write
+   * halves and compute in f32; log-probs come out f32; `generate` decodes on the f16 weights with an f16
+   * KV cache (createCache). Train an
    * f16 model with AdamW, which keeps an f32 master copy of each f16 weight, and with its `lossScaling`,
    * so that small gradients survive f16's range. LoRA adapters attached later take the same type.
    * Converting twice to the same type does nothing; make optimizers after converting.
