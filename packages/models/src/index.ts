@@ -86,6 +86,7 @@ export {
   type GenerateOptions,
   type Generation,
   generate,
+  NonFiniteLogitsError,
   prefillRows,
 } from "./model/generate.js";
 export { NormalSampler } from "./model/init.js";

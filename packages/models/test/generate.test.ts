@@ -7,7 +7,12 @@ import {
   writeSlice,
 } from "@ragen/tensor-webgpu";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type GenerateOptions, type Generation, generate } from "../src/model/generate.js";
+import {
+  type GenerateOptions,
+  type Generation,
+  generate,
+  NonFiniteLogitsError,
+} from "../src/model/generate.js";
 import { NormalSampler } from "../src/model/init.js";
 import { PrefixCache } from "../src/model/prefix-cache.js";
 import { Qwen2Model, type Qwen2Shape } from "../src/model/qwen2.js";
@@ -271,6 +276,35 @@ describe("generate", () => {
     await expect(generate(model, [new Int32Array(0)], { maxNewTokens: 2 })).rejects.toThrow(
       /at least one token/,
     );
+  });
+
+  it("stops on logits that are not finite, naming the row and the step, and frees what it made", async () => {
+    const prompts = [Int32Array.from([1, 2, 3]), Int32Array.from([4, 5])];
+    for (const dtype of ["f32", "f16"] as const) {
+      const broken = Qwen2Model.random(tiny, 5, gpu).toDtype(dtype);
+      // A NaN in the final norm's weight makes every logit NaN.
+      const norm = broken.params.get("model.norm.weight")!;
+      writeSlice(
+        norm,
+        tensor(new Float32Array(norm.size).fill(Number.NaN), norm.shape, { backend: gpu }),
+        0,
+        0,
+      );
+      for (const options of [
+        { maxNewTokens: 4, temperature: 1 },
+        { maxNewTokens: 4, topK: 5 },
+      ]) {
+        await generate(model, prompts, options); // the kernels compiled, the pool filled
+        const before = (gpu as WebGpuBackend).ctx.pool.stats.inUseBytes;
+        const failure = generate(broken, prompts, options);
+        await expect(failure).rejects.toThrow(NonFiniteLogitsError);
+        await expect(failure).rejects.toThrow(/row 0's token at step 1 is NaN/);
+        if (dtype === "f16") await expect(failure).rejects.toThrow(/f16's range \(65504\)/);
+        else await expect(failure).rejects.not.toThrow(/f16/);
+        expect((gpu as WebGpuBackend).ctx.pool.stats.inUseBytes).toBe(before);
+      }
+      broken.dispose();
+    }
   });
 });
 

@@ -93,6 +93,28 @@ export function maxOver(count: number, value: (index: number) => number): number
 }
 
 /**
+ * The logits a generation sampled from were not finite: a token's log-probability came out NaN. The
+ * model's weights hold NaN or infinity, or an f16 model's activations passed f16's range; what was sampled
+ * from such logits is noise, so generation stops instead of handing it on.
+ */
+export class NonFiniteLogitsError extends Error {
+  constructor(
+    readonly row: number,
+    readonly step: number,
+    dtype: string,
+  ) {
+    const hint =
+      dtype === "f16"
+        ? ', or its activations passed f16\'s range (65504): f32 weights (toDtype("f32"), precision=f32) avoid that'
+        : "";
+    super(
+      `generate(): the log-probability of row ${row}'s token at step ${step} is NaN: the model's logits are not finite (its weights hold NaN or infinity${hint})`,
+    );
+    this.name = "NonFiniteLogitsError";
+  }
+}
+
+/**
  * Batched generation with a KV cache: the prompts are left-padded together, prefilled in one pass,
  * then every unfinished sequence advances one token per step; finished ones stop contributing tokens.
  * An f16 model generates on its own weights with an f16 cache: every kernel of a step reads and writes
@@ -174,6 +196,7 @@ export async function generate(
     for (let b = 0; b < batch; b++) {
       if (finished[b]) continue;
       const { token, logProb } = sampled[b]!;
+      if (Number.isNaN(logProb)) throw new NonFiniteLogitsError(b, step + 1, model.dtype);
       tokens[b]!.push(token);
       logProbs[b]!.push(logProb);
       if (stops.has(token)) finished[b] = true;
