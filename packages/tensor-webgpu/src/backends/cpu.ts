@@ -49,6 +49,11 @@ function store(buffer: ArrayBuffer, values: ArrayLike<number>, accumulate = fals
   if (accumulate) for (let i = 0; i < values.length; i++) out[i]! += values[i]!;
   else out.set(values);
 }
+/** `store` into a tensor of `dtype`: an f16 one's values rounded to halves, as the kernels store them. */
+function storeAs(buffer: ArrayBuffer, values: ArrayLike<number>, dtype: DType | undefined): void {
+  store(buffer, values);
+  roundIfHalf(buffer, values.length, dtype);
+}
 
 export function createCpuBackend(): CpuBackend {
   return {
@@ -139,8 +144,7 @@ export function createCpuBackend(): CpuBackend {
     scaleInPlace: (a) => scaleInPlaceRef({ ...a, x: f32(a.x), scale: f32(a.scale) }),
     rmsNorm: (a) => {
       const { y, rstd } = rmsNormRef({ ...a, x: f32(a.x, a.rows * a.dim), weight: f32(a.weight) });
-      store(a.out, y);
-      roundIfHalf(a.out, y.length, a.dtype);
+      storeAs(a.out, y, a.dtype);
       if (a.rstd) store(a.rstd, rstd);
     },
     rmsNormBackward: (a) => {
@@ -152,10 +156,8 @@ export function createCpuBackend(): CpuBackend {
         dOut: f32(a.dOut),
         dWeight: a.accumulateWeightGrad ? f32(a.dWeight, a.dim) : undefined,
       });
-      store(a.dX, dX);
-      roundIfHalf(a.dX, dX.length, a.dtype);
-      store(a.dWeight, dWeight);
-      roundIfHalf(a.dWeight, dWeight.length, a.weightDtype);
+      storeAs(a.dX, dX, a.dtype);
+      storeAs(a.dWeight, dWeight, a.weightDtype);
     },
     rope: (a) => {
       const n = a.batch * a.seqLen * a.numHeads * a.headDim;
@@ -217,8 +219,7 @@ export function createCpuBackend(): CpuBackend {
         dOut: f32(a.dOut),
         dLogits: a.accumulate ? f32(a.dLogits, a.rows * a.vocab) : undefined,
       });
-      store(a.dLogits, grad);
-      roundIfHalf(a.dLogits, grad.length, a.dtype);
+      storeAs(a.dLogits, grad, a.dtype);
     },
     entropy: (a) => {
       const { out, lse } = entropyRef({ ...a, logits: f32(a.logits, a.rows * a.vocab) });
@@ -233,8 +234,7 @@ export function createCpuBackend(): CpuBackend {
         dOut: f32(a.dOut),
         dLogits: a.accumulate ? f32(a.dLogits, a.rows * a.vocab) : undefined,
       });
-      store(a.dLogits, grad);
-      roundIfHalf(a.dLogits, grad.length, a.dtype);
+      storeAs(a.dLogits, grad, a.dtype);
     },
     crossEntropy: (a) => {
       const { out, lse } = crossEntropyRef({
@@ -254,8 +254,7 @@ export function createCpuBackend(): CpuBackend {
         dOut: f32(a.dOut),
         dLogits: a.accumulate ? f32(a.dLogits, a.rows * a.vocab) : undefined,
       });
-      store(a.dLogits, grad);
-      roundIfHalf(a.dLogits, grad.length, a.dtype);
+      storeAs(a.dLogits, grad, a.dtype);
     },
     sampleRows: (a) => {
       const { tokens, logProbs } = sampleRowsRef({
@@ -274,8 +273,7 @@ export function createCpuBackend(): CpuBackend {
         v: f32(a.v),
         kvStart: a.kvStart ? i32(a.kvStart, a.batch) : undefined,
       });
-      store(a.out, out);
-      roundIfHalf(a.out, out.length, a.dtype);
+      storeAs(a.out, out, a.dtype);
       if (a.lse) store(a.lse, lse);
     },
     attentionBackward: (a) => {
@@ -287,12 +285,9 @@ export function createCpuBackend(): CpuBackend {
         dOut: f32(a.dOut),
         kvStart: a.kvStart ? i32(a.kvStart, a.batch) : undefined,
       });
-      store(a.dQ, dQ);
-      store(a.dK, dK);
-      store(a.dV, dV);
-      roundIfHalf(a.dQ, dQ.length, a.dtype);
-      roundIfHalf(a.dK, dK.length, a.dtype);
-      roundIfHalf(a.dV, dV.length, a.dtype);
+      storeAs(a.dQ, dQ, a.dtype);
+      storeAs(a.dK, dK, a.dtype);
+      storeAs(a.dV, dV, a.dtype);
     },
     decodeAttention: (a) => {
       const out = decodeAttentionRef({
@@ -302,8 +297,7 @@ export function createCpuBackend(): CpuBackend {
         vCache: f32(a.vCache),
         kvStart: a.kvStart ? i32(a.kvStart, a.batch) : undefined,
       });
-      store(a.out, out);
-      roundIfHalf(a.out, out.length, a.dtype);
+      storeAs(a.out, out, a.dtype);
     },
   };
 }
