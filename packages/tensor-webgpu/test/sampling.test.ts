@@ -214,6 +214,39 @@ describe("sampleRows kernel", () => {
     }
   });
 
+  it("gives a NaN log-prob to rows holding NaN or +Infinity, as the reference does, halves too", async () => {
+    const ctx = await testContext();
+    const backend = createWebGpuBackend(ctx);
+    const cpu = createCpuBackend();
+    const vocab = 700; // NaN and Infinity in different lanes' chunks than the row's largest logit
+    const rows = [
+      { at: 650, value: Number.NaN, broken: true },
+      { at: 3, value: Number.POSITIVE_INFINITY, broken: true },
+      { at: 400, value: Number.NEGATIVE_INFINITY, broken: false },
+      { at: 0, value: 1, broken: false },
+    ];
+    const logits = randomArray(rows.length * vocab, 29, 2);
+    for (const [r, row] of rows.entries()) logits[r * vocab + row.at] = row.value;
+    for (const dtype of ["f32", "f16"] as const)
+      for (const temperature of [0, 1]) {
+        const uniforms = randomUniforms(rows.length, 5);
+        const [gpu, reference] = await Promise.all(
+          [backend, cpu].map((b) =>
+            sampleRows(tensor(logits, [rows.length, vocab], { backend: b, dtype }), uniforms, temperature),
+          ),
+        );
+        for (const [r, row] of rows.entries()) {
+          const label = `${dtype}, T ${temperature}, row ${r}`;
+          expect(Number.isNaN(gpu!.logProbs[r]!), label).toBe(row.broken);
+          expect(Number.isNaN(reference!.logProbs[r]!), label).toBe(row.broken);
+          if (!row.broken) {
+            expect(gpu!.tokens[r], label).toBe(reference!.tokens[r]);
+            expect(Math.abs(gpu!.logProbs[r]! - reference!.logProbs[r]!), label).toBeLessThan(1e-4);
+          }
+        }
+      }
+  });
+
   it("samples in proportion to softmax(logits / T)", async () => {
     const ctx = await testContext();
     const vocab = 5;

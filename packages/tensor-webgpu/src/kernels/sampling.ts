@@ -15,6 +15,9 @@
  *     following chunks should rounding leave it unspent); if nothing crosses, the argmax, as on the CPU.
  * Logits larger than one storage binding are processed in batches of rows, each binding its window of
  * the logits (`shift`: where the window starts); uniforms, tokens and logProbs are per-row and bound whole.
+ * A row holding NaN or +Infinity gets a NaN logProb, as in the reference (its token is noise; callers such
+ * as generate() stop on it), found from the bits: compilers may assume floats are never NaN. -Infinity
+ * entries are masked ones and weigh 0.
  */
 import { type GpuContext, grid } from "../gpu/context.js";
 import { batches, batchWindows } from "./binding-windows.js";
@@ -42,6 +45,12 @@ struct Params { rows: u32, vocab: u32, chunk: u32, firstRow: u32, shift: u32, gr
 var<workgroup> bestValues: array<f32, LANES>;
 var<workgroup> bestIndices: array<u32, LANES>;
 var<workgroup> chunkSums: array<f32, LANES>;
+var<workgroup> broken: atomic<u32>; // set when the row holds NaN or +Infinity (zero at the start)
+
+fn isBroken(value: f32) -> bool {
+  let bits = bitcast<u32>(value);
+  return (bits & 0x7fffffffu) >= 0x7f800000u && bits != 0xff800000u;
+}
 
 fn better(value: f32, index: u32, bestValue: f32, bestIndex: u32) -> bool {
   return bestIndex == NONE || value > bestValue || (value == bestValue && index < bestIndex);
@@ -60,10 +69,13 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
 
   var bestValue = 0.0;
   var bestIndex = NONE;
+  var sawBroken = false;
   for (var i = lane; i < params.vocab; i += LANES) {
     let value = ${logit("base + i")};
+    sawBroken = sawBroken || isBroken(value);
     if (better(value, i, bestValue, bestIndex)) { bestValue = value; bestIndex = i; }
   }
+  if (sawBroken) { atomicOr(&broken, 1u); }
   bestValues[lane] = bestValue;
   bestIndices[lane] = bestIndex;
   workgroupBarrier();
@@ -106,7 +118,13 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
     }
   }
   tokens[row] = i32(token);
-  logProbs[row] = (${logit("base + token")} - maxLogit) * params.scale - log(total);
+  // A quiet NaN's bits (with the flag as payload: a NaN written as a constant does not compile).
+  let flag = atomicLoad(&broken);
+  logProbs[row] = select(
+    (${logit("base + token")} - maxLogit) * params.scale - log(total),
+    bitcast<f32>(0x7fc00000u | flag),
+    flag != 0u,
+  );
 }`;
 }
 

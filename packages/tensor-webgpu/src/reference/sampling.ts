@@ -3,7 +3,8 @@
  * the semantics of `sampleToken` (models' sampling.ts) without top-k/top-p. With scale = 1/T (1 when
  * T = 0), the weights are exp((l_i - max) * scale); greedy takes the argmax (first of ties); otherwise
  * target = u * sum, the weights are subtracted in order and the first i where target < 0 is the token (the
- * argmax should rounding leave none). logProb = (l_token - max) * scale - log(sum).
+ * argmax should rounding leave none). logProb = (l_token - max) * scale - log(sum): NaN for a row holding
+ * NaN or +Infinity (its sum is NaN), finite with -Infinity entries, which weigh 0.
  */
 
 /** Draws of 1 (a draw in [0, 1) rounded to f32) count as this, as on the GPU. */
