@@ -31,6 +31,9 @@
  * --tuning-file F: the tuning passes start from the measurements F holds for this adapter and write
  * theirs back to it, so that a later run (the GPU-server suite's next part) measures only what is left.
  * The untuned figures never read it.
+ * --pool-gib N: the buffer pool keeps up to N GiB of released buffers (default: the larger of 2 GiB and the
+ * most in use at once), to see what the pool's trimming costs a step (destroyed buffers drop the bind
+ * groups, which the next step creates again).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
@@ -79,7 +82,7 @@ const USAGE = `usage: node bench.mjs [--quick] [--only kernels|matmul,attention,
   [--model tiny|small|qwen0.5b] [--batch N] [--seq N] [--steps N] [--decode-batch N] [--prompt N]
   [--new-tokens N] [--lora-rank N] [--dtype f32|f16] [--repeats N] [--starpo-groups N] [--starpo-group-size N]
   [--starpo-prompt N] [--starpo-new-tokens N] [--torch auto|on|off] [--profile] [--tune] [--tune-budget S]
-  [--tuning-file FILE] [--out FOLDER]`;
+  [--tuning-file FILE] [--pool-gib N] [--out FOLDER]`;
 
 const { values } = parseCommandLine({
   options: {
@@ -106,6 +109,7 @@ const { values } = parseCommandLine({
     tune: { type: "boolean", default: false },
     "tune-budget": { type: "string" },
     "tuning-file": { type: "string" },
+    "pool-gib": { type: "string" },
     out: { type: "string", default: "bench-results" },
     help: { type: "boolean", default: false },
   },
@@ -175,7 +179,10 @@ const PEER_ATTENTION = (quick ? [128] : [512, 1024]).map((seqLen) => ({
   headDim: 64,
 }));
 
-const backend = await webGpuBackend({ powerPreference: "high-performance" });
+const backend = await webGpuBackend({
+  powerPreference: "high-performance",
+  maxPooledBytes: values["pool-gib"] === undefined ? undefined : number("pool-gib") * 2 ** 30,
+});
 const ctx = backend.ctx;
 const { adapter, features, subgroupSizes } = ctx.info;
 console.log(

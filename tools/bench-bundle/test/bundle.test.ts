@@ -149,6 +149,7 @@ describe("bench:bundle", () => {
       [["--frobnicate"], /Unknown option '--frobnicate'/],
       [["--only", "nope"], /--only nope: no such benchmark/],
       [["--tune-budget", "soon"], /--tune-budget must be a non-negative number, got "soon"/],
+      [["--pool-gib", "lots"], /--pool-gib must be a non-negative number, got "lots"/],
       [["--dtype", "bf16"], /--dtype must be f32 or f16, got bf16/],
     ] as const) {
       const run = spawnSync(process.execPath, [bench, ...args], { cwd: work, encoding: "utf8" });
