@@ -108,9 +108,12 @@ describe("attention on f16 buffers", () => {
         expect(entry.rejected, entry.key).toEqual([]);
         expect(entry.candidates.length).toBeGreaterThan(1);
       }
-      // On the tuned tiles: the same forward (the tiles sum in the same order), gradients within rounding.
+      // On the tuned tiles: the same forward, gradients within rounding. On lavapipe the tiles sum in the
+      // same order and give the same bits; a card's compiler may contract each tile's sums its own way
+      // (the H200's differed in the last bit of an f16 output).
       const after = await runGpu(ctx, c, x, "f16");
-      expect(Array.from(after.out)).toEqual(Array.from(before.out));
+      if (ctx.info.adapter.isSoftware) expect(Array.from(after.out)).toEqual(Array.from(before.out));
+      else expectClose(after.out, before.out, 1e-3, 2e-3);
       for (const grad of ["dQ", "dK", "dV"] as const)
         expectClose(after[grad], before[grad], GRADIENT_TOLERANCE.atol, GRADIENT_TOLERANCE.rtol);
       // An f32 run of the same shape is another problem, not yet measured.

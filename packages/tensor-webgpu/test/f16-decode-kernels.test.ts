@@ -12,7 +12,7 @@ import { disableMatmulTuning } from "../src/kernels/matmul-choices.js";
 import { matvecWithInput, type ProductInput } from "../src/kernels/matmul-fused-input.js";
 import { ropeAppend } from "../src/kernels/rope.js";
 import { sampleRows } from "../src/kernels/sampling.js";
-import { chooseMatvecFor, halves, randomArray, readAs, testContext, uploadAs } from "./helpers.js";
+import { chooseMatmulKernel, halves, randomArray, readAs, testContext, uploadAs } from "./helpers.js";
 
 const ctx = await testContext();
 const bytesOf = (storage: FloatStorage) => (storage === "f16" ? 2 : 4);
@@ -193,9 +193,10 @@ describe.skipIf(!ctx.info.features.shaderF16)(
         const size = rows * 2 * k * 4; // large enough for every operand, either dtype
         const [x, weight, out] = [size, n * k * 4, rows * n * 4].map((bytes) => ctx.pool.acquire(bytes));
         const args = { x: x!, weight: weight!, out: out!, rows, n, k, input: { kind: "swiglu" } } as const;
-        // Lavapipe's fixed rule runs few-row products on "buffer" or "texture": only a tuned entry picks
-        // "matvec", and this one is for the f16 product only.
-        chooseMatvecFor(ctx, { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f16" });
+        // Entries for the f16 product ("matvec") and the f32 one ("tiled"), whatever the fixed rule takes.
+        const shape = { batch: 1, m: rows, n, k, transA: false, transB: true } as const;
+        chooseMatmulKernel(ctx, { ...shape, dtype: "f16" });
+        chooseMatmulKernel(ctx, { ...shape, dtype: "f32" }, "tiled");
         expect(matvecWithInput(ctx, { ...args, dtype: "f16" })).toBe(true);
         expect(matvecWithInput(ctx, args)).toBe(false);
         await ctx.read(out!, 4);

@@ -7,7 +7,7 @@ import { disableMatmulTuning } from "../src/kernels/matmul-choices.js";
 import { matvecWithInput } from "../src/kernels/matmul-fused-input.js";
 import { addLinear, linear, normLinear, rmsNorm, swigluLinear, swigluPacked } from "../src/ops/index.js";
 import { tensor } from "../src/runtime.js";
-import { chooseMatvecFor, expectClose, randomArray, testContext } from "./helpers.js";
+import { chooseMatmulKernel, expectClose, randomArray, testContext } from "./helpers.js";
 
 const ctx = await testContext();
 const gpu = createWebGpuBackend(ctx);
@@ -82,7 +82,12 @@ describe('"matvec" with its input transformed (decoding\'s RMSNorm and SwiGLU fo
     const weight = ctx.pool.acquire(32 * 64 * 4);
     const out = ctx.pool.acquire(4 * 32 * 4);
     const before = ctx.stats.dispatches;
-    // Lavapipe's fixed rule runs few-row products on "buffer" or "texture".
+    // Another kernel than "matvec" chosen for the product, whatever this adapter's fixed rule takes.
+    chooseMatmulKernel(
+      ctx,
+      { batch: 1, m: 4, n: 32, k: 32, transA: false, transB: true, dtype: "f32" },
+      "tiled",
+    );
     const args = { x, weight, out, rows: 4, n: 32, k: 32, input: { kind: "swiglu" } } as const;
     expect(matvecWithInput(ctx, args)).toBe(false);
     expect(matvecWithInput(ctx, { ...args, variant: "tiled" })).toBe(false);
@@ -122,7 +127,7 @@ describe("normLinear and swigluLinear", () => {
       expectClose(await t.floats(), expected[i]!, 1e-5, 1e-4);
     }
     // A tuned choice of "matvec" for this product (as a GPU's fixed rule makes for few rows).
-    chooseMatvecFor(ctx, { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f32" });
+    chooseMatmulKernel(ctx, { batch: 1, m: rows, n, k, transA: false, transB: true, dtype: "f32" });
     const before = ctx.stats.dispatches;
     const fused = run(gpu);
     expect(ctx.stats.dispatches - before).toBe(3);

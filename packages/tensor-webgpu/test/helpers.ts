@@ -109,14 +109,19 @@ export async function readAs(ctx: GpuContext, buffer: GPUBuffer, n: number, stor
 }
 
 /**
- * Turns matmul tuning on with "matvec" as the tuned choice for `shape`, as a GPU's fixed rule makes for
- * few rows (lavapipe's runs them on other kernels): the product and its fused forms then run "matvec".
+ * Turns matmul tuning on with `variant` as the tuned choice for `shape`, whatever the adapter's fixed
+ * rule picks: "matvec" (the default), which a GPU's fixed rule takes for few rows and lavapipe's does
+ * not, makes the product and its fused forms run "matvec"; another variant keeps them off it.
  */
-export function chooseMatvecFor(ctx: GpuContext, shape: MatmulShape): void {
+export function chooseMatmulKernel(
+  ctx: GpuContext,
+  shape: MatmulShape,
+  variant: "matvec" | "tiled" = "matvec",
+): void {
   enableMatmulTuning(ctx).set({
     key: matmulShapeKey(shape),
     shape,
-    choice: { variant: "matvec" },
+    choice: { variant },
     candidates: [],
     rejected: [],
   });
