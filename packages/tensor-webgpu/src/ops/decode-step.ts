@@ -9,7 +9,7 @@ import { isGradEnabled } from "../autograd.js";
 import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
 import { type CacheAppend, type DecodeAttentionOptions, decodeAttention, ropeAppendPacked } from "./nn.js";
-import { appendFits, backendOf } from "./util.js";
+import { appendFits, backendOf, sharedFloatDtype } from "./util.js";
 
 /**
  * qkv [batch, 1, numHeads + 2·numKvHeads, headDim] (each sequence's q heads, then k's, then v's): rope(q)
@@ -39,11 +39,9 @@ export function decodeAttentionPacked(
     keys.shape[2] === numKvHeads &&
     kvLen <= keys.shape[1]! &&
     appendFits(cache, positions, { batch, seqLen, headDim });
-  // One float dtype for q/k/v and the caches: f32, or halves (an f16 model's cache), computed in f32.
-  const dtype = qkv.dtype;
-  const oneFloat = dtype !== "i32" && [keys, values].every((t) => t.dtype === dtype);
+  const dtype = sharedFloatDtype([qkv, keys, values]);
   const recorded = isGradEnabled() && qkv.requiresGrad;
-  if (fits && oneFloat && !recorded && backend.decodeAttentionRoped) {
+  if (fits && dtype && !recorded && backend.decodeAttentionRoped) {
     const out = emptyTensor(backend, [batch, 1, numHeads, headDim], dtype);
     const ran = backend.decodeAttentionRoped({
       q: qkv.buffer,

@@ -9,7 +9,7 @@ import { emptyTensor } from "../runtime.js";
 import type { Tensor } from "../tensor.js";
 import { addLinear, linear } from "./matmul.js";
 import { rmsNorm, swigluPacked } from "./nn.js";
-import { backendOf, equalShapes, ShapeError } from "./util.js";
+import { backendOf, equalShapes, ShapeError, sharedFloatDtype } from "./util.js";
 
 type LinearInput = { kind: "rmsNorm"; weight: Tensor; eps: number } | { kind: "swiglu" };
 
@@ -25,9 +25,8 @@ function fused(
   const backend = backendOf("linearOfInput", x, weight);
   const inputs = [x, weight, bias, addend, input.kind === "rmsNorm" ? input.weight : undefined];
   const present = inputs.filter((t): t is Tensor => t !== undefined);
-  // One float dtype throughout: f32, or an f16 model's halves (read as halves, summed in f32).
-  const dtype = x.dtype;
-  if (!backend.linearOfInput || dtype === "i32" || present.some((t) => t.dtype !== dtype)) return undefined;
+  const dtype = sharedFloatDtype(present);
+  if (!backend.linearOfInput || !dtype) return undefined;
   if (isGradEnabled() && present.some((t) => t.requiresGrad)) return undefined;
   const n = weight.shape[0]!;
   const shape = [...x.shape.slice(0, -1), n];

@@ -13,6 +13,7 @@ import {
   floatDtypeOf,
   ShapeError,
   sameShape,
+  sharedFloatDtype,
 } from "./util.js";
 
 const rowsOf = (x: Tensor) => x.size / Math.max(1, x.shape[x.rank - 1]!);
@@ -192,9 +193,8 @@ function fusedAppend(
   const [capacity, numKvHeads] = [keys.shape[1]!, keys.shape[2]!];
   const fits = appendFits(cache, positions, dims);
   const recorded = isGradEnabled() && sources.some((t) => t.requiresGrad);
-  const dtype = sources[0]!.dtype;
-  const oneFloat = dtype !== "i32" && [...sources, keys, values].every((t) => t.dtype === dtype);
-  if (!fits || recorded || !oneFloat || !backend.ropeAppend) return undefined;
+  const dtype = sharedFloatDtype([...sources, keys, values]);
+  if (!fits || recorded || !dtype || !backend.ropeAppend) return undefined;
   const qOut = emptyTensor(backend, [batch, seqLen, numHeads, headDim], dtype);
   const [q, k, v] = sources.length === 1 ? [sources[0]!, sources[0]!, sources[0]!] : sources;
   const ran = backend.ropeAppend({

@@ -27,6 +27,16 @@ export function expectDType(op: string, t: Tensor, dtype: "f32" | "i32"): void {
   if (t.dtype !== dtype) throw new TypeError(`${op}: expected an ${dtype} tensor, got ${t.describe()}`);
 }
 
+/**
+ * The float dtype every tensor given has (f32, or f16: an f16 model's halves, which the fused kernels read
+ * as halves), or undefined for a mix or i32 (the caller then runs the separate ops).
+ */
+export function sharedFloatDtype(tensors: readonly Tensor[]): FloatDType | undefined {
+  const dtype = tensors[0]?.dtype;
+  if (dtype === undefined || dtype === "i32" || tensors.some((t) => t.dtype !== dtype)) return undefined;
+  return dtype;
+}
+
 /** t's dtype when it is a float one (f32 or f16); a TypeError naming `op` otherwise. */
 export function floatDtypeOf(op: string, t: Tensor): FloatDType {
   if (t.dtype === "i32") throw new TypeError(`${op}: expected an f32 or f16 tensor, got ${t.describe()}`);
