@@ -65,6 +65,8 @@ export interface TrainingMeasurement {
   dispatchesPerStep: number;
   /** Bind groups created per step (each costs the CPU; a repeated step should reuse the last one's). */
   bindGroupsPerStep: number;
+  /** Pooled buffers destroyed per step (released beyond the pool's budget: their bind groups go too). */
+  buffersDestroyedPerStep: number;
   /** Of each step, the seconds spent waiting for the GPU (the rest is the CPU recording the work). */
   waitSecondsPerStep: number;
 }
@@ -74,16 +76,20 @@ interface Counters {
   waitMs: number;
   readbacks: number;
   bindGroups: number;
+  buffersDestroyed: number;
 }
 
 /** The WebGPU context's counters (zeros on the CPU backend). */
 const counters = (backend: Backend): Counters => {
-  const stats = (backend as { ctx?: { stats: Counters } }).ctx?.stats;
+  const ctx = (
+    backend as { ctx?: { stats: Omit<Counters, "buffersDestroyed">; pool: { stats: { destroyed: number } } } }
+  ).ctx;
   return {
-    dispatches: stats?.dispatches ?? 0,
-    waitMs: stats?.waitMs ?? 0,
-    readbacks: stats?.readbacks ?? 0,
-    bindGroups: stats?.bindGroups ?? 0,
+    dispatches: ctx?.stats.dispatches ?? 0,
+    waitMs: ctx?.stats.waitMs ?? 0,
+    readbacks: ctx?.stats.readbacks ?? 0,
+    bindGroups: ctx?.stats.bindGroups ?? 0,
+    buffersDestroyed: ctx?.pool.stats.destroyed ?? 0,
   };
 };
 
@@ -122,6 +128,7 @@ export async function measureTraining(
     secondsPerStep,
     dispatchesPerStep: (counters(backend).dispatches - before.dispatches) / options.steps,
     bindGroupsPerStep: (counters(backend).bindGroups - before.bindGroups) / options.steps,
+    buffersDestroyedPerStep: (counters(backend).buffersDestroyed - before.buffersDestroyed) / options.steps,
     waitSecondsPerStep: (counters(backend).waitMs - before.waitMs) / 1000 / options.steps,
   };
 }

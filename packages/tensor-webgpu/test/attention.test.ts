@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { EMPTY_ROW_LSE } from "../src/core/attention.js";
-import { KV_GRAD_KERNEL, KV_GRAD_PER_HEAD_KERNEL, Q_GRAD_KERNEL } from "../src/kernels/attention/backward.js";
+import type { GpuContext } from "../src/gpu/context.js";
+import { KV_GRAD_PER_HEAD_KERNEL, kvGradKernel, Q_GRAD_KERNEL } from "../src/kernels/attention/backward.js";
 import { FORWARD_KERNEL } from "../src/kernels/attention/forward.js";
 import { attentionForward, attentionTuning, decodeAttention } from "../src/kernels/attention/index.js";
 import {
@@ -245,93 +246,101 @@ describe("texture attention kernels (software adapters)", () => {
   });
 });
 
-describe("attention tiles measured per adapter", () => {
-  // Tiles belong to the tiled kernels: on software adapters the texture kernels would run instead.
-  beforeEach(() => {
-    attentionTuning.textures = false;
-  });
-  afterEach(async () => {
-    attentionTuning.textures = true;
-    disableAttentionTuning(await testContext());
-  });
-  const kernels = [FORWARD_KERNEL, KV_GRAD_KERNEL, Q_GRAD_KERNEL];
-  // headDim 16: every tile fits in 32 KiB of workgroup memory (lavapipe's), so every one runs here.
-  const c: Case = { ...small, batch: 2, seqLen: 70, kvLen: 70, kvStart: [0, 9] };
+/**
+ * Each adapter kind's tiles and kernels, whatever the adapter: a GPU runs grouped-query dK/dV per query head
+ * (KV_GRAD_PER_HEAD_KERNEL), a software adapter the grouped kernel.
+ */
+for (const profile of ["software", "hardware"] as const)
+  describe(`attention tiles measured per adapter (${profile} tiles)`, () => {
+    // Tiles belong to the tiled kernels: on software adapters the texture kernels would run instead.
+    beforeEach(() => {
+      attentionTuning.textures = false;
+      attentionTuning.profile = profile;
+    });
+    afterEach(async () => {
+      attentionTuning.textures = true;
+      attentionTuning.profile = "auto";
+      disableAttentionTuning(await testContext());
+    });
+    // headDim 16: every tile fits in 32 KiB of workgroup memory (lavapipe's), so every one runs here.
+    const c: Case = { ...small, batch: 2, seqLen: 70, kvLen: 70, kvStart: [0, 9] };
+    const tiledKernels = (ctx: GpuContext) => [FORWARD_KERNEL, kvGradKernel(ctx, c), Q_GRAD_KERNEL];
 
-  // The tiles only tuning tries run nowhere else: each kernel runs its i-th one in round i.
-  for (const round of [0, 1, 2]) {
-    it(`a tuned tile is the one that runs, and computes the same (tuning-only tiles, round ${round})`, async () => {
+    // The tiles only tuning tries run nowhere else: each kernel runs its i-th one in round i.
+    for (const round of [0, 1, 2]) {
+      it(`a tuned tile is the one that runs, and computes the same (tuning-only tiles, round ${round})`, async () => {
+        const ctx = await testContext();
+        const table = enableAttentionTuning(ctx);
+        const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+        for (const kernel of tiledKernels(ctx)) {
+          const tile = kernel.tiles.tuning[round]!;
+          expect(kernel.bytes(tile, c.headDim / 4, tileProfile(ctx))).toBeLessThanOrEqual(limit);
+          table.set({ key: attentionTileKey(kernel, c), tile, candidates: [], rejected: [] });
+        }
+        const before = ctx.stats.pipelines;
+        await checkAgainstReference(c, 11 + round);
+        expect(table.pendingDispatches()).toEqual([]); // every dispatch found its tuned tile
+        expect(ctx.stats.pipelines).toBeGreaterThan(before); // new tiles, new shaders
+      });
+    }
+
+    it("times every candidate of the dispatches met, keeps the fastest, and saves and loads them", async () => {
       const ctx = await testContext();
       const table = enableAttentionTuning(ctx);
+      const dims: Case = { ...small, seqLen: 24, kvLen: 24 };
+      await runGpu(ctx, dims, inputs(dims, 5));
+      const kernels = tiledKernels(ctx);
+      expect(table.pendingDispatches().map((d) => d.kernel.name)).toEqual(kernels.map((k) => k.name));
+      const tuned = await tuneAttentionTiles(ctx, undefined, { repeats: 1, rounds: 1 });
+      expect(tuned).toHaveLength(3);
       const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-      for (const kernel of kernels) {
-        const tile = kernel.tiles.tuning[round]!;
-        expect(kernel.bytes(tile, c.headDim / 4, tileProfile(ctx))).toBeLessThanOrEqual(limit);
-        table.set({ key: attentionTileKey(kernel, c), tile, candidates: [], rejected: [] });
+      for (const [i, entry] of tuned.entries()) {
+        const software = ctx.info.adapter.isSoftware;
+        const profile = tileProfile(ctx);
+        const candidates = tileCandidates(kernels[i]!, dims.headDim / 4, limit, profile, software).map(
+          tileName,
+        );
+        expect(candidates.length).toBeGreaterThan(1);
+        expect(entry.candidates.map((t) => t.tile).sort()).toEqual([...candidates].sort());
+        // Fastest first; the winner is the fastest, or the list's tile within the margin of it.
+        expect(entry.candidates[0]!.ms).toBeLessThanOrEqual(entry.candidates.at(-1)!.ms);
+        const chosen = entry.candidates.find((t) => t.tile === tileName(entry.tile))!;
+        expect(chosen.ms).toBeLessThanOrEqual(entry.candidates[0]!.ms * (1 + REPLACE_MARGIN));
+        if (chosen !== entry.candidates[0])
+          expect(entry.tile).toEqual(listTile(ctx, kernels[i]!, dims.headDim / 4));
+        expect(entry.rejected).toEqual([]); // every tile computes what the list's tile computes
       }
-      const before = ctx.stats.pipelines;
-      await checkAgainstReference(c, 11 + round);
-      expect(table.pendingDispatches()).toEqual([]); // every dispatch found its tuned tile
-      expect(ctx.stats.pipelines).toBeGreaterThan(before); // new tiles, new shaders
-    });
-  }
+      expect(table.pendingDispatches()).toEqual([]);
 
-  it("times every candidate of the dispatches met, keeps the fastest, and saves and loads them", async () => {
-    const ctx = await testContext();
-    const table = enableAttentionTuning(ctx);
-    const dims: Case = { ...small, seqLen: 24, kvLen: 24 };
-    await runGpu(ctx, dims, inputs(dims, 5));
-    expect(table.pendingDispatches().map((d) => d.kernel.name)).toEqual(kernels.map((k) => k.name));
-    const tuned = await tuneAttentionTiles(ctx, undefined, { repeats: 1, rounds: 1 });
-    expect(tuned).toHaveLength(3);
-    const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
-    for (const [i, entry] of tuned.entries()) {
-      const software = ctx.info.adapter.isSoftware;
-      const profile = tileProfile(ctx);
-      const candidates = tileCandidates(kernels[i]!, dims.headDim / 4, limit, profile, software).map(
-        tileName,
+      const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
+      expect(saved.attention).toHaveLength(3);
+      disableKernelTuning(ctx);
+      expect(loadKernelTuning(ctx, saved, "tuning.json")).toBe(true);
+      expect(attentionTiles(ctx)!.entries()).toEqual(tuned);
+      expect(loadKernelTuning(ctx, { ...saved, adapter: "another GPU" })).toBe(false);
+      const damaged = {
+        ...saved,
+        attention: [{ ...saved.attention[0], tile: { bq: 0, bk: 8, rm: 1, rn: 1 } }],
+      };
+      expect(() => loadKernelTuning(ctx, damaged, "tuning.json")).toThrow(
+        /tuning\.json, attention entry 0: tile\.bq is not a positive integer/,
       );
-      expect(candidates.length).toBeGreaterThan(1);
-      expect(entry.candidates.map((t) => t.tile).sort()).toEqual([...candidates].sort());
-      // Fastest first; the winner is the fastest, or the list's tile within the margin of it.
-      expect(entry.candidates[0]!.ms).toBeLessThanOrEqual(entry.candidates.at(-1)!.ms);
-      const chosen = entry.candidates.find((t) => t.tile === tileName(entry.tile))!;
-      expect(chosen.ms).toBeLessThanOrEqual(entry.candidates[0]!.ms * (1 + REPLACE_MARGIN));
-      if (chosen !== entry.candidates[0])
-        expect(entry.tile).toEqual(listTile(ctx, kernels[i]!, dims.headDim / 4));
-      expect(entry.rejected).toEqual([]); // every tile computes what the list's tile computes
-    }
-    expect(table.pendingDispatches()).toEqual([]);
-
-    const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
-    expect(saved.attention).toHaveLength(3);
-    disableKernelTuning(ctx);
-    expect(loadKernelTuning(ctx, saved, "tuning.json")).toBe(true);
-    expect(attentionTiles(ctx)!.entries()).toEqual(tuned);
-    expect(loadKernelTuning(ctx, { ...saved, adapter: "another GPU" })).toBe(false);
-    const damaged = {
-      ...saved,
-      attention: [{ ...saved.attention[0], tile: { bq: 0, bk: 8, rm: 1, rn: 1 } }],
-    };
-    expect(() => loadKernelTuning(ctx, damaged, "tuning.json")).toThrow(
-      /tuning\.json, attention entry 0: tile\.bq is not a positive integer/,
-    );
-    expect(() => loadKernelTuning(ctx, { ...saved, format: "x" })).toThrow(/format is "x"/);
-  });
-
-  it("runs a saved tile only if it is one of the kernel's own", async () => {
-    const ctx = await testContext();
-    const table = enableAttentionTuning(ctx);
-    const dims: Case = { ...small, seqLen: 9, kvLen: 9 };
-    table.set({
-      key: attentionTileKey(FORWARD_KERNEL, dims),
-      tile: { bq: 24, bk: 8, rm: 3, rn: 1 },
-      candidates: [],
-      rejected: [],
+      expect(() => loadKernelTuning(ctx, { ...saved, format: "x" })).toThrow(/format is "x"/);
     });
-    await checkAgainstReference(dims, 2); // falls back to the list's tile
+
+    it("runs a saved tile only if it is one of the kernel's own", async () => {
+      const ctx = await testContext();
+      const table = enableAttentionTuning(ctx);
+      const dims: Case = { ...small, seqLen: 9, kvLen: 9 };
+      table.set({
+        key: attentionTileKey(FORWARD_KERNEL, dims),
+        tile: { bq: 24, bk: 8, rm: 3, rn: 1 },
+        candidates: [],
+        rejected: [],
+      });
+      await checkAgainstReference(dims, 2); // falls back to the list's tile
+    });
   });
-});
 
 /**
  * The adapter's own decoding kernel, then the other kind's: on lavapipe the lane form (decode-lanes.ts)

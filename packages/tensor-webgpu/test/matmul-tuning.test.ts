@@ -231,7 +231,7 @@ describe("choosing a winner", () => {
 });
 
 describe("timeCandidates", () => {
-  /** A candidate whose run takes `ms` of wall clock (the software adapter's timer). */
+  /** A candidate whose run takes `ms` of wall clock (timed with clock "wall": a GPU's timestamps would not see it). */
   const busy = (ms: number) => {
     const end = performance.now() + ms;
     while (performance.now() < end) {}
@@ -248,7 +248,7 @@ describe("timeCandidates", () => {
         calls[c]++;
         if (c === "slow") busy(slowMs);
       },
-      { repeats: 3, rounds: 3 },
+      { repeats: 3, rounds: 3, clock: "wall" },
     );
     expect(OUT_OF_RACE).toBeGreaterThan(1);
     // One run to see that it works, then 3 rounds of 3 runs; the slow one leaves after round 1.
@@ -268,7 +268,7 @@ describe("timeCandidates", () => {
         // b is much slower, so the order holds even when another process takes the CPU for a while.
         busy(LONG_RUN_MS + (c === "a" ? 5 : 45));
       },
-      { repeats: 3, rounds: 3 },
+      { repeats: 3, rounds: 3, clock: "wall" },
     );
     expect(calls).toEqual({ a: 6, b: 6 });
     expect(timed.map((t) => t.candidate)).toEqual(["a", "b"]);
@@ -329,7 +329,7 @@ describe("tuneMatmuls", () => {
     }
   });
 
-  it("the fixed rule on a GPU: measured tiles for large products, fragments from the buffers where they fit", () => {
+  it("the fixed rule on a GPU: measured tiles for large products, pipelined tensor-core tiles where their loads fit", () => {
     // The parts of a context the rule reads, as an H200 reports them.
     const gpu = {
       info: {
@@ -340,18 +340,34 @@ describe("tuneMatmuls", () => {
           subgroupMatrixConfigs: [{ componentType: "f16", resultType: "f32", M: 16, N: 16, K: 16 }],
         },
       },
-      device: { limits: { maxComputeInvocationsPerWorkgroup: 1024 } },
+      device: { limits: { maxComputeInvocationsPerWorkgroup: 1024, maxComputeWorkgroupStorageSize: 49152 } },
     } as unknown as GpuContext;
     const f16 = (m: number, n: number, k: number) => ({ m, n, k, dtype: "f16" as const });
     expect(fixedRuleChoice(gpu, f16(4096, 4096, 4096))).toEqual({
+      variant: "subgroup-matrix-pipelined",
+      matrixTile: 128,
+    });
+    expect(fixedRuleChoice(gpu, { ...f16(512, 4864, 896), transB: true })).toEqual({
+      variant: "subgroup-matrix-pipelined",
+      matrixTile: 128,
+    });
+    // Rows of 900 halves do not start on multiples of 8: fragments straight from the buffers where whole
+    // fragments tile the problem, else the staged kernel.
+    expect(fixedRuleChoice(gpu, f16(512, 4864, 900))).toEqual({ variant: "subgroup-matrix" });
+    expect(fixedRuleChoice(gpu, f16(1024, 900, 1024))).toEqual({ variant: "subgroup-matrix" });
+    expect(fixedRuleChoice(gpu, { ...f16(1024, 1024, 1008), transB: true })).toEqual({
+      variant: "subgroup-matrix-pipelined",
+      matrixTile: 128,
+    });
+    // Without room for two stages of a k-step, the direct kernel.
+    const small = {
+      ...gpu,
+      device: { limits: { ...gpu.device.limits, maxComputeWorkgroupStorageSize: 16384 } },
+    };
+    expect(fixedRuleChoice(small as unknown as GpuContext, f16(4096, 4096, 4096))).toEqual({
       variant: "subgroup-matrix-direct",
       matrixTile: 128,
     });
-    expect(fixedRuleChoice(gpu, f16(512, 4864, 896))).toEqual({
-      variant: "subgroup-matrix-direct",
-      matrixTile: 128,
-    });
-    expect(fixedRuleChoice(gpu, f16(1000, 4864, 900))).toEqual({ variant: "subgroup-matrix" }); // ragged k
     // f32: the large products on a measured "blocked" tile, the small and narrow ones on "tiled".
     expect(fixedRuleChoice(gpu, { m: 4096, n: 4096, k: 4096 })).toEqual({
       variant: "blocked",

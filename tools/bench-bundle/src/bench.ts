@@ -476,7 +476,7 @@ if (wants("model")) {
     const stepSeconds = train.secondsPerStep.reduce((a, b) => a + b, 0) / train.secondsPerStep.length;
     console.log(
       `this engine: forward+backward ${train.tokensPerSecond.toFixed(1)} tokens/s (${train.dispatchesPerStep} dispatches/step, ` +
-        `${train.bindGroupsPerStep.toFixed(0)} bind groups created/step, ` +
+        `${train.bindGroupsPerStep.toFixed(0)} bind groups created/step, ${train.buffersDestroyedPerStep.toFixed(0)} buffers destroyed/step, ` +
         `${stepSeconds.toFixed(3)} s/step of which ${train.waitSecondsPerStep.toFixed(3)} s waiting for the GPU), ` +
         `decode ${dec.tokensPerSecond.toFixed(1)} tokens/s (${((dec.seconds / decode.newTokens) * 1000).toFixed(1)} ms/step, ` +
         `${((dec.waitSeconds / decode.newTokens) * 1000).toFixed(1)} ms waiting, ${dec.dispatchesPerStep.toFixed(0)} dispatches, ` +

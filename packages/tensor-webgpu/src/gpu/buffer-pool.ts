@@ -3,10 +3,13 @@
  * not create (and leak) thousands of buffers. Size classes are 2^k × {1, 1.25, 1.5, 1.75}: at most 25%
  * of a buffer is slack.
  *
- * By default the pool keeps up to the larger of 2 GiB and the highest in-use total seen (the working set),
- * as a caching allocator does: a step whose activations exceed a fixed budget would otherwise destroy and
- * re-create them every step (measured on an H100: a Qwen2.5-0.5B step peaks at 9.2 GiB, and with a 2 GiB
- * budget 0.61 s of its 0.74 s went to the CPU). Memory is not raised: what is kept was in use at once.
+ * By default the pool keeps released buffers while everything it holds (in use and kept) stays within
+ * twice the highest in-use total seen (the working set), and at least 2 GiB of them, as a caching
+ * allocator does: a step whose activations exceed a fixed budget would otherwise destroy and re-create
+ * them every step (measured on an H100: a Qwen2.5-0.5B step peaks at 9.2 GiB, and with a 2 GiB budget
+ * 0.61 s of its 0.74 s went to the CPU). Twice, because a step's buffers outnumber its peak: a buffer
+ * released early in a size class that is not asked for again sits kept while later ones are made (a
+ * budget of the working set alone destroyed 4 buffers a step of the tiny benchmark model).
  */
 import { bufferBytes } from "./buffer-bytes.js";
 import { FreeLists } from "./free-lists.js";
@@ -33,6 +36,8 @@ export interface PoolStats {
   created: number;
   /** Acquisitions served from the pool. */
   reused: number;
+  /** Buffers destroyed: released beyond the budget, or trimmed. */
+  destroyed: number;
 }
 
 export class BufferPool {
@@ -44,15 +49,17 @@ export class BufferPool {
     peakInUseBytes: 0,
     created: 0,
     reused: 0,
+    destroyed: 0,
   };
 
   private readonly retired: GPUBuffer[] = [];
-  /** Called after buffers are destroyed (so that bind groups holding them can be dropped). */
-  onDestroy: (() => void) | undefined;
+  /** Called with the buffers just destroyed (so that bind groups holding them can be dropped). */
+  onDestroy: ((buffers: readonly GPUBuffer[]) => void) | undefined;
 
   /**
    * @param maxPooledBytes released buffers beyond this are destroyed (after the next submit) instead of kept;
-   *   by default the larger of `floorBytes` and the working set (the highest in-use total so far)
+   *   by default the larger of `floorBytes` and what keeps all the pool holds within twice the working set
+   *   (the highest in-use total so far)
    * @param floorBytes the least the default budget keeps (2 GiB)
    */
   constructor(
@@ -63,7 +70,8 @@ export class BufferPool {
 
   /** Bytes of released buffers the pool keeps at most, now. */
   get budget(): number {
-    return this.maxPooledBytes ?? Math.max(this.floorBytes, this.stats_.peakInUseBytes);
+    const { peakInUseBytes, inUseBytes } = this.stats_;
+    return this.maxPooledBytes ?? Math.max(this.floorBytes, 2 * peakInUseBytes - inUseBytes);
   }
 
   acquire(bytes: number, label = "tensor"): GPUBuffer {
@@ -115,17 +123,21 @@ export class BufferPool {
 
   /** Destroy the buffers released beyond the pool's budget; call once their commands are submitted. */
   destroyRetired(): void {
-    if (this.retired.length === 0) return;
-    for (const b of this.retired.splice(0)) b.destroy();
-    this.onDestroy?.();
+    if (this.retired.length > 0) this.destroy(this.retired.splice(0));
   }
 
   /** Destroy every pooled buffer (buffers in use are untouched). */
   trim(): void {
     this.destroyRetired();
-    for (const b of this.free.takeAll()) b.destroy();
-    this.onDestroy?.();
+    this.destroy(this.free.takeAll());
     this.stats_.pooledBytes = 0;
+  }
+
+  private destroy(buffers: GPUBuffer[]): void {
+    if (buffers.length === 0) return;
+    for (const b of buffers) b.destroy();
+    this.stats_.destroyed += buffers.length;
+    this.onDestroy?.(buffers);
   }
 
   get stats(): Readonly<PoolStats> {

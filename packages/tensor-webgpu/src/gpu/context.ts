@@ -25,6 +25,8 @@ export interface ContextStats {
   /** Bind groups created, and dispatches that reused one bound to the same resources before. */
   bindGroups: number;
   bindGroupsReused: number;
+  /** Cached bind groups dropped: a buffer or texture they bind was destroyed, or the cache filled up. */
+  bindGroupsDropped: number;
   /** Full garbage collections run to free the native side of bind groups dropped from the cache. */
   garbageCollections: number;
   submits: number;
@@ -41,8 +43,9 @@ export interface ContextStats {
 
 export interface ContextOptions extends DeviceOptions {
   /**
-   * Released buffers kept for reuse at most (default: the larger of 2 GiB and the working set, the highest
-   * in-use total so far); the rest are destroyed. `ctx.pool.trim()` frees what is kept.
+   * Released buffers kept for reuse at most (default: the larger of 2 GiB and what keeps all the pool
+   * holds, in use and kept, within twice the working set, the highest in-use total so far); the rest are
+   * destroyed. `ctx.pool.trim()` frees what is kept.
    */
   maxPooledBytes?: number;
   /** The same for scratch textures (default 256 MiB). */
@@ -93,7 +96,10 @@ export class GpuContext {
   private waitingSince = 0;
   private firstError: string | undefined;
   private profiler: KernelProfiler | undefined;
-  private readonly stats_: Omit<ContextStats, "bindGroups" | "bindGroupsReused" | "garbageCollections"> = {
+  private readonly stats_: Omit<
+    ContextStats,
+    "bindGroups" | "bindGroupsReused" | "bindGroupsDropped" | "garbageCollections"
+  > = {
     dispatches: 0,
     textureCopies: 0,
     submits: 0,
@@ -114,9 +120,9 @@ export class GpuContext {
     this.bindGroups = new BindGroupCache(collectGarbage);
     this.pool = new BufferPool(this.device, maxPooledBytes);
     this.textures = new TexturePool(this.device, maxPooledTextureBytes);
-    // Bind groups hold their buffers and views: drop them once any of those is destroyed.
-    this.pool.onDestroy = () => this.bindGroups.clear();
-    this.textures.onDestroy = () => this.bindGroups.clear();
+    // Bind groups hold their buffers and views: drop those that bind a destroyed one.
+    this.pool.onDestroy = (buffers) => this.bindGroups.forget(buffers);
+    this.textures.onDestroy = (views) => this.bindGroups.forget(views);
     this.uniformRing = this.device.createBuffer({
       size: this.uniformData.byteLength,
       usage: UNIFORM | COPY_DST,
@@ -144,6 +150,7 @@ export class GpuContext {
       ...this.stats_,
       bindGroups: this.bindGroups.created,
       bindGroupsReused: this.bindGroups.reused,
+      bindGroupsDropped: this.bindGroups.dropped,
       garbageCollections: this.bindGroups.collections,
     };
   }
@@ -199,10 +206,13 @@ export class GpuContext {
     if (params && params.byteLength > UNIFORM_SLOT) throw new RangeError("kernel params exceed 256 bytes");
     if (params && this.uniformSlots === UNIFORM_SLOTS) this.flush();
     let key = `${this.bindGroups.id(pipeline)}`;
+    const resources: object[] = [];
     for (const b of bindings) {
-      if ("textureView" in b) key += ` t${this.bindGroups.id(b.textureView)}`;
-      else if ("buffer" in b) key += ` b${this.bindGroups.id(b.buffer)}@${b.offset ?? 0}+${b.size ?? "*"}`;
-      else key += ` b${this.bindGroups.id(b)}`;
+      const resource = "textureView" in b ? b.textureView : "buffer" in b ? b.buffer : b;
+      resources.push(resource);
+      if ("textureView" in b) key += ` t${this.bindGroups.id(resource)}`;
+      else if ("buffer" in b) key += ` b${this.bindGroups.id(resource)}@${b.offset ?? 0}+${b.size ?? "*"}`;
+      else key += ` b${this.bindGroups.id(resource)}`;
     }
     let uniform: { offset: number; size: number } | undefined;
     if (params) {
@@ -214,7 +224,7 @@ export class GpuContext {
       this.uniformSlots++;
       key += ` u${uniform.offset}+${uniform.size}`;
     }
-    const bindGroup = this.bindGroups.get(key, () => {
+    const bindGroup = this.bindGroups.get(key, resources, () => {
       const entries: GPUBindGroupEntry[] = bindings.map((b, i) => ({
         binding: i,
         resource:
@@ -340,6 +350,16 @@ export class GpuContext {
     // Submitted work keeps what it uses alive, so over-budget releases can go now.
     this.pool.destroyRetired();
     this.textures.destroyRetired();
+  }
+
+  /**
+   * Destroy buffers made outside the pool (a tuning run's operands) once the work using them is done, and
+   * the cached bind groups that bind them.
+   */
+  destroyBuffers(buffers: Iterable<GPUBuffer>): void {
+    const list = [...buffers];
+    for (const buffer of list) buffer.destroy();
+    this.bindGroups.forget(list);
   }
 
   /** Write `data` into `buffer` at `byteOffset`, after all work recorded so far. */

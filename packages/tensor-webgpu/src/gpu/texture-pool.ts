@@ -53,8 +53,8 @@ export class TexturePool {
   /** Released textures by format and size class: the same textures for the same requests (see FreeLists). */
   private readonly free = new FreeLists<string, PooledTexture>();
   private readonly retired: PooledTexture[] = [];
-  /** Called after textures are destroyed (so that bind groups holding their views can be dropped). */
-  onDestroy: (() => void) | undefined;
+  /** Called with the views of the textures just destroyed (so that bind groups holding them can be dropped). */
+  onDestroy: ((views: readonly GPUTextureView[]) => void) | undefined;
   private readonly stats_: TexturePoolStats = {
     inUseBytes: 0,
     pooledBytes: 0,
@@ -122,18 +122,21 @@ export class TexturePool {
 
   /** Destroy the textures released beyond the budget; call once their commands are submitted. */
   destroyRetired(): void {
-    if (this.retired.length === 0) return;
-    for (const entry of this.retired.splice(0)) entry.texture.destroy();
-    this.onDestroy?.();
+    if (this.retired.length > 0) this.destroy(this.retired.splice(0));
   }
 
   /** Destroy every pooled texture (textures in use are untouched). */
   trim(): void {
     this.destroyRetired();
-    for (const entry of this.free.takeAll()) entry.texture.destroy();
-    this.onDestroy?.();
+    this.destroy(this.free.takeAll());
     this.stats_.pooledBytes = 0;
     this.stats_.pooledTextures = 0;
+  }
+
+  private destroy(entries: PooledTexture[]): void {
+    if (entries.length === 0) return;
+    for (const entry of entries) entry.texture.destroy();
+    this.onDestroy?.(entries.map((entry) => entry.view));
   }
 
   get stats(): Readonly<TexturePoolStats> {

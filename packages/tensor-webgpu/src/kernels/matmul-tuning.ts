@@ -102,9 +102,7 @@ function problemBuffers(ctx: GpuContext, shape: MatmulShape) {
     out: patternBuffer(ctx, batch * m * n, { dtype, label: "matmul tuning output" }),
   };
   const args = { ...buffers, batch, m, n, k, transA: shape.transA, transB: shape.transB, dtype };
-  const destroy = () => {
-    for (const buffer of Object.values(buffers)) buffer.destroy();
-  };
+  const destroy = () => ctx.destroyBuffers(Object.values(buffers));
   return { args, destroy };
 }
 

@@ -47,7 +47,8 @@
  * "subgroup-matrix-pipelined" — the same multiplies on 128 x 128 or 64 x 64 tiles staged in workgroup
  *   memory as tensor-core GEMMs stage them: 16-byte loads, two stages, the next slices' loads in flight
  *   during the multiplies; for operands whose rows start on multiples of 8 halves (others run
- *   "subgroup-matrix"). A tuning candidate until a card has measured it.
+ *   "subgroup-matrix"). The fixed rule's choice for large f16 products (2x "subgroup-matrix-direct" on
+ *   an H200).
  * "matvec" — for GPUs, x · Wᵀ with at most 16 rows (decoding): 32 invocations per output column read its
  *   weight row in coalesced lines (matmul-gpu.ts); needs A not transposed and B transposed. It takes up
  *   to 256 rows in blocks of 16 (tuning's candidate for decoding many sequences).
@@ -495,7 +496,36 @@ export function fixedRuleChoice(
 ): MatmulChoice {
   const variant = fixedRuleVariant(ctx, args);
   if (variant === "blocked") return { variant, blockedTile: FIXED_RULE_BLOCKED_TILE };
-  return variant === "subgroup-matrix-direct" ? { variant, matrixTile: MATRIX_TILES[0]! } : { variant };
+  return variant === "subgroup-matrix-direct" || variant === "subgroup-matrix-pipelined"
+    ? { variant, matrixTile: FIXED_RULE_MATRIX_TILE }
+    : { variant };
+}
+
+/** The tensor-core tile the fixed rule runs (the larger: measured on an H200 at 4096³, see fixedRuleVariant). */
+const FIXED_RULE_MATRIX_TILE = MATRIX_TILES[0]!;
+
+/**
+ * Whether the fixed rule's "subgroup-matrix-pipelined" tile can run this problem, laid out densely: wide
+ * loads of its contiguous axes, and two stages of a k-step in the device's workgroup memory.
+ */
+function pipelinedRuns(
+  ctx: GpuContext,
+  units: SubgroupMatrixShape,
+  args: Pick<MatmulArgs, "m" | "n" | "k" | "transA" | "transB">,
+): boolean {
+  const { m, n, k } = args;
+  const layout = {
+    m,
+    n,
+    k,
+    transA: !!args.transA,
+    transB: !!args.transB,
+    batch: 1,
+    aBatchStride: 0,
+    bBatchStride: 0,
+  };
+  const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
+  return pipelinedFits(layout) && pipelinedDepth(FIXED_RULE_MATRIX_TILE, units, limit) !== undefined;
 }
 
 /** Which variant `matmul` runs for these arguments on this context's adapter. */
@@ -513,9 +543,13 @@ export function fixedRuleVariant(
     if (args.m <= MATVEC_MAX_ROWS && args.transB && !args.transA) return "matvec";
     const large = args.m >= 64 && args.n >= 64 && args.m * args.n * args.k >= 2 ** 24;
     const units = large && args.dtype === "f16" ? subgroupMatrixShape(ctx) : undefined;
-    // Measured on an H200 at 4096³: fragments loaded straight from the buffers 75 TFLOP/s, staged 28.5.
-    if (units)
+    // Measured on an H200 at 4096³, 128 x 128 tiles: slices staged through registers and two alternating
+    // stages ("pipelined") 142.2 TFLOP/s, fragments loaded straight from the buffers ("direct") 68.1 to 75,
+    // slices staged an element at a time 28.5.
+    if (units) {
+      if (pipelinedRuns(ctx, units, args)) return "subgroup-matrix-pipelined";
       return directFits(units, args.m, args.n, args.k) ? "subgroup-matrix-direct" : "subgroup-matrix";
+    }
     // Measured on an H200, "blocked 128x64/16" against "tiled": 4096³ 25.7 against 22.2 TFLOP/s, the
     // model's x·W_upᵀ at 512 and 2,048 rows 20.3 / 27.7 against 15.9 / 19.5, its dX 23.3 against 18.6,
     // its dW 24.1 against 23.7, 1024³ even; with 128 columns (n = 128) it lost, 5.7 against 7.9.

@@ -16,6 +16,12 @@ export interface TimingOptions {
   repeats?: number;
   /** Timed rounds per candidate; the median counts (default 3; one for a candidate out of the race). */
   rounds?: number;
+  /**
+   * "gpu" (default): the kernels' own time where the adapter has timestamp queries and is not software,
+   * else the wall clock; "wall": always the wall clock around a wait for the queue (it counts copies and
+   * the CPU's recording too).
+   */
+  clock?: "gpu" | "wall";
 }
 
 /** Options of a tuning pass over several problems. */
@@ -37,9 +43,9 @@ export const OUT_OF_RACE = 3;
  */
 export const LONG_RUN_MS = 20;
 
-/** Milliseconds of `run`'s GPU work: timestamps on a GPU that has them, else the wall clock. */
-async function gpuMilliseconds(ctx: GpuContext, run: () => void): Promise<number> {
-  if (ctx.info.features.timestampQuery && !ctx.info.adapter.isSoftware) {
+/** Milliseconds of `run`'s GPU work: timestamps on a GPU that has them (clock "gpu"), else the wall clock. */
+async function runMilliseconds(ctx: GpuContext, run: () => void, clock: "gpu" | "wall"): Promise<number> {
+  if (clock === "gpu" && ctx.info.features.timestampQuery && !ctx.info.adapter.isSoftware) {
     ctx.startKernelProfile();
     run();
     return (await ctx.stopKernelProfile()).totalMs;
@@ -109,9 +115,13 @@ export async function timeCandidates<T>(
     for (let i = 0; i < racing.length; i++) {
       const c = racing[(i + round) % racing.length]!;
       const runs = round > 0 && times[c]![0]! > LONG_RUN_MS ? 1 : repeats;
-      const ms = await gpuMilliseconds(ctx, () => {
-        for (let r = 0; r < runs; r++) run(usable[c]!);
-      });
+      const ms = await runMilliseconds(
+        ctx,
+        () => {
+          for (let r = 0; r < runs; r++) run(usable[c]!);
+        },
+        options.clock ?? "gpu",
+      );
       times[c]!.push(ms / runs);
     }
     if (round === 0) {

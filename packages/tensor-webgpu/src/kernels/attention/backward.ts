@@ -307,6 +307,16 @@ export const KV_GRAD_PER_HEAD_KERNEL: TiledKernel = {
 };
 
 /**
+ * The dK/dV kernel the tiled backward runs: per query head on GPUs when query heads share KV heads, grouped
+ * otherwise.
+ */
+export function kvGradKernel(ctx: GpuContext, dims: { numHeads: number; numKvHeads: number }): TiledKernel {
+  return dims.numHeads > dims.numKvHeads && tileProfile(ctx) === "hardware"
+    ? KV_GRAD_PER_HEAD_KERNEL
+    : KV_GRAD_KERNEL;
+}
+
+/**
  * dK/dV (of `dtype`) = the sum of each KV head's query heads' f32 shares; one invocation per vec4 of dK and
  * of dV.
  */
@@ -513,7 +523,7 @@ export function recordAttentionBackward(
   const lanes = textureAttentionLanes(ctx, args);
   if (lanes !== undefined) {
     textureBackward(ctx, args, lanes, flags, stats);
-  } else if (group > 1 && tileProfile(ctx) === "hardware") {
+  } else if (kvGradKernel(ctx, args) === KV_GRAD_PER_HEAD_KERNEL) {
     // Each query head's share of dK/dV, then their sum per KV head (KV_GRAD_PER_HEAD_KERNEL).
     const shareBytes = batch * kvLen * numHeads * headDim * 4;
     const dKShares = ctx.pool.acquire(shareBytes, "attention dK shares");

@@ -110,7 +110,7 @@ export async function timeAttentionForms(
     return { ...(await timeCandidates(ctx, forms, run, options, check)), products };
   } finally {
     await ctx.sync().catch(() => undefined);
-    for (const b of created) b.destroy();
+    ctx.destroyBuffers(created);
   }
 }
 

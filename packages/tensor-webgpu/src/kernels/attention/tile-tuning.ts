@@ -70,7 +70,7 @@ export async function timeAttentionTiles(
     return await timeCandidates(ctx, candidates, run, options, check);
   } finally {
     await ctx.sync().catch(() => undefined);
-    for (const buffer of buffers) buffer.destroy();
+    ctx.destroyBuffers(buffers);
   }
 }
 
