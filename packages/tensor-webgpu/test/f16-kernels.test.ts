@@ -62,6 +62,7 @@ const matrixContext = (): Promise<GpuContext> => {
   return emulated;
 };
 const hasSubgroupMatrix = subgroupMatrixShape(await matrixContext()) !== undefined;
+const hasBufferView = (await matrixContext()).info.features.bufferView;
 
 describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () => {
   const cases = [
@@ -84,6 +85,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     blockedTile?: BlockedTile,
     matrixTile?: MatrixTile,
     directPrefetch?: boolean,
+    wideStores?: boolean,
   ): Promise<void> {
     const context = variant.startsWith("subgroup-matrix") ? matrixContext : testContext;
     await withF16(async (ctx) => {
@@ -108,6 +110,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
         blockedTile,
         matrixTile,
         directPrefetch,
+        wideStores,
         dtype: "f16",
       } as const;
       matmul(ctx, { ...args, bias: biasBuffer, addend: addendBuffer });
@@ -189,6 +192,15 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     it.skipIf(!hasSubgroupMatrix).each(run.map((c) => [JSON.stringify(c), c] as const))(
       `"subgroup-matrix-pipelined" ${matrixTile}x${matrixTile} %s`,
       (_, c) => checkHalves(c, "subgroup-matrix-pipelined", undefined, matrixTile),
+    );
+  }
+  // Wide stores: the same kernel staging through 16-byte stores into workgroup buffers (WGSL buffer_view).
+  // Emulated, the 64 x 64 tile only (the 128 x 128 one took lavapipe 47 s to compile; only constants differ).
+  for (const matrixTile of MATRIX_TILES) {
+    const run = realMatrices ? wideRows : matrixTile === 64 ? [wideRows[1]!] : [];
+    it.skipIf(!hasSubgroupMatrix || !hasBufferView).each(run.map((c) => [JSON.stringify(c), c] as const))(
+      `"subgroup-matrix-pipelined" ${matrixTile}x${matrixTile} wide-stores %s`,
+      (_, c) => checkHalves(c, "subgroup-matrix-pipelined", undefined, matrixTile, false, true),
     );
   }
   it.skipIf(!hasSubgroupMatrix)(

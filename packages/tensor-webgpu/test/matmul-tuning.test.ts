@@ -141,22 +141,27 @@ describe("the choice table", () => {
     expect(fresh.get(s)).toEqual(table.get(s));
   });
 
-  it("keeps a direct subgroup-matrix tile, and its prefetch, through a save and a load", async () => {
+  it("keeps a tensor-core tile and its options (prefetch, wide stores) through a save and a load", async () => {
     const ctx = await testContext();
     const table = enableMatmulTuning(ctx);
     const s = shape(512, 4864, 896, { dtype: "f16" });
     const s2 = shape(2048, 4864, 896, { dtype: "f16" });
+    const s3 = shape(4096, 4096, 4096, { dtype: "f16" });
     const choice = { variant: "subgroup-matrix-direct", matrixTile: 64 } as const;
     const prefetching = { variant: "subgroup-matrix-direct", matrixTile: 128, directPrefetch: true } as const;
     expect(choiceName(choice)).toBe("subgroup-matrix-direct 64x64");
     expect(choiceName(prefetching)).toBe("subgroup-matrix-direct 128x128 prefetch");
     table.set({ key: matmulShapeKey(s), shape: s, choice, candidates: [], rejected: [] });
     table.set({ key: matmulShapeKey(s2), shape: s2, choice: prefetching, candidates: [], rejected: [] });
+    const wide = { variant: "subgroup-matrix-pipelined", matrixTile: 128, wideStores: true } as const;
+    expect(choiceName(wide)).toBe("subgroup-matrix-pipelined 128x128 wide-stores");
+    table.set({ key: matmulShapeKey(s3), shape: s3, choice: wide, candidates: [], rejected: [] });
     const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
     disableMatmulTuning(ctx);
     expect(loadKernelTuning(ctx, saved)).toBe(true);
     expect(matmulChoices(ctx)!.get(s)!.choice).toEqual(choice);
     expect(matmulChoices(ctx)!.get(s2)!.choice).toEqual(prefetching);
+    expect(matmulChoices(ctx)!.get(s3)!.choice).toEqual(wide);
     // Files written before the pipelined kernel name the tile `directTile`.
     const legacy = structuredClone(saved);
     for (const entry of legacy.matmul) {
@@ -202,6 +207,9 @@ describe("the choice table", () => {
         entry({ choice: { variant: "subgroup-matrix-direct", matrixTile: 64, directPrefetch: "yes" } }),
       ),
     ).toThrow(/choice\.directPrefetch must be true or false/);
+    expect(
+      damaged(entry({ choice: { variant: "subgroup-matrix-pipelined", matrixTile: 64, wideStores: 1 } })),
+    ).toThrow(/choice\.wideStores must be true or false/);
     expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(
       /does not match its shape \(f32 NT 1x64x64x64\)/,
     );
@@ -427,6 +435,10 @@ describe("tuning f16 products on tensor cores", () => {
           "subgroup-matrix-pipelined 128x128",
           "subgroup-matrix-pipelined 64x64",
         ]),
+      );
+      // Wide stores where WGSL has buffer views.
+      expect(offered.includes("subgroup-matrix-pipelined 64x64 wide-stores")).toBe(
+        ctx.info.features.bufferView,
       );
       // Emulated, a 128 x 128 tile takes lavapipe 8-12 s to compile: the 64 x 64 ones check the same code.
       const candidates = matmulCandidates(ctx, s).filter(

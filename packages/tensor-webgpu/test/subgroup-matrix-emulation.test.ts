@@ -112,6 +112,17 @@ describe("the rewrite", () => {
     expect(code).toContain("struct SgmResult_f32_16x16 { v: array<f32, 32> }");
   });
 
+  it("loads through a buffer view by repeating the view's binding in the load's helper", () => {
+    const binding = "let tile = bufferView<array<f16, 4096>>(&stages, 0);";
+    const viewed = source
+      .replace("fn main() {", `var<workgroup> stages: buffer<8192>;\nfn main() {\n  ${binding}`)
+      .replace("(&a, 3u", "(tile, 3u");
+    const code = emulateSubgroupMatrices(viewed, 8);
+    const helper = code.slice(code.indexOf("fn sgmLoad_SgmLeft_f16_16x16_tile("));
+    expect(helper.slice(0, helper.indexOf("}\n"))).toContain(binding);
+    expect(code).toMatch(/sgmLoad_SgmLeft_f16_16x16_tile\(\s*3u/);
+  });
+
   it("keeps a lane parameter main already has", () => {
     const withLane = source.replace("fn main()", "fn main(@builtin(subgroup_invocation_id) lane: u32)");
     expect(emulateSubgroupMatrices(withLane, 8)).toContain("sgmLane = lane;");
@@ -127,6 +138,11 @@ describe("the rewrite", () => {
       /subgroupMatrixMultiply is not emulated/,
     ],
     ["a load through a struct member", source.replace("(&a, 3u", "(&(s.a), 3u"), /a load from "s.a"/],
+    [
+      "a load through a pointer that is not a buffer view",
+      source.replace("(&a, 3u", "(a, 3u"),
+      /a load from "a", which is neither &array nor a buffer view/,
+    ],
     [
       "a load from a function variable",
       source.replace("(&a, 3u", "(&local, 3u").replace("var acc", "var local: array<f16, 4>;\n  var acc"),

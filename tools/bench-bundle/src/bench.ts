@@ -191,7 +191,8 @@ console.log(
 console.log(`adapter features: ${ctx.info.adapterFeatures.join(" ")}`);
 console.log(
   `features: shader-f16 ${features.shaderF16}, subgroups ${features.subgroups} (${subgroupSizes.min}-${subgroupSizes.max}), ` +
-    `subgroup matrices ${JSON.stringify(features.subgroupMatrixConfigs)} -> ${JSON.stringify(subgroupMatrixShape(ctx) ?? null)}`,
+    `subgroup matrices ${JSON.stringify(features.subgroupMatrixConfigs)} -> ${JSON.stringify(subgroupMatrixShape(ctx) ?? null)}, ` +
+    `WGSL buffer_view ${features.bufferView}`,
 );
 
 // ---- latency of waiting: what one step of a decode loop pays at least, apart from its work

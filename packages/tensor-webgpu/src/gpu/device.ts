@@ -55,6 +55,11 @@ export interface AcquiredDevice {
     subgroupMatrixConfigs: readonly SubgroupMatrixConfig[];
     /** The configs are emulated (DeviceOptions.emulateSubgroupMatrices): kernels run as subgroup code. */
     subgroupMatrixEmulated: boolean;
+    /**
+     * WGSL's buffer_view language feature: untyped workgroup buffers read and written through typed
+     * views (the pipelined tensor-core kernel's wide stores).
+     */
+    bufferView: boolean;
   };
   /** Every optional feature the adapter offers (requested or not), sorted: for reports. */
   adapterFeatures: string[];
@@ -201,6 +206,7 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
       timestampQuery: device.features.has("timestamp-query"),
       subgroupMatrixConfigs: emulated ? [...options.emulateSubgroupMatrices!] : realConfigs,
       subgroupMatrixEmulated: emulated,
+      bufferView: gpu.wgslLanguageFeatures?.has("buffer_view") ?? false,
     },
     adapterFeatures: [...adapter.features].map(String).sort(),
     subgroupSizes: { min: info?.subgroupMinSize ?? 0, max: info?.subgroupMaxSize ?? 0 },

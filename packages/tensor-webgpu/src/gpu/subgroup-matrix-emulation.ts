@@ -11,7 +11,8 @@
  * and says nothing about speed on a card.
  *
  * Supported: `subgroupMatrixLoad<T>(&v, offset, colMajor, stride)` and `subgroupMatrixStore(&v, offset,
- * value, colMajor, stride)` on module-scope arrays named directly, `subgroupMatrixMultiplyAccumulate`,
+ * value, colMajor, stride)` on module-scope arrays named directly, loads through a view of a module-scope
+ * buffer bound by name (`let v = bufferView<array<T, N>>(&buffer, offset);`), `subgroupMatrixMultiplyAccumulate`,
  * zero-valued constructors `T()`, in a kernel whose entry point is `main`, with one left, one right and one
  * result type (all of this package's kernels). Anything else is refused with an error naming it.
  */
@@ -72,8 +73,13 @@ const eachElement = (type: MatrixType, lanes: number, body: string) => `for (var
     ${body}
   }`;
 
-function loadFunction(type: MatrixType, array: string, lanes: number): string {
+/**
+ * A load's helper; `view`, for a load through a buffer view, is the view's `let` binding, repeated in the
+ * helper (a function cannot take a workgroup pointer from its caller without unrestricted pointer parameters).
+ */
+function loadFunction(type: MatrixType, array: string, lanes: number, view = ""): string {
   return /* wgsl */ `fn sgmLoad_${type.name}_${array}(offset: u32, colMajor: bool, stride: u32) -> ${type.name} {
+  ${view}
   var m: ${type.name};
   ${eachElement(type, lanes, `m.v[s] = ${type.component}(${array}[index]);`)}
   return m;
@@ -129,6 +135,18 @@ function onlyType(types: Map<string, MatrixType>, kind: Kind, use: string): Matr
       `${use} needs exactly one ${kind} matrix type in the kernel, found ${ofKind.length}`,
     );
   return ofKind[0]!;
+}
+
+/** The statement that binds `name` to a view of a module-scope buffer (`let name = bufferView<...>(&b, o);`). */
+function viewBinding(wgsl: string, name: string): string {
+  const binding = new RegExp(
+    `let\\s+${name}\\s*=\\s*bufferView<[^;]*>\\s*\\(\\s*&\\s*\\w+\\s*,[^;]*\\);`,
+  ).exec(wgsl);
+  if (!binding)
+    throw new SubgroupMatrixEmulationError(
+      `a load from "${name}", which is neither &array nor a buffer view`,
+    );
+  return binding[0];
 }
 
 /** A pointer argument `&name` or `&(name)` as the array's name, refusing anything but a plain name. */
@@ -194,12 +212,14 @@ export function emulateSubgroupMatrices(wgsl: string, lanes: number): string {
   code = `diagnostic(off, subgroup_uniformity);\n${code}`;
 
   code = code.replace(
-    /subgroupMatrixLoad<\s*(subgroup_matrix_\w+<[^>]*>)\s*>\s*\(\s*&\s*(\(?\s*[\w.]+\s*\)?)\s*,/g,
-    (_, typeText: string, target: string) => {
+    /subgroupMatrixLoad<\s*(subgroup_matrix_\w+<[^>]*>)\s*>\s*\(\s*(&?)\s*(\(?\s*[\w.]+\s*\)?)\s*,/g,
+    (_, typeText: string, address: string, target: string) => {
       const array = arrayName(target, "a load from");
-      elementTypeOf(wgsl, array); // refuses anything but a module-scope array
+      // A module-scope array (&name), or a view of a module-scope buffer bound to `name`.
+      const view = address ? "" : viewBinding(wgsl, array);
+      if (address) elementTypeOf(wgsl, array); // refuses anything but a module-scope array
       const type = parseType(new RegExp(TYPE.source).exec(typeText)!);
-      helpers.set(`load ${type.name} ${array}`, loadFunction(type, array, lanes));
+      helpers.set(`load ${type.name} ${array}`, loadFunction(type, array, lanes, view));
       return `sgmLoad_${type.name}_${array}(`;
     },
   );

@@ -60,6 +60,11 @@ export interface MatmulChoice {
   matrixTile?: MatrixTile;
   /** "subgroup-matrix-direct" only: load each k-step's fragments one step ahead. */
   directPrefetch?: boolean;
+  /**
+   * "subgroup-matrix-pipelined" only: store each 16-byte load into workgroup memory whole, through a buffer
+   * view (WGSL's buffer_view language feature), instead of as 8 halves.
+   */
+  wideStores?: boolean;
 }
 
 /** One candidate's measured GPU time per product (median over the tuning's rounds). */
@@ -96,14 +101,15 @@ export function matmulShapeKey(shape: MatmulShape): string {
 
 /**
  * A kernel's name in reports: "tiled", "blocked 128x64/16", "subgroup-matrix-direct 64x64",
- * "subgroup-matrix-direct 128x128 prefetch".
+ * "subgroup-matrix-direct 128x128 prefetch", "subgroup-matrix-pipelined 128x128 wide-stores".
  */
 export function choiceName(choice: MatmulChoice): string {
   const tile = choice.blockedTile;
   if (tile) return `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}`;
   const direct = choice.matrixTile;
   if (!direct) return choice.variant;
-  return `${choice.variant} ${direct}x${direct}${choice.directPrefetch ? " prefetch" : ""}`;
+  const option = choice.directPrefetch ? " prefetch" : choice.wideStores ? " wide-stores" : "";
+  return `${choice.variant} ${direct}x${direct}${option}`;
 }
 
 /** The adapter a table belongs to. */
@@ -167,10 +173,16 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
         where,
         `choice.matrixTile is ${JSON.stringify(square)}, not one of ${MATRIX_TILES.join(", ")}`,
       );
-    if (x.directPrefetch !== undefined && typeof x.directPrefetch !== "boolean")
-      throw new KernelTuningFileError(where, "choice.directPrefetch must be true or false");
+    for (const flag of ["directPrefetch", "wideStores"] as const)
+      if (x[flag] !== undefined && typeof x[flag] !== "boolean")
+        throw new KernelTuningFileError(where, `choice.${flag} must be true or false`);
     const matrixTile = square as MatrixTile;
-    return x.directPrefetch ? { variant, matrixTile, directPrefetch: true } : { variant, matrixTile };
+    return {
+      variant,
+      matrixTile,
+      ...(x.directPrefetch ? { directPrefetch: true } : {}),
+      ...(x.wideStores ? { wideStores: true } : {}),
+    };
   }
   if (x.blockedTile === undefined) return { variant };
   const tile = x.blockedTile as BlockedTile;

@@ -599,6 +599,11 @@ export function pipelinedDepth(
  * into the registers and multiplies, so global latency hides behind the multiplies, and alternating
  * stages leaves one barrier per step. Operands must suit wide loads (pipelinedFits); rows, columns and
  * k past the problem's edges are staged as zeros, so the other edges may be ragged.
+ *
+ * `wideStores`: the stages are workgroup buffers (WGSL's buffer_view) written a whole 16-byte load at a
+ * time through a vec4<u32> view and read as halves by the fragment loads, instead of arrays of halves
+ * written 8 stores per load: at 128 x 128 with k-steps of 32 those stores are 64 per invocation per step,
+ * more instructions for the workgroup-memory pipe than the fragment loads that feed the multiplies.
  */
 export function subgroupMatrixPipelinedKernel(
   transA: boolean,
@@ -608,6 +613,7 @@ export function subgroupMatrixPipelinedKernel(
   tile: MatrixTile,
   depth: PipelinedDepth,
   preamble: string,
+  wideStores = false,
 ): string {
   const { m: M, n: N, k: K } = shape;
   const bk = depth;
@@ -648,11 +654,17 @@ export function subgroupMatrixPipelinedKernel(
 }
 fn stage${name}(e: u32, v: vec4u, stage: u32) {
   let at = stage * ${stageSize}u + (e / ${perRow}u) * ${stride}u + (e % ${perRow}u) * ${WIDE}u;
-  let h = array<vec2<f16>, 4>(bitcast<vec2<f16>>(v.x), bitcast<vec2<f16>>(v.y), bitcast<vec2<f16>>(v.z),
+  ${
+    wideStores
+      ? // Strides and stage sizes are multiples of 8 halves: every wide load lands on a whole vector.
+        `let vectors = bufferView<array<vec4u, ${(2 * stageSize) / WIDE}>>(&${array}Stages, 0);
+  vectors[at / ${WIDE}u] = v;`
+      : `let h = array<vec2<f16>, 4>(bitcast<vec2<f16>>(v.x), bitcast<vec2<f16>>(v.y), bitcast<vec2<f16>>(v.z),
                               bitcast<vec2<f16>>(v.w));
   ${range(WIDE)
     .map((i) => `${array}Tile[at + ${i}u] = h[${i >> 1}].${i & 1 ? "y" : "x"};`)
-    .join(" ")}
+    .join(" ")}`
+  }
 }`;
   };
   const rowAxis = { origin: "tileOrigin", limit: "p.m" };
@@ -680,6 +692,8 @@ fn stage${name}(e: u32, v: vec4u, stage: u32) {
     transB
       ? `bAt + (blockColInTile + ${j * N}u) * ${bStride}u + ${kk}u`
       : `bAt + ${kk * bStride}u + blockColInTile + ${j * N}u`;
+  // The fragment loads' pointer: the array of halves, or (wide stores) a view of the buffer as halves.
+  const tileRef = (array: "a" | "b") => (wideStores ? `${array}Tile` : `&${array}Tile`);
   const multiplies = range(bk / K)
     .map((step) => {
       const kk = step * K;
@@ -687,13 +701,13 @@ fn stage${name}(e: u32, v: vec4u, stage: u32) {
       ${range(fm)
         .map(
           (i) =>
-            `let l${i} = subgroupMatrixLoad<${left}>(&aTile, ${aOffset(i, kk)}, ${transA}, ${aStride}u);`,
+            `let l${i} = subgroupMatrixLoad<${left}>(${tileRef("a")}, ${aOffset(i, kk)}, ${transA}, ${aStride}u);`,
         )
         .join("\n      ")}
       ${range(fn)
         .map(
           (j) =>
-            `let r${j} = subgroupMatrixLoad<${right}>(&bTile, ${bOffset(j, kk)}, ${transB}, ${bStride}u);`,
+            `let r${j} = subgroupMatrixLoad<${right}>(${tileRef("b")}, ${bOffset(j, kk)}, ${transB}, ${bStride}u);`,
         )
         .join("\n      ")}
       ${pairs.map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`).join("\n      ")}
@@ -705,14 +719,25 @@ enable chromium_experimental_subgroup_matrix;
 diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
 ${preamble}
 
-var<workgroup> aTile: array<f16, ${2 * aStage}>;
-var<workgroup> bTile: array<f16, ${2 * bStage}>;
+${
+  wideStores
+    ? `var<workgroup> aStages: buffer<${2 * aStage * 2}>;
+var<workgroup> bStages: buffer<${2 * bStage * 2}>;`
+    : `var<workgroup> aTile: array<f16, ${2 * aStage}>;
+var<workgroup> bTile: array<f16, ${2 * bStage}>;`
+}
 var<workgroup> scratch: array<f32, ${DIRECT_SUBGROUPS * M * N}>;
 ${fragmentStore(result, M, N, lanes)}
 ${functions}
 ${stagedEntry(invocations, tile)}
   let blockRowInTile = (sg / 2u) * ${block}u;
   let blockColInTile = (sg % 2u) * ${block}u;
+  ${
+    wideStores
+      ? `let aTile = bufferView<array<f16, ${2 * aStage}>>(&aStages, 0);
+  let bTile = bufferView<array<f16, ${2 * bStage}>>(&bStages, 0);`
+      : ""
+  }
   ${pairs.map(([i, j]) => `var acc${i}_${j} = ${result}();`).join("\n  ")}
   var nextA: array<vec4u, ${perInvocation}>;
   var nextB: array<vec4u, ${perInvocation}>;

@@ -47,6 +47,8 @@ export interface MatmulArgs {
   matrixTile?: MatrixTile;
   /** The "subgroup-matrix-direct" variant loads each k-step's fragments one step ahead (default false). */
   directPrefetch?: boolean;
+  /** With variant "subgroup-matrix-pipelined": stage through 16-byte stores (needs WGSL's buffer_view). */
+  wideStores?: boolean;
   /**
    * Element type of a, b and out (default f32). With "f16" (needs shader-f16) the operands are read as
    * halves and converted, products accumulate in f32, and the result is rounded to f16 once on store.

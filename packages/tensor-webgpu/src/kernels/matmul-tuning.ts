@@ -65,8 +65,11 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
       }
     if (pipelinedFits({ ...shape, ...packedLayout(shape) }))
       for (const matrixTile of MATRIX_TILES)
-        if (pipelinedDepth(matrixTile, units, limit))
+        if (pipelinedDepth(matrixTile, units, limit)) {
           candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile });
+          if (ctx.info.features.bufferView)
+            candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile, wideStores: true });
+        }
   }
   return candidates;
 }

@@ -397,12 +397,17 @@ function runSubgroupMatrixPipelined(
     throw new RangeError(
       `matmul: a ${tile}x${tile} "subgroup-matrix-pipelined" tile needs ${pipelinedBytes(tile, shape, 16)} bytes of workgroup memory, this device has ${limit}`,
     );
+  const wideStores = choice.wideStores === true;
+  if (wideStores && !ctx.info.features.bufferView)
+    throw new RangeError(
+      'matmul: "subgroup-matrix-pipelined" with wide stores needs the WGSL language feature buffer_view, which this adapter lacks',
+    );
   if (!pipelinedFits(p)) {
     runSubgroupMatrix(ctx, args, p);
     return;
   }
   const lanes = ctx.info.subgroupSizes.max;
-  const key = `subgroup-matrix-pipelined${tile}/${depth} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
+  const key = `subgroup-matrix-pipelined${tile}/${depth}${wideStores ? " wide" : ""} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
   const pipelined = ctx.pipeline(
     `matmul ${key}`,
     source(key, () =>
@@ -414,6 +419,7 @@ function runSubgroupMatrixPipelined(
         tile,
         depth,
         gemmPreamble("f16", "vec4<u32>"),
+        wideStores,
       ),
     ),
   );
@@ -481,6 +487,7 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
       ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}),
       ...(args.matrixTile ? { matrixTile: args.matrixTile } : {}),
       ...(args.directPrefetch ? { directPrefetch: true } : {}),
+      ...(args.wideStores ? { wideStores: true } : {}),
     };
   const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
   return tuned ?? fixedRuleChoice(ctx, args);
