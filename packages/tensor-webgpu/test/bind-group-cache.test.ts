@@ -57,7 +57,7 @@ describe("BindGroupCache", () => {
     let collections = 0;
     const cache = new BindGroupCache(() => collections++, 3);
     const resources = [{}, {}, {}];
-    resources.forEach((r, i) => cache.get(`g${i}`, [r], fakeGroup));
+    for (const [i, r] of resources.entries()) cache.get(`g${i}`, [r], fakeGroup);
     cache.forget(resources.slice(0, 2));
     expect(collections).toBe(0);
     cache.forget(resources.slice(2));
