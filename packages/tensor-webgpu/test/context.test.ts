@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { webGpuBackend } from "../src/backends/webgpu.js";
 import { BufferPool, sizeClass } from "../src/gpu/buffer-pool.js";
 import { GpuContext, GpuValidationError, grid } from "../src/gpu/context.js";
-import { DeviceLostError } from "../src/gpu/device.js";
+import { DeviceLostError, matrixLoadsThroughViews } from "../src/gpu/device.js";
 import { TexturePool } from "../src/gpu/texture-pool.js";
 import { backward, mean, mul, matmul as product, scope, tensor } from "../src/index.js";
 import { matmul } from "../src/kernels/matmul.js";
@@ -32,6 +32,27 @@ describe("GpuContext", () => {
     const ctx = await testContext();
     expect(typeof ctx.info.adapter.isSoftware).toBe("boolean");
     expect(ctx.device.limits.maxComputeInvocationsPerWorkgroup).toBeGreaterThanOrEqual(256);
+  });
+
+  it("probes whether subgroup-matrix loads take buffer views, without leaving an error behind", async () => {
+    const ctx = await testContext();
+    const f16Shape = [{ componentType: "f16", resultType: "f32", M: 16, N: 16, K: 16 }];
+    const real =
+      ctx.info.features.subgroupMatrixConfigs.length > 0 && !ctx.info.features.subgroupMatrixEmulated;
+    const probed = await matrixLoadsThroughViews(
+      ctx.device,
+      f16Shape,
+      Math.max(ctx.info.subgroupSizes.max, 1),
+    );
+    // Without matrix units the extension does not compile; with them, the context probed the same.
+    expect(probed).toBe(real ? ctx.info.features.subgroupMatrixViews : false);
+    expect(await matrixLoadsThroughViews(ctx.device, [], 32)).toBe(false);
+    // The refused compile was caught in its own error scope: the next kernel runs.
+    const xb = ctx.upload(new Float32Array([1]));
+    const yb = ctx.upload(new Float32Array([2]));
+    ctx.dispatch(ctx.pipeline("axpy", AXPY), [xb, yb], params(1, 1), [1]);
+    expect(new Float32Array(await ctx.read(yb, 4))[0]).toBe(3);
+    for (const b of [xb, yb]) ctx.pool.release(b);
   });
 
   it("runs a kernel with uniform params and reads the result", async () => {

@@ -436,9 +436,9 @@ describe("tuning f16 products on tensor cores", () => {
           "subgroup-matrix-pipelined 64x64",
         ]),
       );
-      // Wide stores where WGSL has buffer views.
+      // Wide stores where subgroup-matrix loads take WGSL buffer views.
       expect(offered.includes("subgroup-matrix-pipelined 64x64 wide-stores")).toBe(
-        ctx.info.features.bufferView,
+        ctx.info.features.subgroupMatrixViews,
       );
       // Emulated, a 128 x 128 tile takes lavapipe 8-12 s to compile: the 64 x 64 ones check the same code.
       const candidates = matmulCandidates(ctx, s).filter(

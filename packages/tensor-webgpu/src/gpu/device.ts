@@ -60,6 +60,12 @@ export interface AcquiredDevice {
      * views (the pipelined tensor-core kernel's wide stores).
      */
     bufferView: boolean;
+    /**
+     * Subgroup-matrix loads take a buffer view: probed by compiling one where the adapter has subgroup
+     * matrices and WGSL buffer views (both are experimental, and nothing else says they combine); where the
+     * matrices are emulated, the same as `bufferView`.
+     */
+    subgroupMatrixViews: boolean;
   };
   /** Every optional feature the adapter offers (requested or not), sorted: for reports. */
   adapterFeatures: string[];
@@ -140,6 +146,40 @@ async function getGpu(options: DeviceOptions): Promise<GPU> {
 
 const SOFTWARE = /llvmpipe|lavapipe|swiftshader|software|cpu/i;
 
+/**
+ * Whether this device compiles a subgroup-matrix load from a view of a workgroup buffer, for the first f16
+ * shape of `configs`: a kernel that would not compile is then never offered (false without such a shape).
+ */
+export async function matrixLoadsThroughViews(
+  device: GPUDevice,
+  configs: readonly SubgroupMatrixConfig[],
+  lanes: number,
+): Promise<boolean> {
+  const config = configs.find((c) => c.componentType === "f16");
+  if (!config || lanes === 0) return false;
+  const { M, K } = config;
+  const left = `subgroup_matrix_left<f16, ${K}, ${M}>`;
+  const code = /* wgsl */ `enable f16;
+enable chromium_experimental_subgroup_matrix;
+var<workgroup> stage: buffer<${M * K * 2}>;
+@group(0) @binding(0) var<storage, read_write> out: array<f16>;
+@compute @workgroup_size(${lanes})
+fn main() {
+  let halves = bufferView<array<f16, ${M * K}>>(&stage, 0);
+  subgroupMatrixStore(&out, 0u, subgroupMatrixLoad<${left}>(halves, 0u, false, ${K}u), false, ${K}u);
+}`;
+  device.pushErrorScope("validation");
+  try {
+    const module = device.createShaderModule({ code, label: "subgroup-matrix view probe" });
+    await device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" } });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await device.popErrorScope();
+  }
+}
+
 /** Acquire a device with the adapter's own limits (not WebGPU's low defaults). */
 export async function acquireDevice(options: DeviceOptions = {}): Promise<AcquiredDevice> {
   const gpu = await getGpu(options);
@@ -192,6 +232,7 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
           K: c.K,
         }))
       : [];
+  const bufferView = gpu.wgslLanguageFeatures?.has("buffer_view") ?? false;
   const emulated =
     realConfigs.length === 0 &&
     (options.emulateSubgroupMatrices?.length ?? 0) > 0 &&
@@ -206,7 +247,10 @@ export async function acquireDevice(options: DeviceOptions = {}): Promise<Acquir
       timestampQuery: device.features.has("timestamp-query"),
       subgroupMatrixConfigs: emulated ? [...options.emulateSubgroupMatrices!] : realConfigs,
       subgroupMatrixEmulated: emulated,
-      bufferView: gpu.wgslLanguageFeatures?.has("buffer_view") ?? false,
+      bufferView,
+      subgroupMatrixViews: emulated
+        ? bufferView
+        : bufferView && (await matrixLoadsThroughViews(device, realConfigs, info?.subgroupMaxSize ?? 0)),
     },
     adapterFeatures: [...adapter.features].map(String).sort(),
     subgroupSizes: { min: info?.subgroupMinSize ?? 0, max: info?.subgroupMaxSize ?? 0 },

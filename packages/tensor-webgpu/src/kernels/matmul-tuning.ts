@@ -67,7 +67,7 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
       for (const matrixTile of MATRIX_TILES)
         if (pipelinedDepth(matrixTile, units, limit)) {
           candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile });
-          if (ctx.info.features.bufferView)
+          if (ctx.info.features.subgroupMatrixViews)
             candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile, wideStores: true });
         }
   }

@@ -398,9 +398,9 @@ function runSubgroupMatrixPipelined(
       `matmul: a ${tile}x${tile} "subgroup-matrix-pipelined" tile needs ${pipelinedBytes(tile, shape, 16)} bytes of workgroup memory, this device has ${limit}`,
     );
   const wideStores = choice.wideStores === true;
-  if (wideStores && !ctx.info.features.bufferView)
+  if (wideStores && !ctx.info.features.subgroupMatrixViews)
     throw new RangeError(
-      'matmul: "subgroup-matrix-pipelined" with wide stores needs the WGSL language feature buffer_view, which this adapter lacks',
+      'matmul: "subgroup-matrix-pipelined" with wide stores needs subgroup-matrix loads through WGSL buffer views, which this adapter does not compile',
     );
   if (!pipelinedFits(p)) {
     runSubgroupMatrix(ctx, args, p);
