@@ -192,7 +192,7 @@ console.log(`adapter features: ${ctx.info.adapterFeatures.join(" ")}`);
 console.log(
   `features: shader-f16 ${features.shaderF16}, subgroups ${features.subgroups} (${subgroupSizes.min}-${subgroupSizes.max}), ` +
     `subgroup matrices ${JSON.stringify(features.subgroupMatrixConfigs)} -> ${JSON.stringify(subgroupMatrixShape(ctx) ?? null)}, ` +
-    `WGSL buffer_view ${features.bufferView}`,
+    `WGSL buffer_view ${features.bufferView} (subgroup-matrix loads through views ${features.subgroupMatrixViews})`,
 );
 
 // ---- latency of waiting: what one step of a decode loop pays at least, apart from its work
