@@ -26,17 +26,12 @@ import {
   directFits,
   MATRIX_TILES,
   MATVEC_BLOCKED_MAX_ROWS,
+  packedLayout,
   pipelinedDepth,
   pipelinedFits,
 } from "./matmul-gpu.js";
 import { patternBuffer, poison, resultMismatch } from "./tuning-check.js";
 import { type TimingOptions, type TuningPassOptions, timeCandidates, winnerOrFail } from "./tuning-timer.js";
-
-/** The batch strides of a problem's operands stored densely, as tuning runs it. */
-const packedLayout = (shape: MatmulShape) => ({
-  aBatchStride: shape.m * shape.k,
-  bBatchStride: shape.k * shape.n,
-});
 
 /** Every kernel that can run this problem on this context. */
 export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulChoice[] {
@@ -50,7 +45,7 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
   } else {
     for (const tile of BLOCKED_TILES)
       if (blockedTileBytes(tile) <= limit) candidates.push({ variant: "blocked", blockedTile: tile });
-    if (wideFits({ ...shape, ...packedLayout(shape) }))
+    if (wideFits({ ...packedLayout(shape), dtype: shape.dtype }))
       for (const tile of BLOCKED_TILES)
         if (blockedWideBytes(tile) <= limit) candidates.push({ variant: "blocked-wide", blockedTile: tile });
   }
@@ -63,7 +58,7 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
         candidates.push({ variant: "subgroup-matrix-direct", matrixTile });
         candidates.push({ variant: "subgroup-matrix-direct", matrixTile, directPrefetch: true });
       }
-    if (pipelinedFits({ ...shape, ...packedLayout(shape) }))
+    if (pipelinedFits(packedLayout(shape)))
       for (const matrixTile of MATRIX_TILES)
         if (pipelinedDepth(matrixTile, units, limit)) {
           candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile });

@@ -84,6 +84,7 @@ import {
   type MatrixTile,
   matvecKernel,
   matvecRows,
+  packedLayout,
   pickSubgroupMatrixShape,
   pipelinedBytes,
   pipelinedDepth,
@@ -521,16 +522,7 @@ function pipelinedRuns(
   args: Pick<MatmulArgs, "m" | "n" | "k" | "transA" | "transB">,
 ): boolean {
   const { m, n, k } = args;
-  const layout = {
-    m,
-    n,
-    k,
-    transA: !!args.transA,
-    transB: !!args.transB,
-    batch: 1,
-    aBatchStride: 0,
-    bBatchStride: 0,
-  };
+  const layout = packedLayout({ batch: 1, m, n, k, transA: !!args.transA, transB: !!args.transB });
   const limit = ctx.device.limits.maxComputeWorkgroupStorageSize;
   return pipelinedFits(layout) && pipelinedDepth(FIXED_RULE_MATRIX_TILE, units, limit) !== undefined;
 }
