@@ -567,14 +567,9 @@ export function inWholeVectors(p: OperandLayout, width: number): boolean {
 }
 
 /** A problem's operands stored densely: no offsets or padded rows, batch items one after another. */
-export const packedLayout = (shape: {
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  transA: boolean;
-  transB: boolean;
-}): OperandLayout => ({ ...shape, aBatchStride: shape.m * shape.k, bBatchStride: shape.k * shape.n });
+export const packedLayout = (
+  shape: Pick<OperandLayout, "batch" | "m" | "n" | "k" | "transA" | "transB">,
+): OperandLayout => ({ ...shape, aBatchStride: shape.m * shape.k, bBatchStride: shape.k * shape.n });
 
 /**
  * Whether the "subgroup-matrix-pipelined" kernel can read a problem's operands in wide loads: 8 halves of
