@@ -192,13 +192,14 @@ export class AStarPO {
     return metrics;
   }
 
-  /** Reference log-probs of every target, micro-batch by micro-batch without gradients. */
+  /** Reference log-probs of the sampled targets (0 elsewhere), micro-batch by micro-batch without gradients. */
   private referenceLogProbs(trajectories: readonly Trajectory[]): Promise<Float32Array[]> {
     const logProbs = () =>
       forwardRows(
         trajectories,
         this.config.microBatchSize,
-        (input, targets) => this.reference.sequenceLogProbs(input, targets, this.config.temperature).logProbs,
+        (input, targets, packed) =>
+          this.reference.sequenceLogProbs(input, targets, this.config.temperature, packed.mask).logProbs,
       );
     // The actor as its own reference (LoRA): its base weights, with the adapters switched off.
     return this.reference === this.actor ? this.reference.withoutAdapters(logProbs) : logProbs();
@@ -224,7 +225,13 @@ export class AStarPO {
     const c = this.config;
     const backend = this.actor.param("model.embed_tokens.weight").backend;
     const shape = [packed.batch, packed.seqLen];
-    const { logProbs, entropy } = this.actor.sequenceLogProbs(inputOf(packed), packed.targets, c.temperature);
+    // The loss reads the sampled tokens alone: the head runs on those.
+    const { logProbs, entropy } = this.actor.sequenceLogProbs(
+      inputOf(packed),
+      packed.targets,
+      c.temperature,
+      packed.mask,
+    );
     const perRow = (values: readonly number[]): Tensor =>
       tensor(Float32Array.from(values), [packed.batch], { backend });
     return apoLoss(

@@ -394,7 +394,8 @@ export class StarPO {
     const sampled = rows.filter((row) => !row.importanceWeights);
     const recomputed = await this.forwardRows(
       sampled,
-      (input, targets) => this.actor.sequenceLogProbs(input, targets, this.config.temperature).logProbs,
+      (input, targets, packed) =>
+        this.actor.sequenceLogProbs(input, targets, this.config.temperature, packed.mask).logProbs,
     );
     const replaced = new Map(
       sampled.map((row, i) => [row, { ...row, oldLogProbs: sampledTokenLogProbs(row, recomputed[i]!) }]),
@@ -499,7 +500,8 @@ export class StarPO {
       const logProbs = () =>
         this.forwardRows(
           trajectories,
-          (input, targets) => reference.sequenceLogProbs(input, targets, c.temperature).logProbs,
+          (input, targets, packed) =>
+            reference.sequenceLogProbs(input, targets, c.temperature, packed.mask).logProbs,
         );
       // The actor as its own reference (LoRA): its base weights, with the adapters switched off.
       refLogProbs = await (reference === this.actor ? reference.withoutAdapters(logProbs) : logProbs());
@@ -605,7 +607,8 @@ export class StarPO {
     const start = performance.now();
     const entropies = await this.forwardRows(
       trajectories,
-      (input, targets) => this.actor.sequenceLogProbs(input, targets, this.config.temperature).entropy,
+      (input, targets, packed) =>
+        this.actor.sequenceLogProbs(input, targets, this.config.temperature, packed.mask).entropy,
     );
     metrics["timing_s/filter_entropy"] = seconds(start);
     const scores = entropies.map((entropy, i) => {
@@ -622,10 +625,13 @@ export class StarPO {
     return { scores, statistic: metric === "entropy" ? "mean" : "std" };
   }
 
-  /** Runs `fn` without gradients on every trajectory (micro-batch by micro-batch); per-row arrays aligned to targets. */
+  /**
+   * Runs `fn` without gradients on every trajectory (micro-batch by micro-batch); per-row arrays aligned
+   * to targets. Only the sampled tokens' entries (packed.mask) are read.
+   */
   private forwardRows(
     trajectories: readonly Trajectory[],
-    fn: (input: ModelTokenBatch, targets: Int32Array) => Tensor,
+    fn: (input: ModelTokenBatch, targets: Int32Array, packed: PackedBatch) => Tensor,
   ): Promise<Float32Array[]> {
     return forwardRows(trajectories, this.config.microBatchSize, fn);
   }
@@ -676,7 +682,13 @@ export class StarPO {
     const c = this.config;
     const backend = this.actor.param("model.embed_tokens.weight").backend;
     const shape = [packed.batch, packed.seqLen];
-    const { logProbs, entropy } = this.actor.sequenceLogProbs(inputOf(packed), packed.targets, c.temperature);
+    // The loss reads the sampled tokens alone: the head runs on those.
+    const { logProbs, entropy } = this.actor.sequenceLogProbs(
+      inputOf(packed),
+      packed.targets,
+      c.temperature,
+      packed.mask,
+    );
     return actorLoss(
       {
         logProbs,

@@ -9,19 +9,20 @@ import { lengthMicroBatches } from "./micro-batches.js";
  * Runs `fn` without gradients on every trajectory, in micro-batches of similar length (at most
  * `microBatchSize` of the longest one's padded tokens each); returns one array per trajectory, in the
  * given order, aligned to its targets (length tokens - 1). A row's result does not depend on the rows
- * beside it, so the grouping changes only the time taken.
+ * beside it, so the grouping changes only the time taken. `fn` also gets the packed micro-batch (its
+ * loss mask says which positions anything reads).
  */
 export async function forwardRows(
   trajectories: readonly Trajectory[],
   microBatchSize: number,
-  fn: (input: TokenBatch, targets: Int32Array) => Tensor,
+  fn: (input: TokenBatch, targets: Int32Array, packed: PackedBatch) => Tensor,
 ): Promise<Float32Array[]> {
   const out = new Array<Float32Array>(trajectories.length);
   const rows = trajectories.map((trajectory, index) => ({ trajectory, index }));
   for (const micro of lengthMicroBatches(rows, (r) => packedLength(r.trajectory), microBatchSize)) {
     const packed = packTrajectories(micro.map((r) => r.trajectory));
     const flat = await asyncScope(async () => {
-      const result = noGrad(() => fn(inputOf(packed), packed.targets));
+      const result = noGrad(() => fn(inputOf(packed), packed.targets, packed));
       return result.floats();
     });
     micro.forEach((r, b) => {

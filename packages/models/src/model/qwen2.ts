@@ -593,45 +593,74 @@ export class Qwen2Model {
    * Log-probabilities of `targets` ([batch·seqLen] ids: the token each position predicts) under
    * softmax(logits / temperature), and the entropy of that distribution, per position — what PPO's
    * ratio and entropy bonus need, with gradients. Both are [batch, seqLen].
+   *
+   * `needed` ([batch·seqLen], nonzero where a result is read: a loss mask) runs the head on those
+   * positions alone and gives 0 elsewhere. The head is the costliest part of a small model's step (a
+   * 151,936-token vocabulary), and an RL loss reads only the sampled tokens, not the prompt, the
+   * environment's turns or the padding. When nothing is needed, position 0 is computed anyway, so that a
+   * loss on the results stays connected to the weights.
    */
   sequenceLogProbs(
     input: TokenBatch,
     targets: Int32Array,
     temperature = 1,
+    needed?: ArrayLike<number>,
   ): { logProbs: Tensor; entropy: Tensor } {
-    if (targets.length !== input.batch * input.seqLen) {
+    const tokens = input.batch * input.seqLen;
+    if (targets.length !== tokens) {
       throw new RangeError(
         `sequenceLogProbs(): ${targets.length} targets for ${input.batch}x${input.seqLen} positions`,
       );
     }
-    const chunk = logitsChunkTokens(this.config.vocabSize, this.maxLogits);
-    if (input.batch * input.seqLen > chunk) return this.chunkedLogProbs(input, targets, temperature, chunk);
-    const logits = this.logits(input);
-    const backend = logits.backend;
-    const rows = reshape(logits, [input.batch, input.seqLen, this.config.vocabSize]);
-    const ids = tensor(targets, [input.batch, input.seqLen], { backend, dtype: "i32" });
-    const out = { logProbs: tokenLogProbs(rows, ids, temperature), entropy: entropy(rows, temperature) };
-    // The logits are the largest tensor of a training step (tokens × vocabulary): let the tape alone hold
-    // them, so the backward frees them once it is past them instead of the caller's scope at its end.
-    for (const t of [logits, rows, ids]) t.dispose();
+    if (needed !== undefined && needed.length !== tokens) {
+      throw new RangeError(
+        `sequenceLogProbs(): a mask of ${needed.length} for ${input.batch}x${input.seqLen} positions`,
+      );
+    }
+    const picked = needed === undefined ? undefined : neededPositions(needed);
+    const hidden = this.hidden(input);
+    const flat = reshape(hidden, [tokens, this.config.hiddenSize]);
+    // Gathered rows take their gradient back to `flat` (the embedding's scatter-add).
+    const rows = picked && picked.length < tokens ? embedding(flat, picked) : flat;
+    const rowTargets = rows === flat ? targets : picked!.map((position) => targets[position]!);
+    const head = this.headLogProbs(rows, rowTargets, temperature);
+    const shaped = (values: Tensor) => {
+      // Back to every position: picked rows in place, zeros (and no gradient) elsewhere.
+      const column = rows === flat ? values : reshape(values, [picked!.length, 1]);
+      const full = rows === flat ? values : embedding(column, scatterIds(picked!, tokens));
+      const out = reshape(full, [input.batch, input.seqLen]);
+      for (const t of new Set([values, column, full])) t.dispose();
+      return out;
+    };
+    const out = { logProbs: shaped(head.logProbs), entropy: shaped(head.entropy) };
+    // The logits are the largest tensors of a step: let the tape alone hold what feeds them, so the
+    // backward frees them once past them instead of the caller's scope at its end.
+    for (const t of new Set([hidden, flat, rows])) t.dispose();
     return out;
   }
 
   /**
-   * sequenceLogProbs over chunks of `chunk` tokens: each chunk's logits are made, read and dropped, and
-   * made again in the backward (checkpoint), so no more than a chunk's are ever alive.
+   * Log-probs and entropies ([rows] each) of `targets` from hidden states [rows, hidden]. Past maxLogits
+   * the head runs over chunks of tokens: each chunk's logits are made, read and dropped, and made again
+   * in the backward (checkpoint), so no more than a chunk's are ever alive.
    */
-  private chunkedLogProbs(
-    input: TokenBatch,
+  private headLogProbs(
+    hidden: Tensor,
     targets: Int32Array,
     temperature: number,
-    chunk: number,
   ): { logProbs: Tensor; entropy: Tensor } {
-    const tokens = input.batch * input.seqLen;
+    const tokens = targets.length;
     const vocab = this.config.vocabSize;
-    const hidden = this.hidden(input);
-    const flat = reshape(hidden, [tokens, this.config.hiddenSize]);
     const backend = hidden.backend;
+    const chunk = logitsChunkTokens(vocab, this.maxLogits);
+    if (tokens <= chunk) {
+      const logits = this.lmHead(hidden);
+      const rows = reshape(logits, [1, tokens, vocab]);
+      const ids = tensor(targets, [1, tokens], { backend, dtype: "i32" });
+      const out = { logProbs: tokenLogProbs(rows, ids, temperature), entropy: entropy(rows, temperature) };
+      for (const t of [logits, rows, ids]) t.dispose();
+      return out;
+    }
     const logProbParts: Tensor[] = [];
     const entropyParts: Tensor[] = [];
     for (let start = 0; start < tokens; start += chunk) {
@@ -645,7 +674,7 @@ export class Qwen2Model {
             const rows = reshape(this.lmHead(h!), [1, length, vocab]);
             return concat([tokenLogProbs(rows, chunkIds!, temperature), entropy(rows, temperature)], 0);
           },
-          [narrow(flat, 0, start, length), ids],
+          [narrow(hidden, 0, start, length), ids],
         );
       });
       logProbParts.push(narrow(both, 0, 0, 1));
@@ -654,13 +683,10 @@ export class Qwen2Model {
     }
     const join = (parts: Tensor[]) => {
       const joined = parts.length === 1 ? parts[0]! : concat(parts, 1);
-      const shaped = reshape(joined, [input.batch, input.seqLen]);
-      for (const part of new Set([...parts, joined])) part.dispose();
-      return shaped;
+      for (const part of parts) if (part !== joined) part.dispose();
+      return joined;
     };
-    const out = { logProbs: join(logProbParts), entropy: join(entropyParts) };
-    for (const t of [hidden, flat]) t.dispose();
-    return out;
+    return { logProbs: join(logProbParts), entropy: join(entropyParts) };
   }
 
   /** Project hidden states to vocabulary logits (the tied embedding when so configured). */
@@ -682,4 +708,20 @@ export class Qwen2Model {
     this.lora?.dispose();
     for (const t of this.params.values()) t.dispose();
   }
+}
+
+/** Flat indices of `needed`'s nonzero entries, ascending; [0] when there are none. */
+function neededPositions(needed: ArrayLike<number>): Int32Array {
+  const positions: number[] = [];
+  for (let i = 0; i < needed.length; i++) if (needed[i]) positions.push(i);
+  return Int32Array.from(positions.length > 0 ? positions : [0]);
+}
+
+/** Embedding ids that put row i at picked[i] of `tokens` positions, and -1 (a zero row) elsewhere. */
+function scatterIds(picked: Int32Array, tokens: number): Int32Array {
+  const ids = new Int32Array(tokens).fill(-1);
+  picked.forEach((position, row) => {
+    ids[position] = row;
+  });
+  return ids;
 }

@@ -191,8 +191,9 @@ export class AdapterVersions {
 }
 
 /**
- * `model`'s log-probs of each row's targets (tokens 1 ..) at `temperature`, without gradients, in
- * micro-batches of similar length as the update packs them; one array per row, of length tokens − 1.
+ * `model`'s log-probs of each row's sampled targets (tokens 1 .., 0 where unsampled) at `temperature`,
+ * without gradients, in micro-batches of similar length as the update packs them; one array per row, of
+ * length tokens − 1.
  */
 export function targetLogProbs(
   model: Qwen2Model,
@@ -203,6 +204,6 @@ export function targetLogProbs(
   return forwardRows(
     rows,
     microBatchSize,
-    (input, targets) => model.sequenceLogProbs(input, targets, temperature).logProbs,
+    (input, targets, packed) => model.sequenceLogProbs(input, targets, temperature, packed.mask).logProbs,
   );
 }
