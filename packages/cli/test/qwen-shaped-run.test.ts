@@ -76,7 +76,14 @@ describe("a Qwen-shaped model through ragen train profile=ragen with LoRA, and r
 
     const evalOut = join(root, "eval");
     expect(
-      await ragen(["eval", run, `outDir=${evalOut}`, "validation.groupsPerEnv=1"]),
+      await ragen([
+        "eval",
+        run,
+        `outDir=${evalOut}`,
+        "envs=Bandit",
+        "rollout.maxNewTokens=16",
+        "validation.groupsPerEnv=1",
+      ]),
       logs.join("\n"),
     ).toBe(0);
     const evalRows = parseMetricsJsonl(readFileSync(join(evalOut, "metrics.jsonl"), "utf8"));
