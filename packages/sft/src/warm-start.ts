@@ -5,17 +5,7 @@
  */
 import type { Qwen2Model } from "@ragen/models";
 import { Conversation, type PromptFormat, type TokenSequence } from "@ragen/rollout";
-import {
-  AdamW,
-  asyncScope,
-  backward,
-  crossEntropy,
-  mul,
-  reshape,
-  scale,
-  sum,
-  tensor,
-} from "@ragen/tensor-webgpu";
+import { AdamW, asyncScope, backward, mul, scale, sum, tensor } from "@ragen/tensor-webgpu";
 import type { Tokenizer } from "@ragen/tokenizer";
 import { DEFAULT_SFT_FORMAT, type SftConversation } from "./sft-data.js";
 
@@ -161,13 +151,17 @@ export async function warmStart(
       tokenWeights && chosenIndices.map((i) => tokenWeights[i]!),
     );
     const loss = await asyncScope(async () => {
-      const logits = model.logits({ ids, batch, seqLen });
-      const t = tensor(targets, [batch * seqLen], { backend, dtype: "i32" });
-      const perToken = crossEntropy(reshape(logits, [batch * seqLen, model.config.vocabSize]), t);
-      const weighted = tokenWeights
-        ? mul(perToken, tensor(weights, [batch * seqLen], { backend }))
-        : perToken;
-      const mean = scale(sum(weighted), 1 / Math.max(weightSum, 1e-9));
+      // Cross-entropy is −log p(target): the head runs on the assistant's tokens alone, in chunks past
+      // the model's maxLogits, as the RL losses' does.
+      const trained = targets.map((id) => (id >= 0 ? 1 : 0));
+      const { logProbs } = model.sequenceLogProbs(
+        { ids, batch, seqLen },
+        targets.map((id) => Math.max(id, 0)),
+        1,
+        trained,
+      );
+      const weighted = mul(logProbs, tensor(weights, [batch, seqLen], { backend }));
+      const mean = scale(sum(weighted), -1 / Math.max(weightSum, 1e-9));
       backward(mean);
       const { gradNorm, clipScale } = optimizer.step();
       optimizer.zeroGrad();

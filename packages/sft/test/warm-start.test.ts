@@ -1,5 +1,13 @@
 import { Qwen2Model } from "@ragen/models";
-import { type Backend, webGpuBackend } from "@ragen/tensor-webgpu";
+import {
+  type Backend,
+  crossEntropy,
+  noGrad,
+  reshape,
+  scope,
+  tensor,
+  webGpuBackend,
+} from "@ragen/tensor-webgpu";
 import { trainBpeTokenizer } from "@ragen/tokenizer";
 import { describe, expect, it } from "vitest";
 import { generateSftConversations, sftCorpus } from "../src/sft-data.js";
@@ -117,6 +125,37 @@ describe("warm start", () => {
     // The answer's tokens cost an untrained model a different loss from the response's average token.
     const weighted = await run(sequences.map((s) => answerTokenWeights(tokenizer, s, 20)));
     expect(weighted[0]).not.toBeCloseTo(plain[0]!, 2);
+  });
+
+  it("takes as its loss the weighted mean cross-entropy of the assistant's tokens over the whole head", async () => {
+    const backend = await webGpuBackend();
+    const sequences = tokenizeConversations(tokenizer, chats.slice(0, 10));
+    const tokenWeights = sequences.map((s) => answerTokenWeights(tokenizer, s, 5));
+    const pad = tokenizer.padTokenId ?? 0;
+    // The first step's batch: the seeded rotation starts at sequence 0.
+    const first = [0, 1, 2].map((i) => (i * 7919) % sequences.length);
+    const { ids, targets, weights, weightSum, batch, seqLen } = packBatch(
+      first.map((i) => sequences[i]!),
+      pad,
+      first.map((i) => tokenWeights[i]!),
+    );
+    const model = tinyModel(backend);
+    const perToken = await noGrad(() =>
+      scope(() => {
+        const logits = reshape(model.logits({ ids, batch, seqLen }), [batch * seqLen, tokenizer.vocabSize]);
+        return crossEntropy(logits, tensor(targets, [batch * seqLen], { backend, dtype: "i32" })).keep();
+      }),
+    ).floats();
+    const expected = perToken.reduce((total, ce, t) => total + ce * weights[t]!, 0) / weightSum;
+    const [loss] = await warmStart(model, sequences, pad, {
+      steps: 1,
+      batchSize: 3,
+      lr: 1e-3,
+      seed: 0,
+      tokenWeights,
+    });
+    expect(loss).toBeCloseTo(expected, 4);
+    model.dispose();
   });
 
   it("lowers the assistant-token loss of a tiny Qwen2", async () => {
