@@ -85,7 +85,7 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     blockedTile?: BlockedTile,
     matrixTile?: MatrixTile,
     directPrefetch?: boolean,
-    wideStores?: boolean,
+    stores?: "wide" | "rotated",
   ): Promise<void> {
     const context = variant.startsWith("subgroup-matrix") ? matrixContext : testContext;
     await withF16(async (ctx) => {
@@ -110,7 +110,8 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
         blockedTile,
         matrixTile,
         directPrefetch,
-        wideStores,
+        wideStores: stores === "wide",
+        rotatedStores: stores === "rotated",
         dtype: "f16",
       } as const;
       matmul(ctx, { ...args, bias: biasBuffer, addend: addendBuffer });
@@ -200,7 +201,17 @@ describe("f16 matmul (halves in, f32 accumulation, one rounding on store)", () =
     const run = realMatrices ? wideRows : matrixTile === 64 ? [wideRows[1]!] : [];
     it.skipIf(!hasSubgroupMatrix || !hasMatrixViews).each(run.map((c) => [JSON.stringify(c), c] as const))(
       `"subgroup-matrix-pipelined" ${matrixTile}x${matrixTile} wide-stores %s`,
-      (_, c) => checkHalves(c, "subgroup-matrix-pipelined", undefined, matrixTile, false, true),
+      (_, c) => checkHalves(c, "subgroup-matrix-pipelined", undefined, matrixTile, false, "wide"),
+    );
+  }
+  // Rotated stores: the same kernel writing each load's halves in a per-lane order (spread over the banks).
+  // Emulated, the 64 x 64 tile only, untransposed: A's staged rows hold a k-step and B's a tile's width, so
+  // the two operands rotate by different tables.
+  for (const matrixTile of MATRIX_TILES) {
+    const run = realMatrices ? wideRows : matrixTile === 64 ? [wideRows[0]!] : [];
+    it.skipIf(!hasSubgroupMatrix).each(run.map((c) => [JSON.stringify(c), c] as const))(
+      `"subgroup-matrix-pipelined" ${matrixTile}x${matrixTile} rotated-stores %s`,
+      (_, c) => checkHalves(c, "subgroup-matrix-pipelined", undefined, matrixTile, false, "rotated"),
     );
   }
   it.skipIf(!hasSubgroupMatrix)(

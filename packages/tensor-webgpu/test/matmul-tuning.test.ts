@@ -17,6 +17,7 @@ import {
   type MatmulShape,
   matmulChoices,
   matmulShapeKey,
+  pipelinedStoresOf,
 } from "../src/kernels/matmul-choices.js";
 import { matmulCandidates, timeMatmulCandidates, tuneMatmuls } from "../src/kernels/matmul-tuning.js";
 import {
@@ -141,7 +142,7 @@ describe("the choice table", () => {
     expect(fresh.get(s)).toEqual(table.get(s));
   });
 
-  it("keeps a tensor-core tile and its options (prefetch, wide stores) through a save and a load", async () => {
+  it("keeps a tensor-core tile and its options (prefetch, wide or rotated stores) through a save and a load", async () => {
     const ctx = await testContext();
     const table = enableMatmulTuning(ctx);
     const s = shape(512, 4864, 896, { dtype: "f16" });
@@ -156,12 +157,20 @@ describe("the choice table", () => {
     const wide = { variant: "subgroup-matrix-pipelined", matrixTile: 128, wideStores: true } as const;
     expect(choiceName(wide)).toBe("subgroup-matrix-pipelined 128x128 wide-stores");
     table.set({ key: matmulShapeKey(s3), shape: s3, choice: wide, candidates: [], rejected: [] });
+    const s4 = shape(2048, 2048, 2048, { dtype: "f16" });
+    const rotated = { variant: "subgroup-matrix-pipelined", matrixTile: 64, rotatedStores: true } as const;
+    expect(choiceName(rotated)).toBe("subgroup-matrix-pipelined 64x64 rotated-stores");
+    expect(pipelinedStoresOf(rotated)).toBe("rotated");
+    expect(pipelinedStoresOf(wide)).toBe("wide");
+    expect(() => pipelinedStoresOf({ ...wide, rotatedStores: true })).toThrow(/choose one/);
+    table.set({ key: matmulShapeKey(s4), shape: s4, choice: rotated, candidates: [], rejected: [] });
     const saved = JSON.parse(JSON.stringify(saveKernelTuning(ctx)));
     disableMatmulTuning(ctx);
     expect(loadKernelTuning(ctx, saved)).toBe(true);
     expect(matmulChoices(ctx)!.get(s)!.choice).toEqual(choice);
     expect(matmulChoices(ctx)!.get(s2)!.choice).toEqual(prefetching);
     expect(matmulChoices(ctx)!.get(s3)!.choice).toEqual(wide);
+    expect(matmulChoices(ctx)!.get(s4)!.choice).toEqual(rotated);
     // Files written before the pipelined kernel name the tile `directTile`.
     const legacy = structuredClone(saved);
     for (const entry of legacy.matmul) {
@@ -210,6 +219,23 @@ describe("the choice table", () => {
     expect(
       damaged(entry({ choice: { variant: "subgroup-matrix-pipelined", matrixTile: 64, wideStores: 1 } })),
     ).toThrow(/choice\.wideStores must be true or false/);
+    expect(
+      damaged(
+        entry({ choice: { variant: "subgroup-matrix-pipelined", matrixTile: 64, rotatedStores: "on" } }),
+      ),
+    ).toThrow(/choice\.rotatedStores must be true or false/);
+    expect(
+      damaged(
+        entry({
+          choice: {
+            variant: "subgroup-matrix-pipelined",
+            matrixTile: 64,
+            wideStores: true,
+            rotatedStores: true,
+          },
+        }),
+      ),
+    ).toThrow(/sets both wideStores and rotatedStores/);
     expect(damaged(entry({ key: "f32 NN 1x64x64x64" }))).toThrow(
       /does not match its shape \(f32 NT 1x64x64x64\)/,
     );
@@ -434,6 +460,8 @@ describe("tuning f16 products on tensor cores", () => {
           "subgroup-matrix-direct 64x64 prefetch",
           "subgroup-matrix-pipelined 128x128",
           "subgroup-matrix-pipelined 64x64",
+          "subgroup-matrix-pipelined 128x128 rotated-stores",
+          "subgroup-matrix-pipelined 64x64 rotated-stores",
         ]),
       );
       // Wide stores where subgroup-matrix loads take WGSL buffer views.

@@ -13,7 +13,13 @@
  */
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
-import { type BlockedTile, blockedTileProblem, MATRIX_TILES, type MatrixTile } from "./matmul-gpu.js";
+import {
+  type BlockedTile,
+  blockedTileProblem,
+  MATRIX_TILES,
+  type MatrixTile,
+  type PipelinedStores,
+} from "./matmul-gpu.js";
 import { PerContext } from "./per-context.js";
 import { TuningTable } from "./tuning-table.js";
 
@@ -65,6 +71,18 @@ export interface MatmulChoice {
    * view (WGSL's buffer_view language feature), instead of as 8 halves.
    */
   wideStores?: boolean;
+  /**
+   * "subgroup-matrix-pipelined" only: store the 8 halves of each load in an order rotated per lane, so that
+   * the lanes of each store write to different banks of workgroup memory (storeRotations).
+   */
+  rotatedStores?: boolean;
+}
+
+/** How a "subgroup-matrix-pipelined" choice stages its loads. */
+export function pipelinedStoresOf(choice: MatmulChoice): PipelinedStores {
+  if (choice.wideStores && choice.rotatedStores)
+    throw new RangeError("matmul: wideStores and rotatedStores are two ways to stage a load; choose one");
+  return choice.wideStores ? "wide" : choice.rotatedStores ? "rotated" : "halves";
 }
 
 /** One candidate's measured GPU time per product (median over the tuning's rounds). */
@@ -101,14 +119,21 @@ export function matmulShapeKey(shape: MatmulShape): string {
 
 /**
  * A kernel's name in reports: "tiled", "blocked 128x64/16", "subgroup-matrix-direct 64x64",
- * "subgroup-matrix-direct 128x128 prefetch", "subgroup-matrix-pipelined 128x128 wide-stores".
+ * "subgroup-matrix-direct 128x128 prefetch", "subgroup-matrix-pipelined 128x128 wide-stores" (or
+ * "rotated-stores").
  */
 export function choiceName(choice: MatmulChoice): string {
   const tile = choice.blockedTile;
   if (tile) return `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}`;
   const direct = choice.matrixTile;
   if (!direct) return choice.variant;
-  const option = choice.directPrefetch ? " prefetch" : choice.wideStores ? " wide-stores" : "";
+  const option = choice.directPrefetch
+    ? " prefetch"
+    : choice.wideStores
+      ? " wide-stores"
+      : choice.rotatedStores
+        ? " rotated-stores"
+        : "";
   return `${choice.variant} ${direct}x${direct}${option}`;
 }
 
@@ -173,15 +198,21 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
         where,
         `choice.matrixTile is ${JSON.stringify(square)}, not one of ${MATRIX_TILES.join(", ")}`,
       );
-    for (const flag of ["directPrefetch", "wideStores"] as const)
+    for (const flag of ["directPrefetch", "wideStores", "rotatedStores"] as const)
       if (x[flag] !== undefined && typeof x[flag] !== "boolean")
         throw new KernelTuningFileError(where, `choice.${flag} must be true or false`);
+    if (x.wideStores && x.rotatedStores)
+      throw new KernelTuningFileError(
+        where,
+        "choice sets both wideStores and rotatedStores; a load is staged one way",
+      );
     const matrixTile = square as MatrixTile;
     return {
       variant,
       matrixTile,
       ...(x.directPrefetch ? { directPrefetch: true } : {}),
       ...(x.wideStores ? { wideStores: true } : {}),
+      ...(x.rotatedStores ? { rotatedStores: true } : {}),
     };
   }
   if (x.blockedTile === undefined) return { variant };

@@ -534,6 +534,44 @@ const PIPELINED_PAD = 8;
 const WIDE = 8;
 
 /**
+ * How the "subgroup-matrix-pipelined" kernel writes each 16-byte load into its workgroup stage: as 8
+ * halves in order ("halves"); as 8 halves in an order rotated per lane, so that the lanes of each store
+ * write to different banks ("rotated", see storeRotations); or whole, through a view of the stage as
+ * vec4<u32> ("wide", needs WGSL's buffer_view and subgroup-matrix loads through views).
+ */
+export type PipelinedStores = "halves" | "rotated" | "wide";
+
+/** Lanes of a subgroup whose stores go out together (NVIDIA's warp), and workgroup memory's 4-byte banks. */
+const STORE_LANES = 32;
+const BANKS = 32;
+
+/**
+ * Staged stores by rotation: for each of STORE_LANES lanes, by how many 4-byte words to rotate the order in
+ * which it writes its 16-byte slot of a stage whose rows hold `perRow` slots, `stride` halves apart. Slots
+ * 128 bytes apart share banks, and every layout of the kernel puts 4 of a subgroup's 32 slots in each of
+ * the 8 bank groups: written in the same order, each store instruction writes 4 words into each bank it
+ * touches and takes 4 passes. Ranking the lanes within their group gives the 4 different words, so each
+ * store takes one pass. The order is only a schedule: any rotation stores the same values.
+ */
+export function storeRotations(perRow: number, stride: number): number[] {
+  const groups = (BANKS * 4) / (WIDE * 2);
+  const ranks = new Map<number, number>();
+  return range(STORE_LANES).map((lane) => {
+    const slot = Math.floor(lane / perRow) * (stride / WIDE) + (lane % perRow);
+    const group = slot % groups;
+    const rank = ranks.get(group) ?? 0;
+    ranks.set(group, rank + 1);
+    return rank % 4;
+  });
+}
+
+/** The rotations of storeRotations packed 2 bits a lane into two u32s (lanes 0-15, then 16-31). */
+function packedRotations(rotations: readonly number[]): [number, number] {
+  const pack = (part: readonly number[]) => part.reduce((bits, r, i) => bits + r * 4 ** i, 0);
+  return [pack(rotations.slice(0, 16)), pack(rotations.slice(16))];
+}
+
+/**
  * A problem's operands as a kernel that reads vectors along their stored rows sees them. The leading
  * dimensions default to the problem's own (operands stored densely); a chunk of a larger problem gives the
  * whole problem's, with its windows' first elements (`aStart`, `bStart`).
@@ -605,10 +643,11 @@ export function pipelinedDepth(
  * stages leaves one barrier per step. Operands must suit wide loads (pipelinedFits); rows, columns and
  * k past the problem's edges are staged as zeros, so the other edges may be ragged.
  *
- * `wideStores`: the stages are workgroup buffers (WGSL's buffer_view) written a whole 16-byte load at a
- * time through a vec4<u32> view and read as halves by the fragment loads, instead of arrays of halves
- * written 8 stores per load: at 128 x 128 with k-steps of 32 those stores are 64 per invocation per step,
- * more instructions for the workgroup-memory pipe than the fragment loads that feed the multiplies.
+ * `stores` (PipelinedStores): with "halves" each load is 8 stores of a half, and the lanes of a store
+ * instruction, 16 bytes apart, meet 4 to a bank: at 128 x 128 with k-steps of 32 that is 64 stores per
+ * invocation per step taking 4 passes each, more work for the workgroup-memory pipe than the fragment
+ * loads that feed the multiplies. "rotated" takes each store in one pass; "wide" writes each load whole
+ * into a workgroup buffer (WGSL's buffer_view) through a vec4<u32> view, read as halves by the fragment loads.
  */
 export function subgroupMatrixPipelinedKernel(
   transA: boolean,
@@ -618,8 +657,9 @@ export function subgroupMatrixPipelinedKernel(
   tile: MatrixTile,
   depth: PipelinedDepth,
   preamble: string,
-  wideStores = false,
+  stores: PipelinedStores = "halves",
 ): string {
+  const wideStores = stores === "wide";
   const { m: M, n: N, k: K } = shape;
   const bk = depth;
   const block = tile / 2;
@@ -651,25 +691,36 @@ export function subgroupMatrixPipelinedKernel(
     minor: { origin: string; limit: string },
   ) => {
     const perRow = minorCount / WIDE;
+    const [low, high] = packedRotations(storeRotations(perRow, stride));
+    // The two halves of word `component` of the rotated load `r`, stored at `at`.
+    const halvesOf = (component: string, at: string) =>
+      `let ${component}Halves = bitcast<vec2<f16>>(r.${component}); ${array}Tile[${at}] = ${component}Halves.x; ${array}Tile[${at} + 1u] = ${component}Halves.y;`;
+    const store = {
+      // Strides and stage sizes are multiples of 8 halves: every wide load lands on a whole vector.
+      wide: `let vectors = bufferView<array<vec4u, ${(2 * stageSize) / WIDE}>>(&${array}Stages, 0);
+  vectors[at / ${WIDE}u] = v;`,
+      halves: `let h = array<vec2<f16>, 4>(bitcast<vec2<f16>>(v.x), bitcast<vec2<f16>>(v.y), bitcast<vec2<f16>>(v.z),
+                              bitcast<vec2<f16>>(v.w));
+  ${range(WIDE)
+    .map((i) => `${array}Tile[at + ${i}u] = h[${i >> 1}].${i & 1 ? "y" : "x"};`)
+    .join(" ")}`,
+      // Word w of the rotated vector is the load's word (w + rot) % 4, stored where that word belongs.
+      rotated: `let rot = (select(${high}u, ${low}u, lane % ${STORE_LANES}u < 16u) >> (2u * (lane % 16u))) & 3u;
+  let once = select(v, v.yzwx, (rot & 1u) != 0u);
+  let r = select(once, once.zwxy, (rot & 2u) != 0u);
+  ${range(4)
+    .map((w) => halvesOf("xyzw"[w]!, `at + ((${w}u + rot) & 3u) * 2u`))
+    .join("\n  ")}`,
+    }[stores];
     return /* wgsl */ `fn load${name}(e: u32, k0: u32, tileOrigin: u32, base: u32) -> vec4u {
   let major = ${major.origin} + e / ${perRow}u;
   let minor = ${minor.origin} + (e % ${perRow}u) * ${WIDE}u;
   let index = base + min(major, ${major.limit} - 1u) * p.ld${array} + min(minor, ${minor.limit} - ${WIDE}u);
   return select(vec4u(0u), ${array}[index / ${WIDE}u], major < ${major.limit} && minor < ${minor.limit});
 }
-fn stage${name}(e: u32, v: vec4u, stage: u32) {
+fn stage${name}(e: u32, v: vec4u, stage: u32, lane: u32) {
   let at = stage * ${stageSize}u + (e / ${perRow}u) * ${stride}u + (e % ${perRow}u) * ${WIDE}u;
-  ${
-    wideStores
-      ? // Strides and stage sizes are multiples of 8 halves: every wide load lands on a whole vector.
-        `let vectors = bufferView<array<vec4u, ${(2 * stageSize) / WIDE}>>(&${array}Stages, 0);
-  vectors[at / ${WIDE}u] = v;`
-      : `let h = array<vec2<f16>, 4>(bitcast<vec2<f16>>(v.x), bitcast<vec2<f16>>(v.y), bitcast<vec2<f16>>(v.z),
-                              bitcast<vec2<f16>>(v.w));
-  ${range(WIDE)
-    .map((i) => `${array}Tile[at + ${i}u] = h[${i >> 1}].${i & 1 ? "y" : "x"};`)
-    .join(" ")}`
-  }
+  ${store}
 }`;
   };
   const rowAxis = { origin: "tileOrigin", limit: "p.m" };
@@ -688,7 +739,7 @@ fn stage${name}(e: u32, v: vec4u, stage: u32) {
   // A step's slices go through registers: loaded during the previous step's multiplies, then staged.
   const load = (k0: string) =>
     share(`nextA[i] = loadA(e, ${k0}, tileRow, aBase); nextB[i] = loadB(e, ${k0}, tileCol, bBase);`, true);
-  const store = share("stageA(e, nextA[i], stage); stageB(e, nextB[i], stage);");
+  const store = share("stageA(e, nextA[i], stage, lane); stageB(e, nextB[i], stage, lane);");
   const aOffset = (i: number, kk: number) =>
     transA
       ? `aAt + ${kk * aStride}u + blockRowInTile + ${i * M}u`

@@ -49,6 +49,8 @@ export interface MatmulArgs {
   directPrefetch?: boolean;
   /** With variant "subgroup-matrix-pipelined": stage through 16-byte stores (needs WGSL's buffer_view). */
   wideStores?: boolean;
+  /** With variant "subgroup-matrix-pipelined": stage halves in a per-lane order that spreads them over the banks. */
+  rotatedStores?: boolean;
   /**
    * Element type of a, b and out (default f32). With "f16" (needs shader-f16) the operands are read as
    * halves and converted, products accumulate in f32, and the result is rounded to f16 once on store.

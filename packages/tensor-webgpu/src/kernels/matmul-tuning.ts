@@ -62,6 +62,7 @@ export function matmulCandidates(ctx: GpuContext, shape: MatmulShape): MatmulCho
       for (const matrixTile of MATRIX_TILES)
         if (pipelinedDepth(matrixTile, units, limit)) {
           candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile });
+          candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile, rotatedStores: true });
           if (ctx.info.features.subgroupMatrixViews)
             candidates.push({ variant: "subgroup-matrix-pipelined", matrixTile, wideStores: true });
         }

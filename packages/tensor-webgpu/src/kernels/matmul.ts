@@ -67,7 +67,13 @@ import { bufferBytes } from "../gpu/buffer-bytes.js";
 import type { GpuContext } from "../gpu/context.js";
 import type { FloatStorage } from "./elementwise.js";
 import { blockedWideBytes, blockedWideKernel, wideFits } from "./matmul-blocked-wide.js";
-import { type MatmulChoice, type MatmulShape, type MatmulVariant, matmulChoices } from "./matmul-choices.js";
+import {
+  type MatmulChoice,
+  type MatmulShape,
+  type MatmulVariant,
+  matmulChoices,
+  pipelinedStoresOf,
+} from "./matmul-choices.js";
 import {
   BLOCKED_TILE,
   type BlockedTile,
@@ -398,8 +404,8 @@ function runSubgroupMatrixPipelined(
     throw new RangeError(
       `matmul: a ${tile}x${tile} "subgroup-matrix-pipelined" tile needs ${pipelinedBytes(tile, shape, 16)} bytes of workgroup memory, this device has ${limit}`,
     );
-  const wideStores = choice.wideStores === true;
-  if (wideStores && !ctx.info.features.subgroupMatrixViews)
+  const stores = pipelinedStoresOf(choice);
+  if (stores === "wide" && !ctx.info.features.subgroupMatrixViews)
     throw new RangeError(
       'matmul: "subgroup-matrix-pipelined" with wide stores needs subgroup-matrix loads through WGSL buffer views, which this adapter does not compile',
     );
@@ -408,7 +414,7 @@ function runSubgroupMatrixPipelined(
     return;
   }
   const lanes = ctx.info.subgroupSizes.max;
-  const key = `subgroup-matrix-pipelined${tile}/${depth}${wideStores ? " wide" : ""} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
+  const key = `subgroup-matrix-pipelined${tile}/${depth} ${stores} ${shape.m}x${shape.n}x${shape.k}/${lanes} ${code(p)}`;
   const pipelined = ctx.pipeline(
     `matmul ${key}`,
     source(key, () =>
@@ -420,7 +426,7 @@ function runSubgroupMatrixPipelined(
         tile,
         depth,
         gemmPreamble("f16", "vec4<u32>"),
-        wideStores,
+        stores,
       ),
     ),
   );
@@ -489,6 +495,7 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
       ...(args.matrixTile ? { matrixTile: args.matrixTile } : {}),
       ...(args.directPrefetch ? { directPrefetch: true } : {}),
       ...(args.wideStores ? { wideStores: true } : {}),
+      ...(args.rotatedStores ? { rotatedStores: true } : {}),
     };
   const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
   return tuned ?? fixedRuleChoice(ctx, args);
