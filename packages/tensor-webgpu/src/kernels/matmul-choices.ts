@@ -78,6 +78,20 @@ export interface MatmulChoice {
   rotatedStores?: boolean;
 }
 
+/** The tensor-core kernels' on/off options, with the suffix each adds to a kernel's name. */
+const MATRIX_FLAGS = {
+  directPrefetch: " prefetch",
+  wideStores: " wide-stores",
+  rotatedStores: " rotated-stores",
+} as const;
+type MatrixFlag = keyof typeof MATRIX_FLAGS;
+
+/** The options among `source`'s (a choice, a tuning file's entry, matmul's arguments) that are set. */
+export function matrixFlags(source: { [F in MatrixFlag]?: unknown }): Pick<MatmulChoice, MatrixFlag> {
+  const set = (Object.keys(MATRIX_FLAGS) as MatrixFlag[]).filter((flag) => source[flag]);
+  return Object.fromEntries(set.map((flag) => [flag, true]));
+}
+
 /** How a "subgroup-matrix-pipelined" choice stages its loads. */
 export function pipelinedStoresOf(choice: MatmulChoice): PipelinedStores {
   if (choice.wideStores && choice.rotatedStores)
@@ -127,14 +141,8 @@ export function choiceName(choice: MatmulChoice): string {
   if (tile) return `${choice.variant} ${tile.rows}x${tile.cols}/${tile.depth}`;
   const direct = choice.matrixTile;
   if (!direct) return choice.variant;
-  const option = choice.directPrefetch
-    ? " prefetch"
-    : choice.wideStores
-      ? " wide-stores"
-      : choice.rotatedStores
-        ? " rotated-stores"
-        : "";
-  return `${choice.variant} ${direct}x${direct}${option}`;
+  const options = Object.keys(matrixFlags(choice)).map((flag) => MATRIX_FLAGS[flag as MatrixFlag]);
+  return `${choice.variant} ${direct}x${direct}${options.join("")}`;
 }
 
 /** The adapter a table belongs to. */
@@ -198,7 +206,7 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
         where,
         `choice.matrixTile is ${JSON.stringify(square)}, not one of ${MATRIX_TILES.join(", ")}`,
       );
-    for (const flag of ["directPrefetch", "wideStores", "rotatedStores"] as const)
+    for (const flag of Object.keys(MATRIX_FLAGS) as MatrixFlag[])
       if (x[flag] !== undefined && typeof x[flag] !== "boolean")
         throw new KernelTuningFileError(where, `choice.${flag} must be true or false`);
     if (x.wideStores && x.rotatedStores)
@@ -207,13 +215,7 @@ function parseChoice(x: unknown, where: string): MatmulChoice {
         "choice sets both wideStores and rotatedStores; a load is staged one way",
       );
     const matrixTile = square as MatrixTile;
-    return {
-      variant,
-      matrixTile,
-      ...(x.directPrefetch ? { directPrefetch: true } : {}),
-      ...(x.wideStores ? { wideStores: true } : {}),
-      ...(x.rotatedStores ? { rotatedStores: true } : {}),
-    };
+    return { variant, matrixTile, ...matrixFlags(x) };
   }
   if (x.blockedTile === undefined) return { variant };
   const tile = x.blockedTile as BlockedTile;

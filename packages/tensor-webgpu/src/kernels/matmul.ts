@@ -72,6 +72,7 @@ import {
   type MatmulShape,
   type MatmulVariant,
   matmulChoices,
+  matrixFlags,
   pipelinedStoresOf,
 } from "./matmul-choices.js";
 import {
@@ -493,9 +494,7 @@ export function matmulChoice(ctx: GpuContext, args: MatmulArgs): MatmulChoice {
       variant: args.variant,
       ...(args.blockedTile ? { blockedTile: args.blockedTile } : {}),
       ...(args.matrixTile ? { matrixTile: args.matrixTile } : {}),
-      ...(args.directPrefetch ? { directPrefetch: true } : {}),
-      ...(args.wideStores ? { wideStores: true } : {}),
-      ...(args.rotatedStores ? { rotatedStores: true } : {}),
+      ...matrixFlags(args),
     };
   const tuned = matmulChoices(ctx)?.lookup(matmulShapeOf(args));
   return tuned ?? fixedRuleChoice(ctx, args);
