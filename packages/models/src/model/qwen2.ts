@@ -617,19 +617,19 @@ export class Qwen2Model {
         `sequenceLogProbs(): a mask of ${needed.length} for ${input.batch}x${input.seqLen} positions`,
       );
     }
+    // The positions the head runs on, when not all of them.
     const picked = needed === undefined ? undefined : neededPositions(needed);
+    const gathered = picked && picked.length < tokens ? picked : undefined;
     const hidden = this.hidden(input);
     const flat = reshape(hidden, [tokens, this.config.hiddenSize]);
     // Gathered rows take their gradient back to `flat` (the embedding's scatter-add).
-    const rows = picked && picked.length < tokens ? embedding(flat, picked) : flat;
-    const rowTargets = rows === flat ? targets : picked!.map((position) => targets[position]!);
+    const rows = gathered ? embedding(flat, gathered) : flat;
+    const rowTargets = gathered ? gathered.map((position) => targets[position]!) : targets;
     const head = this.headLogProbs(rows, rowTargets, temperature);
     const shaped = (values: Tensor) => {
-      // Back to every position: picked rows in place, zeros (and no gradient) elsewhere.
-      const column = rows === flat ? values : reshape(values, [picked!.length, 1]);
-      const full = rows === flat ? values : embedding(column, scatterIds(picked!, tokens));
+      const full = gathered ? scatterRows(values, gathered, tokens) : values;
       const out = reshape(full, [input.batch, input.seqLen]);
-      for (const t of new Set([values, column, full])) t.dispose();
+      for (const t of new Set([values, full])) t.dispose();
       return out;
     };
     const out = { logProbs: shaped(head.logProbs), entropy: shaped(head.entropy) };
@@ -717,11 +717,17 @@ function neededPositions(needed: ArrayLike<number>): Int32Array {
   return Int32Array.from(positions.length > 0 ? positions : [0]);
 }
 
-/** Embedding ids that put row i at picked[i] of `tokens` positions, and -1 (a zero row) elsewhere. */
-function scatterIds(picked: Int32Array, tokens: number): Int32Array {
+/**
+ * `values` [n] put back at positions `gathered` of `tokens`, zeros (and no gradient) elsewhere: an
+ * embedding lookup whose id is the value's row at a gathered position and -1 (a zero row) at the others.
+ */
+function scatterRows(values: Tensor, gathered: Int32Array, tokens: number): Tensor {
   const ids = new Int32Array(tokens).fill(-1);
-  picked.forEach((position, row) => {
+  gathered.forEach((position, row) => {
     ids[position] = row;
   });
-  return ids;
+  const column = reshape(values, [gathered.length, 1]);
+  const full = embedding(column, ids);
+  column.dispose();
+  return full;
 }
